@@ -1,0 +1,481 @@
+"""Command-line interface: parses, calls the library, prints. No mathematics here.
+
+Errors in the input are printed as one line (``error: ...``) on stderr with exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from distprivacy import __version__
+from distprivacy.accounting import check_delta, check_epsilon, check_rule
+from distprivacy.datasets import load_data, load_table
+from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.mechanisms import MECHANISMS, Calibration, make_mechanism
+from distprivacy.models import FModel, as_generator, fit_model, load_model_file
+from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.spec import ProtectionSpec
+
+DEFAULT_PROPERTY = "income==>50K"
+DEFAULT_VALUES = "0.45,0.55"
+
+err_console = Console(stderr=True)
+
+
+class _LazyProgress:
+    """A rich progress bar on stderr that appears only once work has taken over a second."""
+
+    def __init__(self, description: str, enabled: bool) -> None:
+        self.description = description
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.progress is None and time.monotonic() - self.start > 1.0:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task(self.description, total=total)
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _floats(text: str, what: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise DistPrivacyError(
+            f"cannot read {what} {text!r}; give comma-separated numbers, e.g. 0.45,0.55"
+        ) from None
+
+
+def _pairs(text: str) -> list[tuple[float, float]]:
+    out = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        a, sep, b = part.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            out.append((float(a), float(b)))
+        except ValueError:
+            raise DistPrivacyError(
+                f"cannot read pair {part!r}; write P1:P2 pairs, e.g. 0.45:0.55,0.5:0.6"
+            ) from None
+    return out
+
+
+def _common_options(f: Callable) -> Callable:
+    options = [
+        click.option(
+            "--data",
+            type=click.Path(),
+            default=None,
+            help="CSV/Parquet file or a directory with adult.data/adult.test "
+            "(default: the Adult data, fetched and cached on first use).",
+        ),
+        click.option(
+            "--protect",
+            default=DEFAULT_PROPERTY,
+            show_default=True,
+            help="The sensitive record property, COLUMN OP VALUE.",
+        ),
+        click.option(
+            "--values",
+            "values_",
+            default=DEFAULT_VALUES,
+            show_default=True,
+            help="Candidate proportions p of records with the property.",
+        ),
+        click.option(
+            "--pairs",
+            default=None,
+            help="Explicit protected pairs P1:P2,... (default: all pairs of values).",
+        ),
+        click.option(
+            "--pairs-within",
+            type=float,
+            default=None,
+            help="Protect every pair of values at most this far apart (Example 2.1).",
+        ),
+        click.option(
+            "--subset-size",
+            type=int,
+            default=100,
+            show_default=True,
+            help="Size n of the released dataset.",
+        ),
+        click.option(
+            "--statistics",
+            default=ADULT_DEFAULT_STATISTICS,
+            show_default=True,
+            help="Comma-separated statistics: mean:COL, sum:COL, count:PRED, proportion:PRED.",
+        ),
+        click.option(
+            "--model",
+            "model_file",
+            type=click.Path(),
+            default=None,
+            help="A user-supplied model of f_θ (JSON/TOML); replaces the data options.",
+        ),
+        click.option(
+            "--modeling",
+            type=click.Choice(["auto", "exact", "monte-carlo"]),
+            default="auto",
+            show_default=True,
+            help="How f_θ is modelled from the data.",
+        ),
+        click.option(
+            "--samples",
+            type=int,
+            default=1000,
+            show_default=True,
+            help="Monte-Carlo subsets per θ.",
+        ),
+        click.option("--epsilon", type=float, default=1.0, show_default=True),
+        click.option("--delta", type=float, default=1e-3, show_default=True),
+        click.option(
+            "--calibration",
+            default="classic",
+            show_default=True,
+            help="Gaussian calibration rule (only 'classic' for now).",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=None,
+            help="Seed for modelling and noise (experiments only: seeded noise is not secure).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any], Any]:
+    """Validate the options, load the data and fit the model."""
+    check_epsilon(p["epsilon"])
+    check_rule(p["calibration"])
+    if p["model_file"] is not None:
+        explicit = [
+            k
+            for k in (
+                "data",
+                "protect",
+                "values_",
+                "pairs",
+                "pairs_within",
+                "subset_size",
+                "statistics",
+                "modeling",
+                "samples",
+            )
+            if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE
+        ]
+        if explicit:
+            flags = ", ".join("--" + e.rstrip("_").replace("_", "-") for e in explicit)
+            raise DistPrivacyError(f"--model replaces the data options; drop {flags}")
+        model = load_model_file(p["model_file"])
+        return model, {"model_file": str(p["model_file"])}, None
+    spec = ProtectionSpec(
+        p["protect"],
+        p["subset_size"],
+        _floats(p["values_"], "--values"),
+        pairs=_pairs(p["pairs"]) if p["pairs"] else None,
+        pairs_within=p["pairs_within"],
+    )
+    query = Query.parse(p["statistics"])
+    data = load_data(p["data"])
+    query.validate(data)
+    bar = _LazyProgress("modelling f_θ", enabled=not p["as_json"])
+    try:
+        model = fit_model(
+            data,
+            spec,
+            query,
+            method=p["modeling"],
+            n_samples=p["samples"],
+            random_state=p["seed"],
+            progress=bar,
+        )
+    finally:
+        bar.close()
+    info = {
+        "data": p["data"] or "adult",
+        "spec": spec.to_dict(),
+        "statistics": list(query.names),
+        "modeling": model.method_,
+    }
+    return model, info, (data, spec, query)
+
+
+def _calibrate_many(
+    model: FModel, names: list[str], p: dict[str, Any], show: bool
+) -> tuple[list[Calibration], dict[str, str]]:
+    cals: list[Calibration] = []
+    skipped: dict[str, str] = {}
+    bar = _LazyProgress("calibrating", enabled=show)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
+        for k, name in enumerate(names):
+            mech = make_mechanism(name, p["epsilon"], p["delta"], p["calibration"])
+            try:
+                cals.append(mech.calibrate(model))
+            except NotApplicableError as e:
+                skipped[name] = str(e)
+            bar(k + 1, len(names))
+    bar.close()
+    return cals, skipped
+
+
+def _short_theorem(text: str) -> str:
+    """'Chen & Ohrimenko 2023, Theorem 4.5 (…)' → 'Thm 4.5'; other sources kept short."""
+    head = text.split(" (")[0]
+    head = head.replace("Chen & Ohrimenko 2023, ", "").replace("Theorem", "Thm")
+    return head.replace("Algorithm", "Alg").replace("Corollary", "Cor")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.3e}"
+
+
+def _noise_summary(c: Calibration) -> str:
+    n = c.noise
+    if n.family == "none" or n.scales.size == 0:
+        return "none"
+    what = "σ" if n.family == "gaussian" else "b"
+    d = n.scales.size
+    dirs = "all coords" if np.allclose(n.basis, np.eye(n.dim)) else f"{d} dir."
+    if np.allclose(n.scales, n.scales[0]):
+        return f"{n.family} {what}={_fmt(n.scales[0])} on {dirs}"
+    return f"{n.family} {what}∈[{_fmt(n.scales.min())}, {_fmt(n.scales.max())}] on {dirs}"
+
+
+def _print_header(console: Console, model: FModel, info: dict[str, Any], p: dict[str, Any]) -> None:
+    if "spec" in info:
+        s = info["spec"]
+        console.print(
+            f"[bold]Protecting[/] {s['property']} at p ∈ {s['values']} (counts {s['counts']} of "
+            f"n={s['n']}); {len(s['pairs'])} ordered pair(s) in Ψ; data: {info['data']}; "
+            f"model: {info['modeling']}"
+        )
+    else:
+        console.print(f"[bold]Model file[/] {info['model_file']}")
+    console.print(f"Statistics: {', '.join(model.statistic_names_)}")
+    console.print(f"ε = {p['epsilon']:g}, δ = {p['delta']:g}, calibration rule: {p['calibration']}")
+
+
+def _model_dict(model: FModel) -> dict[str, Any]:
+    return {
+        "method": model.method_,
+        "thetas": [model.theta_label(t) for t in range(len(model.thetas_))],
+        "means": model.means_.tolist(),
+        "covariances": model.covariances_.tolist(),
+        "pairs": [[model.theta_label(i), model.theta_label(j)] for i, j in model.pair_indices_],
+    }
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="distprivacy")
+def cli() -> None:
+    """Release dataset statistics with (ε, δ)-distribution privacy for a global property."""
+
+
+@cli.command()
+@_common_options
+@click.option(
+    "--mechanism",
+    "mechanisms",
+    multiple=True,
+    help="Only these mechanisms (repeatable; default: all).",
+)
+@click.pass_context
+def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None:
+    """Show every applicable mechanism's noise and expected L2 error side by side."""
+    check_delta(p["delta"])
+    names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
+    model, info, _ = _build(ctx, p)
+    cals, skipped = _calibrate_many(model, names, p, show=not p["as_json"])
+    if p["as_json"]:
+        click.echo(
+            json.dumps(
+                {
+                    **info,
+                    "epsilon": p["epsilon"],
+                    "delta": p["delta"],
+                    "calibration": p["calibration"],
+                    "model": _model_dict(model),
+                    "mechanisms": [c.to_dict() for c in cals],
+                    "not_applicable": skipped,
+                },
+                indent=2,
+            )
+        )
+        return
+    console = Console()
+    _print_header(console, model, info, p)
+    table = Table(title="Calibrations (expected L2 error = E‖Z‖₂, exact)")
+    for col in ("mechanism", "noise", "E‖Z‖₂", "ε", "δ", "proof"):
+        table.add_column(
+            col,
+            justify="right" if col in ("E‖Z‖₂", "ε", "δ") else "left",
+            no_wrap=col in ("mechanism", "E‖Z‖₂"),
+        )
+    for c in cals:
+        table.add_row(
+            c.mechanism,
+            _noise_summary(c),
+            _fmt(c.expected_l2_error),
+            f"{c.epsilon:g}",
+            f"{c.delta:g}",
+            _short_theorem(c.theorem),
+        )
+    console.print(table)
+    notes = [(c.mechanism, w) for c in cals for w in c.warnings]
+    if notes:
+        console.print("[bold yellow]Warnings[/]")
+        seen = set()
+        for name, w in notes:
+            key = w if "ε" in w and "classic" in w else (name, w)
+            if key in seen:
+                continue
+            seen.add(key)
+            who = "Gaussian mechanisms" if isinstance(key, str) else name
+            console.print(f"  {who}: {w}")
+    if skipped:
+        console.print("[bold]Not applicable[/]")
+        for reason in skipped.values():
+            console.print(f"  {reason}")
+
+
+@cli.command()
+@_common_options
+@click.option(
+    "--mechanism",
+    "mechanism",
+    default="DauM-G",
+    show_default=True,
+    help=f"One of: {', '.join(MECHANISMS)}.",
+)
+@click.option(
+    "--target",
+    type=click.Path(),
+    default=None,
+    help="The n-record dataset to release (CSV/Parquet). Default: a random n-record "
+    "subset of --data (a demonstration).",
+)
+@click.pass_context
+def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) -> None:
+    """Release the statistics of a dataset with the chosen mechanism."""
+    mech = make_mechanism(mechanism, p["epsilon"], p["delta"], p["calibration"])
+    model, info, built = _build(ctx, p)
+    if target is not None:
+        if built is None:
+            raise DistPrivacyError("--target needs the data options, not --model")
+        data, spec, query = built
+        target_df = load_table(target)
+        if len(target_df) != spec.n:
+            raise DistPrivacyError(
+                f"the target has {len(target_df)} records but --subset-size is {spec.n}; "
+                "they must agree"
+            )
+        query.validate(target_df)
+        value = query.evaluate(target_df)
+        info["target"] = str(target)
+    elif built is not None:
+        data, spec, query = built
+        rows = as_generator(p["seed"]).choice(len(data), size=spec.n, replace=False)
+        value = query.evaluate(data.iloc[rows])
+        info["target"] = f"random {spec.n}-record subset of the data (demonstration)"
+    else:
+        raise DistPrivacyError(
+            "with --model, give the dataset to release with --target and the data options instead"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = mech.calibrate(model)
+    rel = cal.release(value, rng=p["seed"])
+    if p["as_json"]:
+        click.echo(json.dumps({**info, **rel.to_dict()}, indent=2))
+        return
+    console = Console()
+    _print_header(console, model, info, p)
+    console.print(f"Released dataset: {info['target']}")
+    table = Table(title=f"Release by {cal.mechanism} ({cal.theorem})")
+    table.add_column("statistic")
+    table.add_column("released value", justify="right")
+    table.add_column("noise std", justify="right")
+    for name, v, var in zip(rel.statistic_names, rel.values, cal.variance, strict=True):
+        table.add_row(name, f"{v:.4f}", _fmt(float(np.sqrt(var))))
+    console.print(table)
+    console.print(f"Noise: {_noise_summary(cal)}; expected L2 error {_fmt(cal.expected_l2_error)}")
+    console.print(
+        f"Guarantee: ({cal.epsilon:g}, {cal.delta:g})-distribution privacy for the "
+        "protected pairs, assuming:"
+    )
+    for a in cal.assumptions:
+        console.print(f"  - {a}")
+    for w in cal.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    if not rel.secure:
+        console.print(
+            "[yellow]warning:[/] --seed makes the noise reproducible; never publish a "
+            "seeded release"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: one-line errors on stderr, exit status 2 for bad input."""
+    try:
+        cli.main(args=argv, prog_name="distprivacy", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        return 1
+    except click.UsageError as e:
+        msg = e.format_message().replace("\n", " ")
+        click.echo(f"error: {msg} (see distprivacy {' '.join(_cmd(argv))}--help)", err=True)
+        return 2
+    except DistPrivacyError as e:
+        click.echo(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", err=True)
+        return 2
+    return 0
+
+
+def _cmd(argv: list[str] | None) -> list[str]:
+    args = sys.argv[1:] if argv is None else argv
+    return [args[0]] if args and args[0] in cli.commands else []
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+__all__ = ["cli", "main"]

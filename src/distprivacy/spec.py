@@ -1,0 +1,272 @@
+"""What to protect: the sensitive property, the candidate distributions θ_p and the pairs Ψ.
+
+Chen & Ohrimenko (2023), §2.2 and Example 2.1: a data owner releases F(Data) for a dataset of n
+records and wants an attacker unable to tell whether the proportion p of records satisfying a
+predicate (e.g. ``income == ">50K"``) is p_i or p_j, for every protected pair
+(θ_{p_i}, θ_{p_j}) ∈ Ψ.
+Here θ_p is the distribution of size-n datasets holding exactly ``round(p·n)`` records that satisfy
+the predicate (rounded half up), the rest drawn from the records that do not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+
+import numpy as np
+import pandas as pd
+
+from distprivacy.exceptions import DistPrivacyError
+
+_OPS = ("==", "!=", "<=", ">=", "<", ">")
+_PRED_RE = re.compile(r"^\s*([^=!<>]+?)\s*(==|!=|<=|>=|<|>)\s*(.*?)\s*$")
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+def check_column(data: pd.DataFrame, column: str) -> None:
+    """Raise a one-line error when ``column`` is not in ``data``."""
+    if column not in data.columns:
+        shown = ", ".join(map(str, list(data.columns)[:20]))
+        more = ", ..." if len(data.columns) > 20 else ""
+        raise DistPrivacyError(f"unknown column {column!r}; the data has columns: {shown}{more}")
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A record predicate ``column OP value`` (OP one of ==, !=, <, <=, >, >=).
+
+    Parameters
+    ----------
+    column : str
+        Column name.
+    op : str
+        Comparison operator.
+    value : str or float
+        Right-hand side; compared as a number when the column is numeric.
+    """
+
+    column: str
+    op: str
+    value: str | float
+
+    def __post_init__(self) -> None:
+        if self.op not in _OPS:
+            raise DistPrivacyError(
+                f"unknown operator {self.op!r} in predicate; use one of {', '.join(_OPS)}"
+            )
+        if not str(self.column).strip():
+            raise DistPrivacyError("predicate has an empty column name; write e.g. sex==Female")
+
+    @classmethod
+    def parse(cls, text: str) -> Predicate:
+        """Parse ``'income==">50K"'``, ``"sex == Female"`` or ``"age>=40"``."""
+        m = _PRED_RE.match(text or "")
+        if m is None or not m.group(3):
+            raise DistPrivacyError(
+                f"cannot parse predicate {text!r}; write COLUMN OP VALUE, e.g. income=='>50K' "
+                "or age>=40"
+            )
+        column, op, value = m.group(1).strip(), m.group(2), _unquote(m.group(3))
+        return cls(column=column, op=op, value=value)
+
+    def __str__(self) -> str:
+        return f"{self.column}{self.op}{self.value}"
+
+    def evaluate(self, data: pd.DataFrame) -> np.ndarray:
+        """Boolean mask of the records of ``data`` satisfying the predicate."""
+        check_column(data, self.column)
+        col = data[self.column]
+        if pd.api.types.is_numeric_dtype(col):
+            try:
+                rhs: object = float(self.value)
+            except (TypeError, ValueError):
+                raise DistPrivacyError(
+                    f"column {self.column!r} is numeric but the predicate compares it with "
+                    f"{self.value!r}; give a number"
+                ) from None
+            values = col.to_numpy(dtype=float)
+        else:
+            rhs = str(self.value)
+            if self.op not in ("==", "!="):
+                raise DistPrivacyError(
+                    f"column {self.column!r} is not numeric; only == and != apply to it"
+                )
+            values = col.astype(str).str.strip().to_numpy()
+        mask = {
+            "==": lambda a: a == rhs,
+            "!=": lambda a: a != rhs,
+            "<": lambda a: a < rhs,
+            "<=": lambda a: a <= rhs,
+            ">": lambda a: a > rhs,
+            ">=": lambda a: a >= rhs,
+        }[self.op](values)
+        return np.asarray(mask, dtype=bool)
+
+
+def proportion_to_count(p: float, n: int) -> int:
+    """``round(p·n)`` rounded half up, computed exactly from the decimal form of ``p``."""
+    return int((Decimal(repr(float(p))) * n).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def grid_pairs_within(values: Sequence[float], k: float) -> tuple[tuple[int, int], ...]:
+    """All ordered pairs (i, j), i ≠ j, of grid values with |p_i − p_j| ≤ k (Example 2.1)."""
+    v = np.asarray(values, dtype=float)
+    diff = np.abs(v[:, None] - v[None, :])
+    ii, jj = np.nonzero((diff <= k + 1e-12) & ~np.eye(len(v), dtype=bool))
+    return tuple(zip(ii.tolist(), jj.tolist(), strict=True))
+
+
+@dataclass(frozen=True)
+class ProtectionSpec:
+    """The property to protect, as a distribution-privacy instantiation (Θ, Ψ).
+
+    Parameters
+    ----------
+    predicate : Predicate or str
+        The sensitive record property (e.g. ``'income==">50K"'``).
+    n : int
+        Size of the released dataset.
+    values : sequence of float
+        Candidate proportions p, each defining θ_p (at least two, in [0, 1], distinct counts).
+    pairs : sequence of (float, float), optional
+        Explicit protected pairs (p_i, p_j); each is protected in both directions.
+    pairs_within : float, optional
+        Protect every pair of ``values`` at distance at most this (Example 2.1).
+        With neither ``pairs`` nor ``pairs_within`` all pairs of values are protected.
+
+    Attributes
+    ----------
+    counts : tuple of int
+        ``round(p·n)`` for each value.
+    pair_indices : tuple of (int, int)
+        Ordered index pairs into ``values``; closed under swapping.
+    """
+
+    predicate: Predicate
+    n: int
+    values: tuple[float, ...]
+    pair_indices: tuple[tuple[int, int], ...]
+    counts: tuple[int, ...] = field(init=False)
+
+    def __init__(
+        self,
+        predicate: Predicate | str,
+        n: int,
+        values: Iterable[float],
+        pairs: Iterable[tuple[float, float]] | None = None,
+        pairs_within: float | None = None,
+    ) -> None:
+        pred = Predicate.parse(predicate) if isinstance(predicate, str) else predicate
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise DistPrivacyError(f"subset size n must be a positive integer, got {n!r}")
+        vals = tuple(float(v) for v in values)
+        if len(vals) < 2:
+            raise DistPrivacyError(
+                "give at least two candidate values of the proportion p, e.g. 0.45,0.55"
+            )
+        for v in vals:
+            if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+                raise DistPrivacyError(
+                    f"proportion p={v!r} is outside [0, 1]; give proportions, not percentages"
+                )
+        counts = tuple(proportion_to_count(v, int(n)) for v in vals)
+        seen: dict[int, float] = {}
+        for v, k in zip(vals, counts, strict=True):
+            if k in seen:
+                raise DistPrivacyError(
+                    f"values p={seen[k]} and p={v} give the same count round(p·n)={k} for "
+                    f"n={n}; use values further apart or a larger n"
+                )
+            seen[k] = v
+        if pairs is not None and pairs_within is not None:
+            raise DistPrivacyError("give explicit pairs or pairs_within, not both")
+        if pairs is not None:
+            index = {v: i for i, v in enumerate(vals)}
+            idx: set[tuple[int, int]] = set()
+            for a, b in pairs:
+                for x in (a, b):
+                    if float(x) not in index:
+                        raise DistPrivacyError(
+                            f"pair value p={x} is not among the candidate values {list(vals)}"
+                        )
+                i, j = index[float(a)], index[float(b)]
+                if i == j:
+                    raise DistPrivacyError(f"pair ({a}, {b}) joins a value to itself")
+                idx.update({(i, j), (j, i)})
+            pair_idx = tuple(sorted(idx))
+        elif pairs_within is not None:
+            if not (math.isfinite(pairs_within) and pairs_within > 0):
+                raise DistPrivacyError(
+                    f"pairs_within must be a positive distance, got {pairs_within!r}"
+                )
+            pair_idx = grid_pairs_within(vals, float(pairs_within))
+        else:
+            pair_idx = tuple((i, j) for i in range(len(vals)) for j in range(len(vals)) if i != j)
+        if not pair_idx:
+            raise DistPrivacyError(
+                "the set of protected pairs Ψ is empty; widen --pairs-within or list pairs"
+            )
+        object.__setattr__(self, "predicate", pred)
+        object.__setattr__(self, "n", int(n))
+        object.__setattr__(self, "values", vals)
+        object.__setattr__(self, "pair_indices", pair_idx)
+        object.__setattr__(self, "counts", counts)
+
+    @property
+    def pairs(self) -> tuple[tuple[float, float], ...]:
+        """The protected pairs as (p_i, p_j) values."""
+        return tuple((self.values[i], self.values[j]) for i, j in self.pair_indices)
+
+    def groups(self, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Row positions of the records that satisfy / do not satisfy the predicate.
+
+        Validates that the data can realise every θ_p: the predicate holds for some but not all
+        records, n ≤ len(data), and each θ_p's count fits in its group.
+        """
+        if self.n > len(data):
+            raise DistPrivacyError(
+                f"subset size n={self.n} is larger than the data ({len(data)} records); "
+                "lower --subset-size"
+            )
+        mask = self.predicate.evaluate(data)
+        pos = np.flatnonzero(mask)
+        neg = np.flatnonzero(~mask)
+        if len(pos) == 0:
+            raise DistPrivacyError(
+                f"no record satisfies the predicate {self.predicate}; check the column's values"
+            )
+        if len(neg) == 0:
+            raise DistPrivacyError(
+                f"every record satisfies the predicate {self.predicate}; there is no property "
+                "to protect"
+            )
+        for p, k in zip(self.values, self.counts, strict=True):
+            if k > len(pos):
+                raise DistPrivacyError(
+                    f"p={p} needs round(p·n)={k} records with {self.predicate} but the data has "
+                    f"only {len(pos)}; lower p or n"
+                )
+            if self.n - k > len(neg):
+                raise DistPrivacyError(
+                    f"p={p} needs {self.n - k} records without {self.predicate} but the data "
+                    f"has only {len(neg)}; raise p or lower n"
+                )
+        return pos, neg
+
+    def to_dict(self) -> dict:
+        """Plain-data form (for JSON output)."""
+        return {
+            "property": str(self.predicate),
+            "n": self.n,
+            "values": list(self.values),
+            "counts": list(self.counts),
+            "pairs": [list(p) for p in self.pairs],
+        }

@@ -1,0 +1,333 @@
+"""Tests of distprivacy.distances: exact W∞ (Definition 3.1) and (W, δ)-closeness (Definition 3.2)
+against the paper's Figure 1 and an independent linear program over the coupling polytope."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+from scipy.sparse import coo_array, vstack
+
+from distprivacy.distances import are_close, closeness_radius, wasserstein_inf
+from distprivacy.exceptions import DistPrivacyError
+
+# Figure 1 of Chen & Ohrimenko (2023): atoms 1, 2, 3, 100.
+ATOMS = np.array([1.0, 2.0, 3.0, 100.0])
+MU = np.array([0.6, 0.2, 0.0, 0.2])
+NU = np.array([0.4, 0.3, 0.2, 0.1])
+
+DELTAS = (0.1, 0.25, 0.3, 0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent brute force: linear programs on the coupling polytope (HiGHS)
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_2d(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=float)
+    return v.reshape(v.shape[0], -1)
+
+
+def _probabilities(w: np.ndarray | None, n: int) -> np.ndarray:
+    w = np.ones(n) if w is None else np.asarray(w, dtype=float)
+    return w / w.sum()
+
+
+def _edge_constraints(mask: np.ndarray) -> tuple[np.ndarray, object]:
+    """Variables = allowed pairs (i, j); rows = x-marginal sums then y-marginal sums."""
+    n, k = mask.shape
+    rows, cols = np.nonzero(mask)
+    e = np.arange(rows.size)
+    ones = np.ones(rows.size)
+    a_x = coo_array((ones, (rows, e)), shape=(n, rows.size))
+    a_y = coo_array((ones, (cols, e)), shape=(k, rows.size))
+    return rows, vstack([a_x, a_y]).tocsr()
+
+
+def _lp_coupling_exists(D: np.ndarray, p: np.ndarray, q: np.ndarray, t: float) -> bool:
+    """Is there a coupling of p and q supported on pairs with distance ≤ t?"""
+    rows, A = _edge_constraints(D <= t)
+    if rows.size == 0:
+        return False
+    res = linprog(np.zeros(rows.size), A_eq=A, b_eq=np.r_[p, q], bounds=(0, None), method="highs")
+    return res.status == 0
+
+
+def _lp_max_mass(D: np.ndarray, p: np.ndarray, q: np.ndarray, t: float) -> float:
+    """Largest mass a coupling of p and q can put on pairs with distance ≤ t (a sub-coupling on
+    those pairs always extends to a full coupling)."""
+    rows, A = _edge_constraints(D <= t)
+    if rows.size == 0:
+        return 0.0
+    res = linprog(-np.ones(rows.size), A_ub=A, b_ub=np.r_[p, q], bounds=(0, None), method="highs")
+    assert res.status == 0
+    return -res.fun
+
+
+def _smallest(cands: np.ndarray, ok) -> float:
+    lo, hi = 0, cands.size - 1
+    assert ok(cands[hi])
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(cands[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(cands[lo])
+
+
+def _brute(x, y, xw=None, yw=None, delta: float = 0.0) -> float:
+    X, Y = _as_2d(x), _as_2d(y)
+    D = np.abs(X[:, None, :] - Y[None, :, :]).sum(axis=-1)
+    p, q = _probabilities(xw, X.shape[0]), _probabilities(yw, Y.shape[0])
+    cands = np.unique(D)
+    if delta == 0.0:
+        return _smallest(cands, lambda t: _lp_coupling_exists(D, p, q, t))
+    return _smallest(cands, lambda t: _lp_max_mass(D, p, q, t) >= 1.0 - delta - 1e-9)
+
+
+def _points(rng: np.random.Generator, n: int, m: int | None, ties: bool) -> np.ndarray:
+    shape = (n,) if m is None else (n, m)
+    if ties:
+        return rng.integers(0, 4, size=shape).astype(float)
+    return rng.normal(size=shape)
+
+
+def _instance(seed: int, m: int | None, kind: str):
+    """A small random instance: kind is 'equal' (uniform, N == M), 'unequal' (uniform, N != M)
+    or 'weighted' (integer counts / 10, some of them zero)."""
+    rng = np.random.default_rng(seed)
+    ties = seed % 2 == 0
+    n = int(rng.integers(1, 7))
+    k = n if kind == "equal" else int(rng.integers(1, 7))
+    if kind == "unequal" and k == n:
+        k = n + 1
+    x, y = _points(rng, n, m, ties), _points(rng, k, m, ties)
+    xw = yw = None
+    if kind == "weighted":
+        xw = rng.integers(0, 6, size=n) / 10
+        yw = rng.integers(0, 6, size=k) / 10
+        xw[rng.integers(n)] += 0.1
+        yw[rng.integers(k)] += 0.1
+    return x, y, xw, yw
+
+
+CASES = [
+    (seed, m, kind)
+    for m in (None, 1, 2, 3)
+    for kind in ("equal", "unequal", "weighted")
+    for seed in range(8)
+]
+
+
+def _case_id(case) -> str:
+    seed, m, kind = case
+    return f"{'1d' if m is None else f'm{m}'}-{kind}-{seed}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 1
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("two_d", [False, True], ids=["1d", "2d"])
+def test_figure1(two_d: bool) -> None:
+    pts = np.c_[ATOMS, np.zeros(4)] if two_d else ATOMS
+    kw = {"x_weights": MU, "y_weights": NU}
+    assert wasserstein_inf(pts, pts, **kw) == 97.0
+    assert closeness_radius(pts, pts, 0.0, **kw) == 97.0
+    assert closeness_radius(pts, pts, 0.1, **kw) == 1.0
+    assert are_close(pts, pts, 1, 0.1, **kw)
+    assert not are_close(pts, pts, 0.99, 0.1, **kw)
+    assert are_close(pts, pts, 97, 0.0, **kw)
+    assert not are_close(pts, pts, 96.99, 0.0, **kw)
+
+
+def test_figure1_integer_counts_and_sampled_form() -> None:
+    # Same distributions as integer counts, and as explicit unweighted samples (10 each).
+    assert wasserstein_inf(ATOMS, ATOMS, x_weights=[6, 2, 0, 2], y_weights=[4, 3, 2, 1]) == 97.0
+    xs = np.repeat(ATOMS, (MU * 10).round().astype(int))
+    ys = np.repeat(ATOMS, (NU * 10).round().astype(int))
+    assert wasserstein_inf(xs, ys) == 97.0
+    assert wasserstein_inf(xs[:, None], ys[:, None]) == 97.0
+    assert closeness_radius(xs, ys, 0.1) == 1.0
+    assert closeness_radius(xs, ys, 0.3) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Against the linear-programming brute force
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_winf_matches_lp(case) -> None:
+    x, y, xw, yw = _instance(*case)
+    got = wasserstein_inf(x, y, x_weights=xw, y_weights=yw)
+    assert got == pytest.approx(_brute(x, y, xw, yw), abs=1e-12, rel=0)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_closeness_matches_lp(case) -> None:
+    x, y, xw, yw = _instance(*case)
+    for delta in DELTAS:
+        got = closeness_radius(x, y, delta, x_weights=xw, y_weights=yw)
+        want = _brute(x, y, xw, yw, delta)
+        assert got == pytest.approx(want, abs=1e-12, rel=0), delta
+        assert are_close(x, y, got, delta, x_weights=xw, y_weights=yw)
+        below = np.nextafter(got, -np.inf)
+        assert not are_close(x, y, below, delta, x_weights=xw, y_weights=yw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Consistency between paths and structural properties
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_1d_paths_agree_with_md_paths(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    x, y = rng.normal(size=60), rng.normal(0.3, 1.2, size=60)
+    # sort path vs Hopcroft–Karp matching
+    assert wasserstein_inf(x, y) == wasserstein_inf(x[:, None], y[:, None])
+    # quantile path vs max flow, unequal sizes and weights
+    y2 = y[:37]
+    assert wasserstein_inf(x, y2) == wasserstein_inf(x[:, None], y2[:, None])
+    xw, yw = rng.integers(0, 5, size=60), rng.integers(1, 4, size=37)
+    assert wasserstein_inf(x, y2, x_weights=xw, y_weights=yw) == wasserstein_inf(
+        x[:, None], y2[:, None], x_weights=xw, y_weights=yw
+    )
+
+
+def test_uniform_weights_given_explicitly_match_default() -> None:
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(size=(30, 2)), rng.normal(size=(30, 2))
+    w = np.full(30, 0.3)
+    assert wasserstein_inf(x, y, x_weights=w, y_weights=np.ones(30)) == wasserstein_inf(x, y)
+    # duplicating every atom of x does not change its distribution
+    assert wasserstein_inf(np.r_[x, x], y) == wasserstein_inf(x, y)
+
+
+@pytest.mark.parametrize("m", [1, 3])
+def test_flow_path_agrees_with_matching_path(m: int) -> None:
+    # Duplicating y gives the same distribution with N != M, so the max-flow path must agree
+    # with the Hopcroft-Karp path on the original data.
+    rng = np.random.default_rng(31 + m)
+    x, y = rng.normal(size=(200, m)), rng.laplace(size=(200, m))
+    yy = np.r_[y, y]
+    assert wasserstein_inf(x, yy) == wasserstein_inf(x, y)
+    for delta in (0.01, 0.1, 0.37):
+        assert closeness_radius(x, yy, delta) == closeness_radius(x, y, delta)
+    counts = np.full(200, 2)
+    assert closeness_radius(x, y, 0.1, y_weights=counts) == closeness_radius(x, y, 0.1)
+
+
+def test_single_points() -> None:
+    assert wasserstein_inf([1.5], [-2.0]) == 3.5
+    assert wasserstein_inf([[1.0, 2.0]], [[0.0, 0.0]]) == 3.0
+    assert closeness_radius([[1.0, 2.0]], [[0.0, 0.0]], 0.5) == 3.0
+    assert wasserstein_inf([1.0], [0.0, 3.0]) == 2.0
+
+
+@pytest.mark.parametrize("m", [None, 2, 4])
+def test_symmetry_identity_translation(m: int | None) -> None:
+    rng = np.random.default_rng(11)
+    shape = (40,) if m is None else (40, m)
+    x, y = rng.normal(size=shape), rng.standard_t(3, size=(35, *shape[1:]))
+    xw = rng.integers(1, 6, size=40)
+    assert wasserstein_inf(x, y) == wasserstein_inf(y, x)
+    assert wasserstein_inf(x, y, x_weights=xw) == wasserstein_inf(y, x, y_weights=xw)
+    assert closeness_radius(x, y, 0.1) == closeness_radius(y, x, 0.1)
+    assert wasserstein_inf(x, x) == 0.0
+    assert wasserstein_inf(x, rng.permutation(x)) == 0.0
+    c = np.array(0.75) if m is None else np.linspace(-1.0, 2.0, m)
+    assert wasserstein_inf(x, x + c) == pytest.approx(np.abs(c).sum(), rel=1e-12, abs=1e-12)
+
+
+def test_closeness_radius_non_increasing_in_delta() -> None:
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(50, 2)), rng.standard_t(2, size=(50, 2))
+    xs, ys, ws = rng.normal(size=30), rng.normal(size=23), rng.integers(0, 9, size=23)
+    deltas = np.linspace(0.0, 0.95, 20)
+    for args, kw in [((x, y), {}), ((xs, ys), {"y_weights": ws})]:
+        radii = [closeness_radius(*args, d, **kw) for d in deltas]
+        assert radii[0] == wasserstein_inf(*args, **kw)
+        assert all(a >= b for a, b in pairwise(radii))
+        # the m-D closeness search with a negligible delta recovers W∞ too
+        assert closeness_radius(*args, 1e-12, **kw) == radii[0]
+
+
+def test_moderate_size_runs() -> None:
+    rng = np.random.default_rng(2023)
+    x, y = rng.normal(size=(1000, 5)), rng.normal(0.1, 1.0, size=(1000, 5))
+    w = wasserstein_inf(x, y)
+    assert w > 0
+    assert are_close(x, y, w, 0.0)
+    assert not are_close(x, y, np.nextafter(w, 0.0), 0.0)
+    r = closeness_radius(x, y, 0.05)
+    assert 0 < r <= w
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad inputs
+# ---------------------------------------------------------------------------------------------
+
+GOOD = np.arange(4.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"x": np.array([])}, "empty"),
+        ({"y": np.empty((0, 2))}, "empty"),
+        ({"x": [0.0, np.nan, 1.0, 2.0]}, "NaN or infinite"),
+        ({"y": [0.0, np.inf, 1.0, 2.0]}, "NaN or infinite"),
+        ({"x": np.zeros((4, 2, 2))}, "shape"),
+        ({"x": ["a", "b"]}, "numeric"),
+        ({"x": np.zeros((4, 2)), "y": np.zeros((4, 3))}, "dimension"),
+        ({"x": np.zeros((4, 2))}, "dimension"),
+        ({"x_weights": [1.0, -1.0, 1.0, 1.0]}, "negative"),
+        ({"y_weights": [1.0, 1.0, 1.0]}, "one weight per point"),
+        ({"x_weights": np.zeros(4)}, "all zero"),
+        ({"y_weights": [1.0, np.nan, 1.0, 1.0]}, "NaN or infinite"),
+        ({"x_weights": [0.1234567891234, 1.0, 1.0, 1.0]}, "rational"),
+        ({"x_weights": [1e-7 / 3, 1.0, 1.0, 1.0]}, "rational"),
+        (
+            {
+                "x": GOOD[:, None],
+                "y": GOOD[:, None],
+                "x_weights": [1, 1e10, 1, 1],
+                "y_weights": [1, 1, 1, 2],
+            },
+            "limit",
+        ),
+    ],
+)
+def test_bad_inputs_raise(kwargs: dict, match: str) -> None:
+    args = {"x": GOOD, "y": GOOD, **kwargs}
+    x, y = args.pop("x"), args.pop("y")
+    with pytest.raises(DistPrivacyError, match=match):
+        wasserstein_inf(np.asarray(x, dtype=object) if match == "numeric" else x, y, **args)
+    with pytest.raises(DistPrivacyError, match=match):
+        closeness_radius(x, y, 0.1, **args)
+    with pytest.raises(DistPrivacyError, match=match):
+        are_close(x, y, 1.0, 0.1, **args)
+
+
+@pytest.mark.parametrize("delta", [-0.1, 1.0, 1.5, float("nan"), "x"])
+def test_bad_delta_raises(delta) -> None:
+    with pytest.raises(DistPrivacyError, match="delta"):
+        closeness_radius(GOOD, GOOD, delta)
+    with pytest.raises(DistPrivacyError, match="delta"):
+        are_close(GOOD, GOOD, 1.0, delta)
+
+
+def test_bad_w_raises_and_negative_w_is_false() -> None:
+    with pytest.raises(DistPrivacyError, match="W"):
+        are_close(GOOD, GOOD, float("nan"), 0.1)
+    with pytest.raises(DistPrivacyError, match="W"):
+        are_close(GOOD, GOOD, "far", 0.1)
+    assert not are_close(GOOD, GOOD, -1.0, 0.0)
+    assert are_close(GOOD, GOOD + 100, float("inf"), 0.0)
