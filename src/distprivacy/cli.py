@@ -170,7 +170,9 @@ def _common_options(f: Callable) -> Callable:
             "--seed",
             type=int,
             default=None,
-            help="Seed for modelling and noise (experiments only: seeded noise is not secure).",
+            help="Seed for the noise and the modelling (experiments only: seeded noise is not "
+            "secure). Without it the noise is cryptographically secure and the Monte-Carlo "
+            "modelling uses seed 0.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
     ]
@@ -222,7 +224,7 @@ def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any
             query,
             method=p["modeling"],
             n_samples=p["samples"],
-            random_state=p["seed"],
+            random_state=0 if p["seed"] is None else p["seed"],
             progress=bar,
         )
     finally:
