@@ -321,8 +321,9 @@ def cli() -> None:
 @click.pass_context
 def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None:
     """Show every applicable mechanism's noise and expected L2 error side by side."""
-    check_delta(p["delta"])
     names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
+    if any(MECHANISMS[n].uses_delta for n in names):
+        check_delta(p["delta"])
     model, info, _ = _build(ctx, p)
     cals, skipped = _calibrate_many(model, names, p, show=not p["as_json"])
     if p["as_json"]:
@@ -464,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except click.UsageError as e:
         msg = e.format_message().replace("\n", " ")
-        click.echo(f"error: {msg} (see distprivacy {' '.join(_cmd(argv))}--help)", err=True)
+        hint = " ".join(["distprivacy", *_cmd(argv), "--help"])
+        click.echo(f"error: {msg} (see {hint})", err=True)
         return 2
     except DistPrivacyError as e:
         click.echo(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", err=True)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
 
@@ -134,7 +134,8 @@ class FModel:
         return [n for n, x in zip(self.statistic_names_, v, strict=True) if x <= 1e-12 * scale**2]
 
     def require_invertible(self) -> None:
-        """Raise a clear error if some Σ_θ is singular (adversarial-uncertainty mechanisms)."""
+        """Raise NotApplicableError naming the cause if some Σ_θ is singular (the
+        adversarial-uncertainty mechanisms invert Σ_θ)."""
         for t in range(len(self.thetas_)):
             S = self.covariances_[t]
             w = np.linalg.eigvalsh(S)
@@ -145,7 +146,7 @@ class FModel:
                     if zero
                     else " (its statistics are linearly dependent)"
                 )
-                raise DistPrivacyError(
+                raise NotApplicableError(
                     f"the covariance of F under {self.theta_label(t)} is singular{why}; remove "
                     "the redundant statistic or use a mechanism without adversarial uncertainty "
                     "(ExpM, DirM)"

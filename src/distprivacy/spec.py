@@ -84,6 +84,12 @@ class Predicate:
         """Boolean mask of the records of ``data`` satisfying the predicate."""
         check_column(data, self.column)
         col = data[self.column]
+        missing = int(col.isna().sum())
+        if missing:
+            raise DistPrivacyError(
+                f"column {self.column!r} has {missing} missing values; the predicate "
+                f"{self} cannot be decided for them — drop or impute those records"
+            )
         if pd.api.types.is_numeric_dtype(col):
             try:
                 rhs: object = float(self.value)
