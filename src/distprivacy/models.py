@@ -81,6 +81,30 @@ def sample_without_replacement(
     return out
 
 
+def sample_statistics(
+    data: pd.DataFrame,
+    query: Query,
+    positives: np.ndarray,
+    negatives: np.ndarray,
+    k: int,
+    n: int,
+    size: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """F of ``size`` random datasets from θ: k records drawn without replacement from
+    ``positives`` (row positions satisfying the property) and n − k from ``negatives``.
+
+    One index matrix, one gather, one reduction (:meth:`Query.evaluate_batch`).
+
+    Returns
+    -------
+    ndarray, shape (size, m)
+    """
+    ia = positives[sample_without_replacement(len(positives), k, size, rng)]
+    ib = negatives[sample_without_replacement(len(negatives), n - k, size, rng)]
+    return query.evaluate_batch(data, np.concatenate([ia, ib], axis=1))
+
+
 class FModel:
     """Base of fitted models of f_θ: validation and derived quantities."""
 
@@ -274,9 +298,7 @@ class MonteCarloModel(FModel):
         query.validate(data)
         samples = []
         for t, k in enumerate(spec.counts):
-            ia = pos[sample_without_replacement(len(pos), k, self.n_samples, rng)]
-            ib = neg[sample_without_replacement(len(neg), spec.n - k, self.n_samples, rng)]
-            samples.append(query.evaluate_batch(data, np.concatenate([ia, ib], axis=1)))
+            samples.append(sample_statistics(data, query, pos, neg, k, spec.n, self.n_samples, rng))
             if progress is not None:
                 progress(t + 1, len(spec.counts))
         self.samples_ = samples
