@@ -144,14 +144,28 @@ def _numbers(obj) -> list[float]:
 
 @pytest.fixture(scope="module")
 def default_calibration(adult_dir, tmp_path_factory) -> dict:
-    """``calibrate --epsilon 1 --delta 0.001 --json`` on the Adult defaults, run once for the
+    """``calibrate --epsilon 1 --delta 0.001 --calibration classic --json`` (the paper's rule, for
+    Table 2) on the Adult defaults, run once for the
     module (the seed fixes the Monte-Carlo samples; seed 4 keeps the Wasserstein step fast)."""
     out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DISTPRIVACY_DATA", str(adult_dir))
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
         with redirect_stdout(out), redirect_stderr(err):
-            rc = main(["calibrate", "--epsilon", "1", "--delta", "0.001", "--seed", "4", "--json"])
+            rc = main(
+                [
+                    "calibrate",
+                    "--epsilon",
+                    "1",
+                    "--delta",
+                    "0.001",
+                    "--seed",
+                    "4",
+                    "--calibration",
+                    "classic",
+                    "--json",
+                ]
+            )
     assert rc == 0, err.getvalue()
     return json.loads(out.getvalue())
 
@@ -212,15 +226,26 @@ def test_calibrate_matches_table2_at_epsilon_1(default_calibration):
 
 
 def test_calibrate_matches_table2_at_epsilon_0_2(capsys):
-    d = run_json(capsys, "calibrate", "--epsilon", "0.2", "--delta", "0.001", "--modeling", "exact")
+    d = run_json(
+        capsys,
+        "calibrate",
+        "--epsilon",
+        "0.2",
+        "--delta",
+        "0.001",
+        "--modeling",
+        "exact",
+        "--calibration",
+        "classic",
+    )
     assert d["modeling"] == "exact"
     _check_table2(d, 0.2)
     # Without samples the Wasserstein mechanisms are reported, not calibrated.
     assert "needs samples" in d["not_applicable"]["Wasserstein"]
-    # ExpM-G: σ = c·Δ_E,2/ε with ε = 0.2.
+    # ExpM-G: σ = c·Δ_E,2/ε with ε = 0.2 and c = √(2 ln(1.25/δ)).
+    c = math.sqrt(2 * math.log(1.25 / 0.001))
     assert _by_name(d)["ExpM-G"]["noise_scales"][0] == pytest.approx(
-        5 * _by_name(d)["ExpM-G"]["sensitivity"] * _by_name(d)["ExpM-G"]["details"]["c"],
-        rel=1e-12,
+        5 * _by_name(d)["ExpM-G"]["sensitivity"] * c, rel=1e-12
     )
 
 
@@ -248,6 +273,8 @@ def test_calibrate_selected_mechanisms(capsys, default_calibration):
         "expm-g",  # case-insensitive
         "--modeling",
         "exact",
+        "--calibration",
+        "classic",
     )
     assert [m["name"] for m in d["mechanisms"]] == ["DauM-G", "ExpM-G"]
     assert d["not_applicable"] == {}
@@ -345,7 +372,9 @@ def test_release_target_wrong_size(capsys, adult, tmp_path, rows):
 @pytest.mark.parametrize("suffix", [".json", ".toml"])
 def test_model_file_section_4_3_eigm_g(capsys, tmp_path, suffix):
     path = _write_model(tmp_path / f"model{suffix}", [SECTION_4_3_COV, SECTION_4_3_COV])
-    d = run_json(capsys, "calibrate", "--model", path, "--mechanism", "EigM-G")
+    d = run_json(
+        capsys, "calibrate", "--model", path, "--mechanism", "EigM-G", "--calibration", "classic"
+    )
     assert d["model_file"] == path
     [m] = d["mechanisms"]
     assert m["name"] == "EigM-G" and m["statistics"] == ["x", "y"]

@@ -44,7 +44,7 @@ def example_43() -> GaussianModel:
 
 
 def test_section_4_3_worked_example():
-    cal = make_mechanism("EigM-G", 1.0, DELTA).calibrate(example_43())
+    cal = make_mechanism("EigM-G", 1.0, DELTA, "classic").calibrate(example_43())
     T = cal.details["target_variance"]
     assert T == pytest.approx(28.52, abs=0.005)
     v1 = np.array([1, 2]) / math.sqrt(5)
@@ -58,7 +58,7 @@ def test_section_4_3_worked_example():
     )
     assert cal.details["top_up"] == 0.0
     # Without adversarial uncertainty: 28.52 in both directions (ExpM-G).
-    exp = make_mechanism("ExpM-G", 1.0, DELTA).calibrate(example_43())
+    exp = make_mechanism("ExpM-G", 1.0, DELTA, "classic").calibrate(example_43())
     np.testing.assert_allclose(exp.noise_covariance, T * np.eye(2))
 
 
@@ -66,9 +66,9 @@ def test_classic_c_and_the_eps_ge_1_caveat():
     assert classic_c(1e-3) == pytest.approx(math.sqrt(2 * math.log(1250)))
     with pytest.warns(UserWarning, match="proven only for ε < 1"):
         warnings.simplefilter("always")
-        cal = make_mechanism("ExpM-G", 1.0, DELTA).calibrate(example_43())
+        cal = make_mechanism("ExpM-G", 1.0, DELTA, "classic").calibrate(example_43())
     assert any("ε < 1" in w for w in cal.warnings)
-    cal = make_mechanism("ExpM-G", 0.5, DELTA).calibrate(example_43())
+    cal = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(example_43())
     assert not any("ε < 1" in w for w in cal.warnings)
 
 
@@ -96,7 +96,7 @@ def test_gaussian_mechanisms_satisfy_corollary_a2_and_a1(seed, equal_cov, name):
     """ExpM/DirM satisfy Thm 4.2's σ ≥ cΔ/ε; EigM certifies Cor. A.2, which implies Cor. A.1."""
     model = random_model(seed, equal_cov=equal_cov)
     eps = 0.5
-    cal = make_mechanism(name, eps, DELTA).calibrate(model)
+    cal = make_mechanism(name, eps, DELTA, "classic").calibrate(model)
     d2 = float(np.linalg.norm(model.mean_differences(), axis=1).max())
     if name == "EigM-G":
         assert corollary_a2_holds(model.covariances_, cal.noise_covariance, d2, eps, DELTA)
@@ -118,7 +118,7 @@ def test_daum_meets_corollary_a1_with_equality_and_less_noise_fails(seed, equal_
     # Make the pair's difference large enough that noise is needed.
     model.means_[1] = model.means_[0] + rng.normal(size=m) * 5
     eps = 0.7
-    cal = DauM(eps, DELTA).calibrate(model)
+    cal = DauM(eps, DELTA, "classic").calibrate(model)
     s2 = cal.details["sigma2"]
     assert s2 > 0
     v = cal.details["direction"]
@@ -146,7 +146,7 @@ def test_daum_closed_form_equals_algorithm_1_determinant_root():
     )
     closed = (alpha * c / eps) ** 2 - 1 / (v @ np.linalg.solve(S43, v))
     assert closed == pytest.approx(root, rel=1e-10)
-    cal = DauM(eps, DELTA).calibrate(model)
+    cal = DauM(eps, DELTA, "classic").calibrate(model)
     assert cal.details["sigma2"] == pytest.approx(closed, rel=1e-12)
     assert daum_variance(d, S43, v, (eps / c) ** 2) == pytest.approx(closed, rel=1e-12)
 
@@ -158,12 +158,12 @@ def test_daum_non_parallel_pairs_and_refusal():
         ["a", "b", "c"], [[0, 0], [3, 0], [0, 3]], [S, S, S], [("a", "b"), ("a", "c")]
     )
     with pytest.raises(NotApplicableError, match="too far from the direction"):
-        DauM(1.0, DELTA).calibrate(m)
+        DauM(1.0, DELTA, "classic").calibrate(m)
     # A nearly parallel second pair is covered exactly by Cor. A.1.
     m2 = GaussianModel(
         ["a", "b", "c"], [[0, 0], [3, 0], [6, 0.01]], [S, S, S], [("a", "b"), ("b", "c")]
     )
-    cal = DauM(1.0, DELTA).calibrate(m2)
+    cal = DauM(1.0, DELTA, "classic").calibrate(m2)
     v = cal.details["direction"]
     assert corollary_a1_holds(
         m2.means_,
@@ -178,18 +178,20 @@ def test_daum_non_parallel_pairs_and_refusal():
 def test_daum_needs_invertible_covariance():
     m = GaussianModel(["a", "b"], [[0, 0], [1, 1]], [np.diag([1.0, 0.0])] * 2, [("a", "b")])
     with pytest.raises(DistPrivacyError, match="singular"):
-        DauM(1.0, DELTA).calibrate(m)
+        DauM(1.0, DELTA, "classic").calibrate(m)
 
 
 def test_no_noise_test_thm_4_4():
     S = np.eye(2) * 100.0
     close = GaussianModel(["a", "b"], [[0, 0], [0.1, 0]], [S, S], [("a", "b")])
-    cal = make_mechanism("NoNoise", 0.5, DELTA).calibrate(close)
+    cal = make_mechanism("NoNoise", 0.5, DELTA, "classic").calibrate(close)
     assert cal.noise.family == "none" and cal.expected_l2_error == 0.0
-    assert cal.details["max_mahalanobis_sq"] == pytest.approx(0.01 / 100)
+    # √(dᵀ S⁻¹ d) = 0.1 / 10; the classic bound is μ* = ε/c.
+    assert cal.details["max_mahalanobis"] == pytest.approx(0.01)
+    assert cal.details["bound"] == pytest.approx(0.5 / math.sqrt(2 * math.log(1.25 / DELTA)))
     far = GaussianModel(["a", "b"], [[0, 0], [30, 0]], [S, S], [("a", "b")])
     with pytest.raises(NotApplicableError, match="no-noise test fails"):
-        make_mechanism("NoNoise", 0.5, DELTA).calibrate(far)
+        make_mechanism("NoNoise", 0.5, DELTA, "classic").calibrate(far)
 
 
 def test_directional_one_and_several_directions():
@@ -211,7 +213,7 @@ def test_directional_one_and_several_directions():
     sens = np.abs(two.mean_differences() @ V).sum(axis=1).max()
     assert lap2.noise.scales == pytest.approx([sens, sens])
     assert lap2.sensitivity == pytest.approx(sens)
-    g = make_mechanism("DirM-G", 1.0, DELTA).calibrate(two)
+    g = make_mechanism("DirM-G", 1.0, DELTA, "classic").calibrate(two)
     assert g.noise.scales == pytest.approx([classic_c(DELTA) * 5.0] * 2)  # Δ_E,2 = ‖(3,0,−4)‖
     # No noise in the direction orthogonal to the differences.
     assert g.noise_covariance[1, 1] == pytest.approx(0.0, abs=1e-12)
@@ -221,7 +223,7 @@ def test_expected_value_mechanisms_scales():
     m = example_43()
     lap = make_mechanism("ExpM-L", 0.5).calibrate(m)
     assert lap.noise.scales == pytest.approx([2 / 0.5] * 2)  # Δ_E,1 = 2
-    g = make_mechanism("ExpM-G", 0.5, DELTA).calibrate(m)
+    g = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(m)
     assert g.noise.scales == pytest.approx([classic_c(DELTA) * math.sqrt(2) / 0.5] * 2)
 
 
@@ -262,11 +264,11 @@ def test_group_dp_baselines(adult):
     np.testing.assert_allclose(sens[2:4], [1.0, 1.0])
     lap = make_mechanism("GroupDP-L", 1.0).calibrate(model)
     assert lap.noise.scales[0] == pytest.approx(100 * sens.sum())
-    g = make_mechanism("GroupDP-G", 1.0, DELTA).calibrate(model)
+    g = make_mechanism("GroupDP-G", 1.0, DELTA, "classic").calibrate(model)
     assert g.noise.scales[0] == pytest.approx(classic_c(DELTA) * 100 * np.linalg.norm(sens))
     user = example_43()
     with pytest.raises(NotApplicableError, match="group size"):
-        make_mechanism("GroupDP-G", 1.0, DELTA).calibrate(user)
+        make_mechanism("GroupDP-G", 1.0, DELTA, "classic").calibrate(user)
 
 
 TABLE_2 = {  # Chen & Ohrimenko (2023), Table 2: L2 error, income Δp = 0.1, δ = 0.001
@@ -289,7 +291,7 @@ def test_table_2_on_adult(adult, modeling):
     )
     for eps, row in TABLE_2.items():
         for name, paper in row.items():
-            ours = make_mechanism(name, eps, DELTA).calibrate(model).expected_l2_error
+            ours = make_mechanism(name, eps, DELTA, "classic").calibrate(model).expected_l2_error
             tol = 0.10 if eps < 5 else 0.5
             assert abs(ours / paper - 1) <= tol, (name, eps, ours, paper)
 
@@ -302,7 +304,7 @@ def test_released_noise_has_the_calibrated_covariance(adult):
     spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
     model = ExactModel().fit(adult, spec, Query.parse(ADULT_DEFAULT_STATISTICS))
     for name in ("ExpM-G", "DirM-G", "EigM-G", "DauM-G", "GroupDP-G"):
-        cal = make_mechanism(name, 0.5, DELTA).calibrate(model)
+        cal = make_mechanism(name, 0.5, DELTA, "classic").calibrate(model)
         Z = cal.sample_noise(50_000, rng=1)
         y = Z @ cal.noise.basis
         R = y.shape[0]
@@ -312,7 +314,7 @@ def test_released_noise_has_the_calibrated_covariance(adult):
 
 
 def test_release_api():
-    cal = make_mechanism("ExpM-G", 0.5, DELTA).calibrate(example_43())
+    cal = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(example_43())
     r1 = cal.release([100.0, 101.0], rng=3)
     r2 = cal.release([100.0, 101.0], rng=3)
     assert np.array_equal(r1.values, r2.values) and not r1.secure
@@ -338,13 +340,13 @@ def test_calibrate_all_and_registry(adult):
         assert np.asarray(d["noise_covariance"]).shape == (5, 5)
         assert d["expected_l2_error"] > 0
     with pytest.raises(DistPrivacyError, match="unknown mechanism"):
-        make_mechanism("FooM", 1.0, DELTA)
+        make_mechanism("FooM", 1.0, DELTA, "classic")
 
 
 @pytest.mark.parametrize("eps", [0, -1, float("nan"), float("inf")])
 def test_bad_epsilon(eps):
     with pytest.raises(DistPrivacyError, match="epsilon"):
-        make_mechanism("ExpM-G", eps, DELTA)
+        make_mechanism("ExpM-G", eps, DELTA, "classic")
 
 
 @pytest.mark.parametrize("delta", [0, 1, 1.5, -0.1])

@@ -1,6 +1,8 @@
 """Privacy accounting: parameter checks, the classic Gaussian calibration, the Gaussian-model
 conditions of Chen & Ohrimenko (2023) and their relaxed-assumption guarantees.
 
+* ``exact`` (default): the Gaussian mechanisms calibrated to the exact μ-GDP target for (ε, δ)
+  (:mod:`distprivacy.mechanisms.gaussian`, :mod:`distprivacy.profiles`).
 * ``classic``: c = √(2 ln(1.25/δ)) (Thm 4.2, 4.4, 4.5, A.1; Dwork & Roth 2014, Thm A.1), valid for
   ε < 1; the paper's experiments use it for every ε.
 * Cor. A.1: F + Z with Z ~ N(0, Σ_Z) is (ε, δ)-distribution private when
@@ -18,7 +20,7 @@ import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
 
-CALIBRATION_RULES = ("classic",)
+CALIBRATION_RULES = ("exact", "classic")
 
 
 def check_epsilon(epsilon: float) -> float:

@@ -162,9 +162,32 @@ def _common_options(f: Callable) -> Callable:
         click.option("--delta", type=float, default=1e-3, show_default=True),
         click.option(
             "--calibration",
-            default="classic",
+            default="exact",
             show_default=True,
-            help="Gaussian calibration rule (only 'classic' for now).",
+            help="Gaussian calibration rule: 'exact' (μ-GDP accounting) or the paper's "
+            "'classic' c = √(2 ln(1.25/δ)).",
+        ),
+        click.option(
+            "--covariances",
+            type=click.Choice(["fitted", "pooled"], case_sensitive=False),
+            default="fitted",
+            show_default=True,
+            help="Exact rule: 'fitted' makes the target hold for the fitted Gaussians with their "
+            "unequal covariances too; 'pooled' is the paper's assumption (one covariance per "
+            "pair), the unequal-covariance figure only reported.",
+        ),
+        click.option(
+            "--target-mu",
+            type=float,
+            default=None,
+            help="Calibrate the Gaussian mechanisms to this μ-GDP parameter instead of ε.",
+        ),
+        click.option(
+            "--max-attack-accuracy",
+            type=float,
+            default=None,
+            help="Calibrate the Gaussian mechanisms so that no attacker between two equally "
+            "likely θ exceeds this accuracy (e.g. 0.55).",
         ),
         click.option(
             "--seed",
@@ -238,6 +261,29 @@ def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any
     return model, info, (data, spec, query)
 
 
+def _targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | None]:
+    """The Gaussian targets given (μ or maximum accuracy), validated against --epsilon."""
+    t = {"mu": p["target_mu"], "max_accuracy": p["max_attack_accuracy"]}
+    if t["mu"] is not None and t["max_accuracy"] is not None:
+        raise DistPrivacyError("give --target-mu or --max-attack-accuracy, not both")
+    if any(v is not None for v in t.values()):
+        if ctx.get_parameter_source("epsilon") == click.core.ParameterSource.COMMANDLINE:
+            raise DistPrivacyError(
+                "give --epsilon or a target (--target-mu / --max-attack-accuracy), not both"
+            )
+        if p["calibration"] != "exact":
+            raise DistPrivacyError("targets given as μ or accuracy need --calibration exact")
+    return t
+
+
+def _mechanism(name: str, p: dict[str, Any]):
+    t = {"mu": p["target_mu"], "max_accuracy": p["max_attack_accuracy"]}
+    eps = None if any(v is not None for v in t.values()) else p["epsilon"]
+    return make_mechanism(
+        name, eps, p["delta"], p["calibration"], covariances=p["covariances"].lower(), **t
+    )
+
+
 def _calibrate_many(
     model: FModel, names: list[str], p: dict[str, Any], show: bool
 ) -> tuple[list[Calibration], dict[str, str]]:
@@ -247,9 +293,8 @@ def _calibrate_many(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
         for k, name in enumerate(names):
-            mech = make_mechanism(name, p["epsilon"], p["delta"], p["calibration"])
             try:
-                cals.append(mech.calibrate(model))
+                cals.append(_mechanism(name, p).calibrate(model))
             except NotApplicableError as e:
                 skipped[name] = str(e)
             bar(k + 1, len(names))
@@ -291,7 +336,17 @@ def _print_header(console: Console, model: FModel, info: dict[str, Any], p: dict
     else:
         console.print(f"[bold]Model file[/] {info['model_file']}")
     console.print(f"Statistics: {', '.join(model.statistic_names_)}")
-    console.print(f"ε = {p['epsilon']:g}, δ = {p['delta']:g}, calibration rule: {p['calibration']}")
+    if p["target_mu"] is not None:
+        goal = f"target μ = {p['target_mu']:g} (δ = {p['delta']:g} for the reported ε)"
+    elif p["max_attack_accuracy"] is not None:
+        goal = (
+            f"target: no attacker above {p['max_attack_accuracy']:g} accuracy "
+            f"(δ = {p['delta']:g} for the reported ε)"
+        )
+    else:
+        goal = f"ε = {p['epsilon']:g}, δ = {p['delta']:g}"
+    cov = "" if p["calibration"] == "classic" else f", covariances: {p['covariances'].lower()}"
+    console.print(f"{goal}, calibration rule: {p['calibration']}{cov}")
 
 
 def _model_dict(model: FModel) -> dict[str, Any]:
@@ -324,6 +379,7 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
     names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
     if any(MECHANISMS[n].uses_delta for n in names):
         check_delta(p["delta"])
+    _targets(ctx, p)
     model, info, _ = _build(ctx, p)
     cals, skipped = _calibrate_many(model, names, p, show=not p["as_json"])
     if p["as_json"]:
@@ -334,6 +390,7 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
                     "epsilon": p["epsilon"],
                     "delta": p["delta"],
                     "calibration": p["calibration"],
+                    "covariances": p["covariances"].lower(),
                     "model": _model_dict(model),
                     "mechanisms": [c.to_dict() for c in cals],
                     "not_applicable": skipped,
@@ -345,10 +402,11 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
     console = Console()
     _print_header(console, model, info, p)
     table = Table(title="Calibrations (expected L2 error = E‖Z‖₂, exact)")
-    for col in ("mechanism", "noise", "E‖Z‖₂", "ε", "δ", "proof"):
+    numeric = ("E‖Z‖₂", "ε", "δ", "μ", "δ achieved", "max acc.")
+    for col in ("mechanism", "noise", *numeric, "proof"):
         table.add_column(
             col,
-            justify="right" if col in ("E‖Z‖₂", "ε", "δ") else "left",
+            justify="right" if col in numeric else "left",
             no_wrap=col in ("mechanism", "E‖Z‖₂"),
         )
     for c in cals:
@@ -356,11 +414,19 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
             c.mechanism,
             _noise_summary(c),
             _fmt(c.expected_l2_error),
-            f"{c.epsilon:g}",
+            f"{c.epsilon:.4g}",
             f"{c.delta:g}",
+            "—" if c.mu is None else f"{c.mu:.4g}",
+            f"{c.delta_achieved:.3g}",
+            f"{c.max_attack_accuracy:.4f}",
             _short_theorem(c.theorem),
         )
     console.print(table)
+    console.print(
+        "μ: the μ-GDP parameter; δ achieved: exact δ at ε (worse of the shared-covariance and "
+        "the fitted unequal-covariance Gaussians); max acc.: the best any attacker can do "
+        "between two equally likely θ."
+    )
     notes = [(c.mechanism, w) for c in cals for w in c.warnings]
     if notes:
         console.print("[bold yellow]Warnings[/]")
@@ -397,7 +463,8 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
 @click.pass_context
 def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) -> None:
     """Release the statistics of a dataset with the chosen mechanism."""
-    mech = make_mechanism(mechanism, p["epsilon"], p["delta"], p["calibration"])
+    _targets(ctx, p)
+    mech = _mechanism(mechanism, p)
     model, info, built = _build(ctx, p)
     if target is not None:
         if built is None:
@@ -439,9 +506,11 @@ def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) ->
         table.add_row(name, f"{v:.4f}", _fmt(float(np.sqrt(var))))
     console.print(table)
     console.print(f"Noise: {_noise_summary(cal)}; expected L2 error {_fmt(cal.expected_l2_error)}")
+    mu = "" if cal.mu is None else f"μ = {cal.mu:.4g}-GDP, "
     console.print(
-        f"Guarantee: ({cal.epsilon:g}, {cal.delta:g})-distribution privacy for the "
-        "protected pairs, assuming:"
+        f"Guarantee: {mu}({cal.epsilon:.4g}, {cal.delta_achieved:.3g})-distribution privacy for "
+        f"the protected pairs, no attacker above {cal.max_attack_accuracy:.1%} accuracy; "
+        "assuming:"
     )
     for a in cal.assumptions:
         console.print(f"  - {a}")

@@ -137,17 +137,14 @@ class PaperReproduction:
         epsilon: float,
         delta: float,
         model: MonteCarloModel,
-        group_size: int | None = None,
+        rule: str = "classic",
     ) -> Calibration:
+        """A calibration as the paper makes it (rule ``classic``) unless ``rule`` says otherwise;
+        ``DP-G`` is the DP Gaussian mechanism (group size 1)."""
         if name == "DP-G":
-            return GroupDPGaussian(epsilon, delta, group_size=1).calibrate(model)
+            return GroupDPGaussian(epsilon, delta, rule, group_size=1).calibrate(model)
         cls = MECHANISMS[name]
-        mech = (
-            cls(epsilon, delta if cls.uses_delta else 0.0)
-            if group_size is None
-            else cls(epsilon, delta, group_size=group_size)  # type: ignore[call-arg]
-        )
-        return mech.calibrate(model)
+        return cls(epsilon, delta if cls.uses_delta else 0.0, rule).calibrate(model)
 
     def _l2_rows(
         self,

@@ -61,6 +61,10 @@ class Calibration:
         Where an assumption is visibly off or the rule is outside its proven range.
     details : mapping
         Mechanism-specific intermediate quantities (per-pair variances, directions, ...).
+    accounting : mapping
+        The guarantee in its three forms — ``mu`` (Gaussian mechanisms), the (ε, δ) curve
+        (``delta_achieved`` at ε; ``shared_covariance`` / ``unequal_covariance`` profiles) and
+        ``max_attack_accuracy`` — see :mod:`distprivacy.mechanisms.gaussian`.
     """
 
     mechanism: str
@@ -75,6 +79,45 @@ class Calibration:
     assumptions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
+    accounting: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def mu(self) -> float | None:
+        """μ of the μ-GDP guarantee (Gaussian mechanisms; None for pure-ε Laplace ones)."""
+        shared = self.accounting.get("shared_covariance")
+        return None if shared is None else float(shared["mu"])
+
+    @property
+    def max_attack_accuracy(self) -> float:
+        """Upper bound on any attacker's accuracy between two equally likely θ of a pair:
+        Φ(μ/2) for μ-GDP (or (1 + TV)/2 of the fitted Gaussians, if worse), and
+        (e^ε + δ)/(1 + e^ε) for an (ε, δ) guarantee."""
+        if "max_attack_accuracy" in self.accounting:
+            return float(self.accounting["max_attack_accuracy"])
+        e = math.exp(min(self.epsilon, 700.0))
+        return (e + self.delta) / (1 + e)
+
+    @property
+    def delta_achieved(self) -> float:
+        """The δ the noise actually achieves at ``epsilon`` (exact accounting; equals ``delta``
+        for pure-ε mechanisms)."""
+        return float(self.accounting.get("delta_achieved", self.delta))
+
+    def delta_at(self, epsilon: float) -> float:
+        """δ(ε) of the μ-GDP guarantee (shared-covariance form), at any ε ≥ 0."""
+        from distprivacy.profiles import gdp_delta
+
+        if self.mu is None:
+            raise DistPrivacyError(f"{self.mechanism} is pure-ε: it has no (ε, δ) curve")
+        return float(gdp_delta(epsilon, self.mu))
+
+    def epsilon_at(self, delta: float) -> float:
+        """Smallest ε with δ(ε) ≤ delta for the μ-GDP guarantee."""
+        from distprivacy.profiles import gdp_epsilon
+
+        if self.mu is None:
+            raise DistPrivacyError(f"{self.mechanism} is pure-ε: it has no (ε, δ) curve")
+        return gdp_epsilon(delta, self.mu)
 
     @property
     def noise_covariance(self) -> np.ndarray:
@@ -155,6 +198,10 @@ class Calibration:
                 "assumptions": list(self.assumptions),
                 "warnings": list(self.warnings),
                 "details": dict(self.details),
+                "mu": self.mu,
+                "max_attack_accuracy": self.max_attack_accuracy,
+                "delta_achieved": self.delta_achieved,
+                "accounting": dict(self.accounting),
             }
         )
 
@@ -188,7 +235,8 @@ class Mechanism(ABC):
     delta : float
         δ ∈ (0, 1) for (ε, δ) mechanisms; ignored (and reported as 0) by pure-ε ones.
     calibration : str
-        Gaussian calibration rule; only ``classic`` (c = √(2 ln(1.25/δ)), the paper's) for now.
+        Gaussian calibration rule, ``exact`` (default) or the paper's ``classic``; pure-ε
+        mechanisms ignore it.
     """
 
     name: ClassVar[str]
@@ -196,7 +244,7 @@ class Mechanism(ABC):
     uses_delta: ClassVar[bool] = True
     needs_samples: ClassVar[bool] = False
 
-    def __init__(self, epsilon: float, delta: float = 0.0, calibration: str = "classic") -> None:
+    def __init__(self, epsilon: float, delta: float = 0.0, calibration: str = "exact") -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta) if self.uses_delta else 0.0
         self.calibration = check_rule(calibration)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from distprivacy.accounting import classic_c, warn_classic
 from distprivacy.mechanisms.base import (
     Calibration,
     Mechanism,
@@ -13,6 +12,7 @@ from distprivacy.mechanisms.base import (
     delta_e,
     difference_span,
 )
+from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 
@@ -47,30 +47,33 @@ class ExpectedValueLaplace(Mechanism):
         )
 
 
-class ExpectedValueGaussian(Mechanism):
-    """ExpM-G: Z ~ N(0, σ² I) with σ = c Δ_E,2 / ε, c = √(2 ln(1.25/δ)).
+class ExpectedValueGaussian(GaussianMechanism):
+    """ExpM-G: Z ~ N(0, σ² I) with σ = Δ_E,2 / μ* (classic: σ = c Δ_E,2 / ε).
 
-    Chen & Ohrimenko (2023), Theorem 4.2: (ε, δ)-distribution privacy w.r.t. Ψ for ε ∈ (0, 1)
-    when f_θi is a translation of f_θj for every pair.
+    Chen & Ohrimenko (2023), Theorem 4.2: (ε, δ)-distribution privacy w.r.t. Ψ when f_θi is a
+    translation of f_θj for every pair (classic rule, ε < 1). Under translation the output pair is
+    the Gaussian mechanism with sensitivity Δ_E,2, which is (Δ_E,2/σ)-GDP for every ε — the exact
+    rule (Balle & Wang 2018) calibrates σ to that.
     """
 
     name = "ExpM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.2"
+    model_based = False
 
-    def _calibrate(self, model: FModel) -> Calibration:
+    def _noise(self, model: FModel, mu: float, convention: str):
         d2 = delta_e(model, 2)
-        sigma = classic_c(self.delta) * d2 / self.epsilon
+        sigma = d2 / mu
         cov_text, cov_warn = covariance_assumption(model)
-        return self._make(
-            model,
-            NoiseDistribution.isotropic("gaussian", model.dim, sigma),
-            sensitivity=d2,
-            sensitivity_label="Δ_E,2",
-            rule=self.calibration,
-            assumptions=(_TRANSLATION, cov_text),
-            warnings=_warnings(warn_classic(self.epsilon), cov_warn),
-            details={"sigma": sigma, "c": classic_c(self.delta)},
-        )
+        return NoiseDistribution.isotropic("gaussian", model.dim, sigma), {
+            "sensitivity": d2,
+            "sensitivity_label": "Δ_E,2",
+            "assumptions": (_TRANSLATION, cov_text),
+            "warnings": [cov_warn],
+            "details": {"sigma": sigma},
+        }
+
+    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
+        return mu_star
 
 
 class DirectionalLaplace(Mechanism):
@@ -104,30 +107,31 @@ class DirectionalLaplace(Mechanism):
         )
 
 
-class DirectionalGaussian(Mechanism):
+class DirectionalGaussian(GaussianMechanism):
     """DirM-G: Gaussian noise N(0, σ²) along each direction spanning the mean differences.
 
     Chen & Ohrimenko (2023), Theorem 4.3 with Gaussian noise (§4.2: "the mechanism can readily be
-    modified to use Gaussian noise") and the multi-direction extension: σ = c Δ_E,2 / ε on an
-    orthonormal basis V of span{μ_i − μ_j}; since ‖Vᵀb‖₂ = ‖b‖₂ for b in the span, this is the
-    Gaussian mechanism of Theorem 4.2 restricted to span(V).
+    modified to use Gaussian noise") and the multi-direction extension: σ = Δ_E,2 / μ* (classic:
+    c Δ_E,2 / ε) on an orthonormal basis V of span{μ_i − μ_j}; since ‖Vᵀb‖₂ = ‖b‖₂ for b in the
+    span, this is the Gaussian mechanism of Theorem 4.2 restricted to span(V).
     """
 
     name = "DirM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.3 (Gaussian variant, §4.2)"
+    model_based = False
 
-    def _calibrate(self, model: FModel) -> Calibration:
+    def _noise(self, model: FModel, mu: float, convention: str):
         V = difference_span(model)
         d2 = delta_e(model, 2)
-        sigma = classic_c(self.delta) * d2 / self.epsilon
+        sigma = d2 / mu
         cov_text, cov_warn = covariance_assumption(model)
-        return self._make(
-            model,
-            NoiseDistribution("gaussian", V, np.full(V.shape[1], sigma)),
-            sensitivity=d2,
-            sensitivity_label="Δ_E,2",
-            rule=self.calibration,
-            assumptions=(_TRANSLATION, cov_text),
-            warnings=_warnings(warn_classic(self.epsilon), cov_warn),
-            details={"sigma": sigma, "directions": V.T, "n_directions": V.shape[1]},
-        )
+        return NoiseDistribution("gaussian", V, np.full(V.shape[1], sigma)), {
+            "sensitivity": d2,
+            "sensitivity_label": "Δ_E,2",
+            "assumptions": (_TRANSLATION, cov_text),
+            "warnings": [cov_warn],
+            "details": {"sigma": sigma, "directions": V.T, "n_directions": V.shape[1]},
+        }
+
+    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
+        return mu_star

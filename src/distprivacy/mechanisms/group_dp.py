@@ -11,50 +11,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from distprivacy.accounting import classic_c, warn_classic
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.base import Calibration, Mechanism, not_applicable
+from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 
 
-class _GroupDP(Mechanism):
-    uses_delta = True
-
-    def __init__(
-        self,
-        epsilon: float,
-        delta: float = 0.0,
-        calibration: str = "classic",
-        group_size: int | None = None,
-    ) -> None:
-        super().__init__(epsilon, delta, calibration)
-        if group_size is not None and (
-            isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
-        ):
-            raise DistPrivacyError(f"group_size must be a positive integer, got {group_size!r}")
-        self.group_size = group_size
-
-    def _sensitivities(self, model: FModel) -> tuple[np.ndarray, int]:
-        k = self.group_size if self.group_size is not None else model.n_
-        if k is None:
-            raise not_applicable(self.name, "the group size is unknown; give group_size or n")
-        sens = model.record_sensitivities_
-        if sens is None or not np.isfinite(sens).all():
-            missing = (
-                list(model.statistic_names_)
-                if sens is None
-                else [
-                    n
-                    for n, s in zip(model.statistic_names_, sens, strict=True)
-                    if not np.isfinite(s)
-                ]
-            )
-            raise not_applicable(self.name, f"no per-record sensitivity for {', '.join(missing)}")
-        return sens, int(k)
+def _check_group_size(group_size: int | None) -> None:
+    if group_size is not None and (
+        isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
+    ):
+        raise DistPrivacyError(f"group_size must be a positive integer, got {group_size!r}")
 
 
-class GroupDPLaplace(_GroupDP):
+def _sensitivities(mech: Mechanism, model: FModel) -> tuple[np.ndarray, int]:
+    """Per-record sensitivities and the group size k (default: the model's n)."""
+    k = mech.group_size if mech.group_size is not None else model.n_  # type: ignore[attr-defined]
+    if k is None:
+        raise not_applicable(mech.name, "the group size is unknown; give group_size or n")
+    sens = model.record_sensitivities_
+    if sens is None or not np.isfinite(sens).all():
+        missing = (
+            list(model.statistic_names_)
+            if sens is None
+            else [
+                n for n, s in zip(model.statistic_names_, sens, strict=True) if not np.isfinite(s)
+            ]
+        )
+        raise not_applicable(mech.name, f"no per-record sensitivity for {', '.join(missing)}")
+    return sens, int(k)
+
+
+class GroupDPLaplace(Mechanism):
     """GroupDP-L: Lap(0, k·Δ₁/ε) on every coordinate, Δ₁ = Σ per-record sensitivities.
 
     Laplace mechanism (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.6) with group sensitivity
@@ -65,8 +54,19 @@ class GroupDPLaplace(_GroupDP):
     theorem = "Dwork & Roth 2014, Theorem 3.6 with group sensitivity k·Δ₁ (paper §5.1)"
     uses_delta = False
 
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 0.0,
+        calibration: str = "exact",
+        group_size: int | None = None,
+    ) -> None:
+        super().__init__(epsilon, delta, calibration)
+        _check_group_size(group_size)
+        self.group_size = group_size
+
     def _calibrate(self, model: FModel) -> Calibration:
-        sens, k = self._sensitivities(model)
+        sens, k = _sensitivities(self, model)
         d1 = float(k * sens.sum())
         return self._make(
             model,
@@ -81,31 +81,45 @@ class GroupDPLaplace(_GroupDP):
         )
 
 
-class GroupDPGaussian(_GroupDP):
-    """GroupDP-G: N(0, σ² I), σ = c·k·Δ₂/ε, Δ₂ = ‖per-record sensitivities‖₂.
+class GroupDPGaussian(GaussianMechanism):
+    """GroupDP-G: N(0, σ² I), σ = k·Δ₂ / μ* (classic: c·k·Δ₂/ε), Δ₂ = ‖per-record
+    sensitivities‖₂.
 
-    Gaussian mechanism (Dwork & Roth 2014, Thm A.1; c = √(2 ln(1.25/δ)), ε < 1) with group
-    sensitivity k·Δ₂: (ε, δ)-DP for groups of k records (the paper's baseline, §5.1, k = n).
+    Gaussian mechanism (Dwork & Roth 2014, Thm A.1; c = √(2 ln(1.25/δ)), ε < 1; exact rule:
+    Balle & Wang 2018) with group sensitivity k·Δ₂: (ε, δ)-DP for groups of k records (the paper's
+    baseline, §5.1, k = n). Its guarantee does not depend on the model of f_θ.
     """
 
     name = "GroupDP-G"
     theorem = "Dwork & Roth 2014, Theorem A.1 with group sensitivity k·Δ₂ (paper §5.1)"
+    model_based = False
+    checks_model_profile = False
 
-    def _calibrate(self, model: FModel) -> Calibration:
-        sens, k = self._sensitivities(model)
+    def __init__(
+        self,
+        epsilon: float | None = None,
+        delta: float = 1e-3,
+        calibration: str = "exact",
+        group_size: int | None = None,
+        **targets: float | None,
+    ) -> None:
+        super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
+        _check_group_size(group_size)
+        self.group_size = group_size
+
+    def _noise(self, model: FModel, mu: float, convention: str):
+        sens, k = _sensitivities(self, model)
         d2 = float(k * np.linalg.norm(sens))
-        sigma = classic_c(self.delta) * d2 / self.epsilon
-        msg = warn_classic(self.epsilon)
-        return self._make(
-            model,
-            NoiseDistribution.isotropic("gaussian", model.dim, sigma),
-            sensitivity=d2,
-            sensitivity_label=f"k·Δ₂ (k={k})",
-            rule=self.calibration,
-            assumptions=(
+        sigma = d2 / mu
+        return NoiseDistribution.isotropic("gaussian", model.dim, sigma), {
+            "sensitivity": d2,
+            "sensitivity_label": f"k·Δ₂ (k={k})",
+            "assumptions": (
                 "per-record sensitivities from the data's ranges (replace-one neighbours)",
                 f"protects any change of up to k={k} records",
             ),
-            warnings=(msg,) if msg else (),
-            details={"group_size": k, "record_sensitivities": sens, "sigma": sigma},
-        )
+            "details": {"group_size": k, "record_sensitivities": sens, "sigma": sigma},
+        }
+
+    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
+        return mu_star
