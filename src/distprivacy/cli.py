@@ -20,6 +20,8 @@ from rich.table import Table
 
 from distprivacy import __version__
 from distprivacy.accounting import check_delta, check_epsilon, check_rule
+from distprivacy.audit import ATTACKS as AUDIT_ATTACKS
+from distprivacy.audit import DEFAULT_ATTACKS
 from distprivacy.datasets import load_data, load_table
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms import MECHANISMS, Calibration, make_mechanism
@@ -524,6 +526,144 @@ def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) ->
 
 
 @cli.command()
+@_common_options
+@click.option(
+    "--mechanism",
+    "mechanisms",
+    multiple=True,
+    help="Only these mechanisms (repeatable; default: every applicable one).",
+)
+@click.option(
+    "--attack",
+    "attacks",
+    multiple=True,
+    type=click.Choice(list(AUDIT_ATTACKS), case_sensitive=False),
+    help=f"Attacks to run (repeatable; default: {', '.join(DEFAULT_ATTACKS)}).",
+)
+@click.option(
+    "--audit-samples",
+    type=int,
+    default=20_000,
+    show_default=True,
+    help="Real datasets drawn at each value of the audited pair (half for the test split).",
+)
+@click.option(
+    "--alpha",
+    type=float,
+    default=0.05,
+    show_default=True,
+    help="Error probability of each mechanism's ε lower bound (Clopper–Pearson, Bonferroni "
+    "over the attacks).",
+)
+@click.pass_context
+def audit(
+    ctx: click.Context,
+    mechanisms: tuple[str, ...],
+    attacks: tuple[str, ...],
+    audit_samples: int,
+    alpha: float,
+    **p: Any,
+) -> None:
+    """Attack each mechanism on real samples of F and bound its ε from below.
+
+    Exit status 1 when some mechanism's claimed ε is refuted (its lower bound is larger)."""
+    from distprivacy.audit import audit_model
+
+    names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
+    if any(MECHANISMS[n].uses_delta for n in names):
+        check_delta(p["delta"])
+    if audit_samples < 80:
+        raise DistPrivacyError(f"--audit-samples must be at least 80, got {audit_samples}")
+    if not (0 < alpha < 1):
+        raise DistPrivacyError(f"--alpha must lie in (0, 1), got {alpha:g}")
+    _targets(ctx, p)
+    model, info, built = _build(ctx, p)
+    if built is None:
+        raise DistPrivacyError(
+            "the audit needs real samples of F: give the data options (--data …) instead of --model"
+        )
+    data, spec, query = built
+    seed = 0 if p["seed"] is None else p["seed"]
+    cals, skipped = _calibrate_many(model, names, p, show=not p["as_json"])
+    results = []
+    bar = _LazyProgress("auditing", enabled=not p["as_json"])
+    for k, cal in enumerate(cals):
+        results.append(
+            audit_model(
+                cal,
+                model,
+                data,
+                spec,
+                query,
+                samples_per_value=audit_samples,
+                attacks=[a.lower() for a in attacks] or DEFAULT_ATTACKS,
+                alpha=alpha,
+                rng=np.random.default_rng([seed, k]),
+            )
+        )
+        bar(k + 1, len(cals))
+    bar.close()
+    refuted = [r.mechanism for r in results if r.refuted]
+    if p["as_json"]:
+        click.echo(
+            json.dumps(
+                {
+                    **info,
+                    "epsilon": p["epsilon"],
+                    "delta": p["delta"],
+                    "calibration": p["calibration"],
+                    "seed": seed,
+                    "audit_samples": audit_samples,
+                    "audits": [r.to_dict() for r in results],
+                    "refuted": refuted,
+                    "not_applicable": skipped,
+                },
+                indent=2,
+            )
+        )
+    else:
+        console = Console()
+        _print_header(console, model, info, p)
+        console.print(
+            f"Audit: {audit_samples} real datasets per value of the hardest pair, seed {seed}, "
+            f"α = {alpha:g}"
+        )
+        table = Table(title="Empirical lower bounds on ε (strongest attack)")
+        numeric = ("claimed ε", "δ", "ε lower bound", "best acc. [CI]", "acc. bound")
+        for col in ("mechanism", *numeric, "strongest attack", "verdict"):
+            table.add_column(col, justify="right" if col in numeric else "left")
+        for r in results:
+            best = max(r.attacks, key=lambda a: a.epsilon_lower_bound)
+            top = max(r.attacks, key=lambda a: a.accuracy)
+            lb = r.epsilon_lower_bound
+            verdict = "[red]REFUTED[/]" if r.refuted else "consistent"
+            if r.accuracy_exceeded:
+                verdict += " [red](accuracy above bound)[/]"
+            table.add_row(
+                r.mechanism,
+                f"{r.claimed_epsilon:.4g}",
+                f"{r.delta:g}",
+                f"{lb:.3f}" if lb > 0 else "none (≤ 0)",
+                f"{top.accuracy:.3f} [{top.accuracy_interval[0]:.3f}, "
+                f"{top.accuracy_interval[1]:.3f}]",
+                f"{r.accuracy_bound:.3f}",
+                best.attack,
+                verdict,
+            )
+        console.print(table)
+        console.print(
+            "ε lower bound: holds with probability ≥ 1 − α; a bound above the claimed ε refutes "
+            "the claim (the model behind it fails on the real data)."
+        )
+        if skipped:
+            console.print("[bold]Not applicable[/]")
+            for reason in skipped.values():
+                console.print(f"  {reason}")
+    if refuted:
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
 @click.argument("targets", nargs=-1, required=True)
 @click.option(
     "--out",
@@ -590,7 +730,8 @@ def reproduce(
 def main(argv: list[str] | None = None) -> int:
     """Entry point: one-line errors on stderr, exit status 2 for bad input."""
     try:
-        cli.main(args=argv, prog_name="distprivacy", standalone_mode=False)
+        # Outside standalone mode click returns the code of a click.exceptions.Exit.
+        rv = cli.main(args=argv, prog_name="distprivacy", standalone_mode=False)
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except click.exceptions.Abort:
@@ -604,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
     except DistPrivacyError as e:
         click.echo(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", err=True)
         return 2
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 def _cmd(argv: list[str] | None) -> list[str]:

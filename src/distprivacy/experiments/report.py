@@ -248,6 +248,126 @@ def figure5_section(df: pd.DataFrame, png: str | None) -> str:
     return "\n\n".join(parts)
 
 
+def accounting_section(df: pd.DataFrame, summary: pd.DataFrame, png: str | None) -> str:
+    """Beyond the paper: exact accounting against the classic rule."""
+    pick = sorted({float(e) for e in df.epsilon if any(np.isclose(e, [0.2, 1.0, 5.0, 10.0]))})
+    rows = []
+    for r in df[df.epsilon.isin(pick)].itertuples():
+        rows.append(
+            [
+                r.setting,
+                r.mechanism,
+                f"{r.epsilon:g}",
+                _f(r.l2_exact, 2),
+                _f(r.paper_l2, 2),
+                _f(r.mu, 4),
+                f"{r.delta_achieved:.3g}",
+                _f(r.max_attack_accuracy, 4),
+            ]
+        )
+    checks = []
+    for r in summary.itertuples():
+        req = "" if math.isnan(r.required_ratio) else f"≤ {r.required_ratio:g}"
+        ok = "" if not req else _ok(r.ratio <= r.required_ratio)
+        checks.append(
+            [
+                r.check,
+                r.mechanism,
+                f"{r.value:.4g}",
+                f"{r.reference:.4g}",
+                f"{r.ratio:.3g}",
+                req,
+                ok,
+            ]
+        )
+    parts = [
+        "## Beyond the paper — exact accounting (income, Δp = 0.1, δ = 0.001)",
+        "Every Gaussian mechanism is μ-Gaussian-DP with μ = max over Ψ of "
+        "√((μ_i − μ_j)ᵀ (S + Σ_Z)⁻¹ (μ_i − μ_j)), and (ε, δ)-distribution private exactly when "
+        "δ ≥ Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Balle & Wang 2018). *classic (paper)*: "
+        "c = √(2 ln(1.25/δ)), each θ's own covariance; *exact, pooled*: the largest μ meeting "
+        "(ε, δ) exactly, one covariance per pair (the paper's modelling assumption); *exact, "
+        "fitted* (the library's default): also the exact privacy profile of the two fitted "
+        "Gaussians with their unequal covariances meets (ε, δ). δ achieved: the exact δ at ε of "
+        "the calibrated noise, the worse of the shared- and unequal-covariance figures. See "
+        "`docs/accounting.md`.",
+        "Checks:",
+        _table(["check", "mechanism", "ours", "reference", "ratio", "required", ""], checks),
+        _table(
+            [
+                "setting",
+                "mechanism",
+                "ε",
+                "E‖Z‖₂",
+                "paper",
+                "μ",
+                "δ achieved",
+                "max attack acc.",
+            ],
+            rows,
+        ),
+    ]
+    if png:
+        parts.append(f"![Exact accounting]({png})")
+    return "\n\n".join(parts)
+
+
+def audit_section(df: pd.DataFrame, png: str | None) -> str:
+    """Beyond the paper: the audit table."""
+    best = (
+        df.sort_values("epsilon_lower_bound")
+        .groupby(["mechanism", "rule", "epsilon"], sort=False)
+        .tail(1)
+        .sort_values(["mechanism", "rule", "epsilon"])
+    )
+    acc = df.groupby(["mechanism", "rule", "epsilon"]).accuracy.idxmax()
+    rows = []
+    for r in best.itertuples():
+        a = df.loc[acc[(r.mechanism, r.rule, r.epsilon)]]
+        lb = "none" if not r.epsilon_lower_bound > 0 else f"{r.epsilon_lower_bound:.3f}"
+        rows.append(
+            [
+                r.mechanism,
+                r.rule,
+                f"{r.epsilon:g}",
+                lb,
+                r.attack,
+                f"{a.accuracy:.3f} [{a.accuracy_low:.3f}, {a.accuracy_high:.3f}]",
+                f"{r.accuracy_bound:.3f}",
+                _ok(not r.refuted and not (df.loc[acc[(r.mechanism, r.rule, r.epsilon)]]
+                                           .accuracy_exceeded)),
+            ]
+        )  # fmt: skip
+    n_ref = int(df.refuted.sum())
+    n_acc = int(df.accuracy_exceeded.sum())
+    parts = [
+        "## Beyond the paper — audit on real samples of F",
+        f"{int(df.n_test.iloc[0]):,} test datasets (half at each p) drawn from the test split, "
+        "noise from the mechanism; three attacks (likelihood ratio with the attacker's moments, "
+        "logistic regression and gradient-boosted trees trained on noisy shadows); threshold "
+        "chosen on a separate split; Clopper–Pearson intervals, α = 0.05 split over the attacks "
+        "(`distprivacy.audit`). A lower bound above the claimed ε, or an accuracy interval "
+        "wholly above the bound on any attacker's accuracy, would refute the calibration.",
+        f"Refuted claims: {n_ref}; accuracies above their bound: {n_acc} (of {len(best)} audits).",
+        _table(
+            [
+                "mechanism",
+                "rule",
+                "claimed ε",
+                "ε lower bound",
+                "strongest attack",
+                "best accuracy [95 % CI]",
+                "accuracy bound",
+                "consistent",
+            ],
+            rows,
+        ),
+    ]
+    if png:
+        parts.append(f"![Audit]({png})")
+    return "\n\n".join(parts)
+
+
 def build_report(
     frames: Mapping[str, Any],
     pngs: Mapping[str, str],
@@ -274,6 +394,14 @@ def build_report(
         sections.append(figure4_section(frames["figure4"], pngs.get("figure4")))
     if "figure5" in frames:
         sections.append(figure5_section(frames["figure5"], pngs.get("figure5")))
+    if "accounting" in frames:
+        sections.append(
+            accounting_section(
+                frames["accounting"], frames["accounting_summary"], pngs.get("accounting")
+            )
+        )
+    if "audit" in frames:
+        sections.append(audit_section(frames["audit"], pngs.get("audit")))
     head = [
         "# Reproduction of Chen & Ohrimenko (2023), §5",
         f"Generated by `{header['command']}` in {header['seconds']:.1f} s "
@@ -283,7 +411,8 @@ def build_report(
         f"{header['model']}.",
         "As in the paper, the Gaussian mechanisms use the classic calibration "
         "c = √(2 ln(1.25/δ)) at every ε, although Theorem 4.2 proves it only for ε < 1: the "
-        "guarantees at ε ≥ 1 in these tables are the paper's, not established ones.",
+        "guarantees at ε ≥ 1 in these tables are the paper's, not established ones (the "
+        "sections *Beyond the paper* compare with exact accounting and audit every mechanism).",
     ]
     diffs = ["## Differences beyond the tolerance"]
     diffs.append(

@@ -13,10 +13,20 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.experiments import beyond
 from distprivacy.experiments.paper import Config, PaperReproduction
 from distprivacy.experiments.report import build_report
 
-TARGETS = ("table2", "table3", "figure2", "figure3", "figure4", "figure5")
+TARGETS = (
+    "table2",
+    "table3",
+    "figure2",
+    "figure3",
+    "figure4",
+    "figure5",
+    "accounting",
+    "audit",
+)
 
 
 def resolve_targets(names: Iterable[str]) -> list[str]:
@@ -47,6 +57,11 @@ def compute(
             frames["figure3_crossover"] = repro.crossover(frames["figure3"])
         elif t == "figure5":
             frames["figure5"], frames["figure5_samples"] = repro.figure5()
+        elif t == "accounting":
+            frames["accounting"] = beyond.accounting(repro)
+            frames["accounting_summary"] = beyond.accounting_summary(frames["accounting"])
+        elif t == "audit":
+            frames["audit"] = beyond.audit_table(repro)
         else:
             frames[t] = getattr(repro, t)()
         timings[t] = time.perf_counter() - t0
@@ -88,6 +103,12 @@ def write_outputs(frames: dict[str, Any], out_dir: Path, report_dir: Path) -> di
         made["figure5"] = figures.plot_figure5(
             frames["figure5"], frames["figure5_samples"], out_dir / "figure5.png"
         )
+    if "accounting" in frames:
+        made["accounting"] = figures.plot_accounting(
+            frames["accounting"], out_dir / "accounting.png"
+        )
+    if "audit" in frames:
+        made["audit"] = figures.plot_audit(frames["audit"], out_dir / "audit.png")
     return {k: os.path.relpath(v, report_dir) for k, v in made.items()}
 
 

@@ -104,6 +104,9 @@ class GaussianMechanism(Mechanism):
         top-up. ``pooled``: the paper's modelling assumption (one covariance per pair, the
         average of the two fits); the unequal-covariance profile is still computed and reported
         (with a warning when it falls short), but not enforced. The classic rule never enforces.
+    check_profile : bool
+        False skips computing the unequal-covariance profile (only with ``pooled`` or the
+        classic rule; faster, for experiments that do not report it).
     """
 
     #: The guarantee rests on the Gaussian model of f_θ (adversarial uncertainty).
@@ -123,8 +126,15 @@ class GaussianMechanism(Mechanism):
         mu: float | None = None,
         max_accuracy: float | None = None,
         covariances: str = "fitted",
+        check_profile: bool = True,
     ) -> None:
         self.calibration = check_rule(calibration)
+        if not check_profile and calibration == "exact" and covariances == "fitted":
+            raise DistPrivacyError(
+                "covariances='fitted' needs the unequal-covariance profile; use "
+                "check_profile=True, or covariances='pooled'"
+            )
+        self.check_profile = bool(check_profile)
         if covariances not in COVARIANCE_MODES:
             raise DistPrivacyError(
                 f"unknown covariances mode {covariances!r}; use one of "
@@ -192,14 +202,17 @@ class GaussianMechanism(Mechanism):
 
     # Accounting --------------------------------------------------------------------------------
 
-    def _model_profile(self, model: FModel, noise: NoiseDistribution) -> dict[str, Any] | None:
+    def _model_profile(
+        self, model: FModel, noise: NoiseDistribution, full: bool = True
+    ) -> dict[str, Any] | None:
         """Exact profile of the fitted Gaussians with unequal covariances (worst ordered pair):
         δ at ε (with its numerical error bound), and the maximum attack accuracy (1 + TV)/2.
 
         The integral is evaluated to absolute accuracy 1e-10, or 1e-7 when that is out of
         reach; the reported δ is the computed value plus its error bound (an upper bound). If
         neither accuracy is reached, the entry ``failed`` says why and only the shared-covariance
-        figure stands (the calibration then carries a warning saying so)."""
+        figure stands (the calibration then carries a warning saying so). ``full=False`` skips
+        the accuracy (used inside the searches, when only δ at ε decides)."""
         Z = noise.covariance
         worst: dict[str, Any] = {
             "delta_at_epsilon": 0.0,
@@ -209,10 +222,15 @@ class GaussianMechanism(Mechanism):
         for i, j in model.pair_indices_:
             P = (model.means_[i], model.covariances_[i] + Z)
             Q = (model.means_[j], model.covariances_[j] + Z)
-            for atol in (1e-10, 1e-7):
+            first = 1e-10 if full else min(1e-8, 1e-4 * self.delta)
+            for atol in (first, 1e-7):
                 try:
                     dlt, err = gaussian_profile(*P, *Q, self.epsilon, atol=atol)
-                    tv, tv_err = gaussian_profile(*P, *Q, 0.0, atol=atol)
+                    tv, tv_err = (
+                        gaussian_profile(*P, *Q, 0.0, atol=atol)
+                        if full or not self._epsilon_given
+                        else (0.0, 0.0)
+                    )
                     break
                 except DistPrivacyError as exc:
                     reason = str(exc)
@@ -233,9 +251,19 @@ class GaussianMechanism(Mechanism):
         return profile["max_attack_accuracy"] > gdp_accuracy(mu_star) + 1e-12
 
     def _tighten_mu(self, model: FModel, mu_star: float, conv: Convention):
-        """Strategy 1: the mechanism's own noise at a lowered μ* (bisection)."""
+        """Strategy 1: the mechanism's own noise at a lowered μ* (bisection; first bracketed in
+        [0.8 μ*, μ*], where the answer usually lies)."""
         lo, hi = 0.0, mu_star
         best = None
+        try:
+            n_try, kw_try = self._noise(model, 0.8 * mu_star, conv)
+            p_try = self._model_profile(model, n_try, full=False)
+            if not self._violates(p_try, mu_star):
+                lo, best = 0.8 * mu_star, (n_try, kw_try, p_try, 0.8 * mu_star)
+            else:
+                hi = 0.8 * mu_star
+        except NotApplicableError:
+            hi = 0.8 * mu_star
         for _ in range(40):
             mid = (lo + hi) / 2
             try:
@@ -243,7 +271,7 @@ class GaussianMechanism(Mechanism):
             except NotApplicableError:
                 hi = mid
                 continue
-            p_mid = self._model_profile(model, n_mid)
+            p_mid = self._model_profile(model, n_mid, full=False)
             if self._violates(p_mid, mu_star):
                 hi = mid
             else:
@@ -260,7 +288,7 @@ class GaussianMechanism(Mechanism):
 
         def with_tau(tau: float):
             n = NoiseDistribution.gaussian_from_covariance(Z + tau * eye)
-            return n, self._model_profile(model, n)
+            return n, self._model_profile(model, n, full=False)
 
         scale = float(np.mean([np.trace(c) for c in model.covariances_])) / model.dim
         hi = 1e-3 * max(scale, 1e-300)
@@ -289,7 +317,11 @@ class GaussianMechanism(Mechanism):
         mu_star = self.target_mu()
         conv = self.convention
         noise, kw = self._noise(model, mu_star, conv)
-        profile = self._model_profile(model, noise) if self.checks_model_profile else None
+        profile = (
+            self._model_profile(model, noise)
+            if self.checks_model_profile and self.check_profile
+            else None
+        )
         mu_used = mu_star
         warnings_: list[str] = [w for w in kw.pop("warnings", ()) if w]
         enforce = self.calibration == "exact" and self.covariances == "fitted"
@@ -308,20 +340,21 @@ class GaussianMechanism(Mechanism):
                 )
             _, how, best = min(options, key=lambda o: o[0])
             if how == "lower":
-                noise, kw, profile, mu_used = best
+                noise, kw, _, mu_used = best
                 warnings_ += [w for w in kw.pop("warnings", ()) if w]
                 warnings_.append(
                     "the fitted covariances of a pair differ; meeting the target under them "
                     f"needed μ* lowered from {mu_star:.4g} to {mu_used:.4g} (more noise)"
                 )
             else:
-                noise, profile, tau = best
+                noise, _, tau = best
                 kw.setdefault("details", {})["unequal_covariance_top_up"] = tau
                 warnings_.append(
                     "the fitted covariances of a pair differ; meeting the target under them "
                     f"needed isotropic variance {tau:.4g} added to the noise (cheaper than "
                     "lowering μ*)"
                 )
+            profile = self._model_profile(model, noise)  # with the accuracy
         if profile is not None and "failed" in profile:
             warnings_.append(
                 "the exact unequal-covariance profile could not be computed ("

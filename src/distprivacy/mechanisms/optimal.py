@@ -98,8 +98,8 @@ class OptimalGaussian(GaussianMechanism):
 
     name = "OptM-G"
     theorem = (
-        "Corollary A.1 of Chen & Ohrimenko 2023 as the constraints of an SDP, with exact μ-GDP "
-        "accounting (Dong, Roth & Su 2019; Balle & Wang 2018)"
+        "Chen & Ohrimenko 2023, Corollary A.1 as SDP constraints (exact μ-GDP accounting: "
+        "Dong, Roth & Su 2019; Balle & Wang 2018)"
     )
 
     def __init__(
