@@ -9,10 +9,10 @@ run.
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 
 import numpy as np
+from bench_core import timed  # the same best-of-n timer (bench/ is on sys.path)
 from scipy import stats
 
 from distprivacy.audit import audit_model
@@ -22,16 +22,6 @@ from distprivacy.models import ExactModel
 from distprivacy.profiles import gaussian_profile, gdp_delta, gdp_mu
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
-
-
-def timed(f, repeat: int = 3):
-    best = float("inf")
-    out = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t)
-    return best, out
 
 
 def mc_delta(P, Q, eps: float, size: int, seed: int = 0) -> float:
