@@ -385,15 +385,10 @@ def test_halved_noise_scale_is_caught(seed):
 
 
 # ---------------------------------------------------------------------------------------------
-# Known defect (see the report): exactly equal covariances trigger the unequal-covariance fix
+# Regressions: equal covariances need no unequal-covariance fix; the SDP is well scaled
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="profile δ includes its 1e-15 error bound and is compared to δ with no tolerance, "
-    "so a noise meeting μ* with equality 'violates' it and is topped up with a false warning",
-)
 @pytest.mark.parametrize("name", ["DauM-G", "EigM-G", "OptM-G"])
 def test_equal_covariances_need_no_unequal_covariance_fix(name):
     S = np.array([[2.0, 0.3], [0.3, 1.0]])
@@ -402,3 +397,13 @@ def test_equal_covariances_need_no_unequal_covariance_fix(name):
     cal = make_mechanism(name, 0.5, DELTA).calibrate(model)
     assert not any("fitted covariances of a pair differ" in w for w in cal.warnings)
     assert "unequal_covariance_top_up" not in cal.details
+
+
+def test_optm_no_worse_than_daum_for_large_mean_differences():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(4, 4))
+    S = A @ A.T + 0.5 * np.eye(4)
+    model = GaussianModel(["a", "b"], rng.normal(size=(2, 4)) * 300, [S, S], [("a", "b")])
+    opt = make_mechanism("OptM-G", 0.1, DELTA, covariances="pooled").calibrate(model)
+    dau = make_mechanism("DauM-G", 0.1, DELTA, covariances="pooled").calibrate(model)
+    assert np.trace(opt.noise_covariance) <= np.trace(dau.noise_covariance) * (1 + 1e-4)

@@ -5,7 +5,10 @@ pair and each covariance S its condition uses — by the Schur complement, the l
 inequalities [[S + Σ_Z, d], [dᵀ, μ*²]] ⪰ 0: a semidefinite program, solved with cvxpy (Clarabel,
 else SCS). Every other Gaussian mechanism of the papers (ExpM-G, DirM-G, EigM-G, DauM-G, no noise)
 is a feasible point of the same program (Cor. A.1/A.2 are these constraints), so the optimum's
-tr(W Σ_Z) is never larger than theirs.
+tr(W Σ_Z) is never larger than theirs — up to the solver's accuracy: the program is scaled so that
+its entries are of order one, and the certification below can only add noise, never remove it
+(``details["top_up"]`` says how much; tests compare OptM-G with DauM-G and EigM-G on Adult and on
+random models).
 
 The solver's answer is not trusted: Σ_Z is symmetrised and its negative eigenvalues (solver
 tolerance) set to zero, then the constraints are *certified* by direct computation; if any
@@ -37,14 +40,21 @@ def _solve_sdp(
     import cvxpy as cp
 
     m = W.shape[0]
-    Sigma = cp.Variable((m, m), PSD=True)
+    # Scaled so that every entry is of order one: with s = max ‖d‖²/μ² and Σ = s·X, the LMI
+    # [[S + Σ, d], [dᵀ, μ²]] ⪰ 0 is [[S/s + X, d/(μ√s)], [·, 1]] ⪰ 0 (both say
+    # dᵀ(S + Σ)⁻¹d ≤ μ²). Unscaled, μ² ≈ 1e-3 beside entries of 1e7 lets the solver report
+    # "optimal" for points that break the constraints by a percent.
+    s = max(float(d @ d) for d, _ in pairs) / mu**2
+    X = cp.Variable((m, m), PSD=True)
+    w_scale = float(np.abs(W).max()) or 1.0
     cons = []
     for d, covs in pairs:
-        dcol = d.reshape(-1, 1)
+        dcol = (d / (mu * math.sqrt(s))).reshape(-1, 1)
         for S in covs:
-            block = cp.bmat([[S + Sigma, dcol], [dcol.T, np.array([[mu**2]])]])
+            block = cp.bmat([[S / s + X, dcol], [dcol.T, np.ones((1, 1))]])
             cons.append((block + block.T) / 2 >> 0)
-    prob = cp.Problem(cp.Minimize(cp.trace(W @ Sigma)), cons)
+    prob = cp.Problem(cp.Minimize(cp.trace((W / w_scale) @ X)), cons)
+    Sigma = X
     last = ""
     for solver in ("CLARABEL", "SCS"):
         if solver not in cp.installed_solvers():
@@ -55,7 +65,7 @@ def _solve_sdp(
             last = str(e).splitlines()[0]
             continue
         if prob.status in ("optimal", "optimal_inaccurate") and Sigma.value is not None:
-            return np.asarray(Sigma.value), solver, prob.status
+            return s * np.asarray(Sigma.value), solver, prob.status
         last = prob.status
     raise NotApplicableError(f"OptM-G is not applicable: the SDP solver failed ({last})")
 
