@@ -301,3 +301,15 @@ def test_cli_audit_bad_input(capsys, args, keyword, tmp_path, monkeypatch):
     lines = cap.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in cap.err
     assert keyword.lstrip("-").split("-")[0] in lines[0]
+
+
+def test_cli_audit_of_a_mechanism_does_not_depend_on_the_others_listed(
+    capsys, adult_dir, monkeypatch
+):
+    monkeypatch.setenv("DISTPRIVACY_DATA", str(adult_dir))
+    base = ["audit", "--modeling", "exact", "--audit-samples", "1000", "--json"]
+    assert main([*base, "--mechanism", "DauM-G"]) == 0
+    alone = json.loads(capsys.readouterr().out)["audits"][0]
+    assert main([*base, "--mechanism", "ExpM-L", "--mechanism", "DauM-G"]) == 0
+    listed = json.loads(capsys.readouterr().out)["audits"][1]
+    assert listed["mechanism"] == "DauM-G" and listed == alone

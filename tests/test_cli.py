@@ -772,3 +772,51 @@ def test_console_script_bad_input(small_csv, tmp_path):
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: ") and "epsilon" in lines[0]
     assert proc.stdout == ""
+
+
+# --------------------------------------------------------------------------------------------
+# Exact accounting: targets and covariance modes
+# --------------------------------------------------------------------------------------------
+
+SMALL_STATISTICS = "mean:age,mean:hours,count:sex==Female"
+
+
+def test_calibrate_to_a_maximum_attack_accuracy(capsys, small_csv):
+    from scipy.stats import norm
+
+    d = run_json(
+        capsys, "calibrate", "--data", small_csv, "--max-attack-accuracy", "0.55",
+        "--mechanism", "ExpM-G", "--modeling", "exact", "--statistics", SMALL_STATISTICS,
+    )  # fmt: skip
+    [m] = d["mechanisms"]
+    assert d["max_attack_accuracy"] == 0.55
+    assert m["max_attack_accuracy"] <= 0.55 + 1e-9
+    assert norm.cdf(m["mu"] / 2) <= 0.55 + 1e-9
+
+
+def test_calibrate_to_a_target_mu(capsys, small_csv):
+    d = run_json(
+        capsys, "calibrate", "--data", small_csv, "--target-mu", "0.5",
+        "--mechanism", "ExpM-G", "--modeling", "exact", "--statistics", SMALL_STATISTICS,
+    )  # fmt: skip
+    [m] = d["mechanisms"]
+    assert m["mu"] <= 0.5 * (1 + 1e-9) and d["target_mu"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("args", "keywords"),
+    [
+        (["--target-mu", "0.5", "--max-attack-accuracy", "0.55"], ["not both"]),
+        (["--epsilon", "1", "--target-mu", "0.5"], ["--epsilon", "not both"]),
+        (["--target-mu", "0.5", "--calibration", "classic"], ["--calibration exact"]),
+        (["--max-attack-accuracy", "0.5"], ["accuracy above 0.5"]),
+        (["--target-mu", "-1"], ["μ must be a positive number"]),
+        (["--covariances", "average"], ["--covariances"]),
+    ],
+)
+def test_bad_targets_and_covariance_modes(capsys, small_csv, args, keywords):
+    rc, out, err = run(
+        capsys, "calibrate", "--data", small_csv, "--mechanism", "ExpM-G", "--modeling",
+        "exact", *args,
+    )  # fmt: skip
+    assert_one_line_error(rc, out, err, *keywords)

@@ -18,6 +18,7 @@ from scipy import stats
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms import (
     MECHANISMS,
+    DauM,
     GaussianMechanism,
     OptimalGaussian,
     make_mechanism,
@@ -407,3 +408,15 @@ def test_optm_no_worse_than_daum_for_large_mean_differences():
     opt = make_mechanism("OptM-G", 0.1, DELTA, covariances="pooled").calibrate(model)
     dau = make_mechanism("DauM-G", 0.1, DELTA, covariances="pooled").calibrate(model)
     assert np.trace(opt.noise_covariance) <= np.trace(dau.noise_covariance) * (1 + 1e-4)
+
+
+def test_bad_covariance_mode_and_profile_switch():
+    with pytest.raises(DistPrivacyError, match="unknown covariances mode 'average'"):
+        make_mechanism("DauM-G", 1.0, DELTA, covariances="average")
+    with pytest.raises(DistPrivacyError, match="needs the unequal-covariance profile"):
+        DauM(1.0, DELTA, "exact", check_profile=False)
+    # Allowed where nothing is enforced: the calibration then reports no unequal profile.
+    S = np.eye(2)
+    model = GaussianModel(["a", "b"], [[0.0, 0.0], [1.0, 0.0]], [S, 2 * S], [("a", "b")])
+    cal = DauM(1.0, DELTA, "exact", covariances="pooled", check_profile=False).calibrate(model)
+    assert cal.accounting["unequal_covariance"] is None

@@ -14,7 +14,6 @@ conditions of Chen & Ohrimenko (2023) and their relaxed-assumption guarantees.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -71,14 +70,6 @@ def classic_warning(epsilon: float) -> str | None:
             "ε < 1 (Thm 4.2); the paper applies it anyway, and the guarantee is not established"
         )
     return None
-
-
-def warn_classic(epsilon: float) -> str | None:
-    """Return and emit (as a Python warning) the ε ≥ 1 caveat of the classic rule."""
-    msg = classic_warning(epsilon)
-    if msg is not None:
-        warnings.warn(msg, stacklevel=3)
-    return msg
 
 
 def mahalanobis_sq(d: np.ndarray, S: np.ndarray) -> float:

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from distprivacy.attacks import LikelihoodRatioAttack
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.base import Calibration
 from distprivacy.models import FModel, as_generator, sample_statistics
@@ -256,17 +257,6 @@ def draw_pair_samples(
 # ------------------------------------------------------------------------------------------------
 
 
-def _gaussian_llr(
-    X: np.ndarray, means: Sequence[np.ndarray], covs: Sequence[np.ndarray]
-) -> np.ndarray:
-    out = []
-    for mu, S in zip(means, covs, strict=True):
-        L = np.linalg.cholesky(S)
-        y = np.linalg.solve(L, (X - mu).T).T
-        out.append(-0.5 * (y**2).sum(axis=1) - np.log(np.diag(L)).sum())
-    return out[1] - out[0]
-
-
 def _standardise(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
     mu = train.mean(axis=0)
     sd = train.std(axis=0)
@@ -286,12 +276,11 @@ def _scores(
     is 0 for every attack (log-odds)."""
     if attack == "likelihood-ratio":
         if model_moments is not None:
-            means, covs = model_moments
-            covs = [c + noise_cov for c in covs]
-        else:  # Gaussian fit to the noisy training samples
+            lr, Z = LikelihoodRatioAttack(*map(np.asarray, model_moments)), noise_cov
+        else:  # Gaussian fit to the noisy training samples (the noise is already in them)
             means = [t.mean(axis=0) for t in train]
-            covs = [np.cov(t, rowvar=False) for t in train]
-        return [_gaussian_llr(x, means, covs) for x in evaluate]
+            lr, Z = LikelihoodRatioAttack(means, [np.cov(t, rowvar=False) for t in train]), None
+        return [lr.log_likelihood_ratio(x, Z) for x in evaluate]
     X = np.concatenate(train)
     y = np.repeat([0, 1], [len(train[0]), len(train[1])])
     Xs, *E = _standardise(X, *evaluate)

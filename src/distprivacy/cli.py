@@ -9,6 +9,7 @@ import json
 import sys
 import time
 import warnings
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -275,7 +276,30 @@ def _targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | None]:
             )
         if p["calibration"] != "exact":
             raise DistPrivacyError("targets given as μ or accuracy need --calibration exact")
+        # The values themselves, before any data is read (a Gaussian mechanism validates them).
+        make_mechanism("ExpM-G", None, 0.5, "exact", **t)
     return t
+
+
+def _mechanism_names(ctx: click.Context, mechanisms: tuple[str, ...], p: dict[str, Any]):
+    """The mechanisms asked for (default: all), with δ and the targets validated for them."""
+    names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
+    if any(MECHANISMS[n].uses_delta for n in names):
+        check_delta(p["delta"])
+    _targets(ctx, p)
+    return names
+
+
+def _settings(p: dict[str, Any]) -> dict[str, Any]:
+    """The calibration settings, for --json output."""
+    return {
+        "epsilon": p["epsilon"],
+        "delta": p["delta"],
+        "calibration": p["calibration"],
+        "covariances": p["covariances"].lower(),
+        "target_mu": p["target_mu"],
+        "max_attack_accuracy": p["max_attack_accuracy"],
+    }
 
 
 def _mechanism(name: str, p: dict[str, Any]):
@@ -378,10 +402,7 @@ def cli() -> None:
 @click.pass_context
 def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None:
     """Show every applicable mechanism's noise and expected L2 error side by side."""
-    names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
-    if any(MECHANISMS[n].uses_delta for n in names):
-        check_delta(p["delta"])
-    _targets(ctx, p)
+    names = _mechanism_names(ctx, mechanisms, p)
     model, info, _ = _build(ctx, p)
     cals, skipped = _calibrate_many(model, names, p, show=not p["as_json"])
     if p["as_json"]:
@@ -389,10 +410,7 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
             json.dumps(
                 {
                     **info,
-                    "epsilon": p["epsilon"],
-                    "delta": p["delta"],
-                    "calibration": p["calibration"],
-                    "covariances": p["covariances"].lower(),
+                    **_settings(p),
                     "model": _model_dict(model),
                     "mechanisms": [c.to_dict() for c in cals],
                     "not_applicable": skipped,
@@ -569,14 +587,11 @@ def audit(
     Exit status 1 when some mechanism's claimed ε is refuted (its lower bound is larger)."""
     from distprivacy.audit import audit_model
 
-    names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
-    if any(MECHANISMS[n].uses_delta for n in names):
-        check_delta(p["delta"])
+    names = _mechanism_names(ctx, mechanisms, p)
     if audit_samples < 80:
         raise DistPrivacyError(f"--audit-samples must be at least 80, got {audit_samples}")
     if not (0 < alpha < 1):
         raise DistPrivacyError(f"--alpha must lie in (0, 1), got {alpha:g}")
-    _targets(ctx, p)
     model, info, built = _build(ctx, p)
     if built is None:
         raise DistPrivacyError(
@@ -598,7 +613,8 @@ def audit(
                 samples_per_value=audit_samples,
                 attacks=[a.lower() for a in attacks] or DEFAULT_ATTACKS,
                 alpha=alpha,
-                rng=np.random.default_rng([seed, k]),
+                # Per mechanism: its audit does not depend on which others are listed.
+                rng=np.random.default_rng([seed, zlib.crc32(cal.mechanism.encode())]),
             )
         )
         bar(k + 1, len(cals))
@@ -609,9 +625,7 @@ def audit(
             json.dumps(
                 {
                     **info,
-                    "epsilon": p["epsilon"],
-                    "delta": p["delta"],
-                    "calibration": p["calibration"],
+                    **_settings(p),
                     "seed": seed,
                     "audit_samples": audit_samples,
                     "audits": [r.to_dict() for r in results],

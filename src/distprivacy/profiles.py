@@ -75,6 +75,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import integrate, linalg, optimize, special
 
+from distprivacy.accounting import check_delta
 from distprivacy.exceptions import DistPrivacyError
 
 __all__ = [
@@ -119,13 +120,6 @@ def _check_epsilon(epsilon: float) -> float:
     if e < 0:
         raise DistPrivacyError(f"epsilon must be ≥ 0, got {epsilon!r}")
     return e
-
-
-def _check_delta(delta: float) -> float:
-    d = _finite_float(delta, "delta")
-    if not 0 < d < 1:
-        raise DistPrivacyError(f"delta must lie in (0, 1), got {delta!r}")
-    return d
 
 
 def _check_mu(mu: float) -> float:
@@ -293,7 +287,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
         μ > 0.
     """
     eps = _check_epsilon(epsilon)
-    dlt = _check_delta(delta)
+    dlt = check_delta(delta)
     log_d = math.log(dlt)
 
     def f(t: float) -> float:
@@ -336,7 +330,7 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     float
         ε ≥ 0.
     """
-    dlt = _check_delta(delta)
+    dlt = check_delta(delta)
     m = _check_mu(mu)
     if m == 0 or gdp_delta(0.0, m) <= dlt:
         return 0.0
@@ -778,7 +772,7 @@ def gaussian_epsilon(
     float
         ε ≥ 0.
     """
-    dlt = _check_delta(delta)
+    dlt = check_delta(delta)
     tol = _check_atol(atol)
     if dlt <= 2 * tol:
         raise DistPrivacyError(f"delta = {delta!r} must exceed 2·atol = {2 * tol:g}; lower atol")

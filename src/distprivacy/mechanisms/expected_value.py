@@ -58,7 +58,6 @@ class ExpectedValueGaussian(GaussianMechanism):
 
     name = "ExpM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.2"
-    model_based = False
 
     def _noise(self, model: FModel, mu: float, convention: str):
         d2 = delta_e(model, 2)
@@ -118,7 +117,6 @@ class DirectionalGaussian(GaussianMechanism):
 
     name = "DirM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.3 (Gaussian variant, §4.2)"
-    model_based = False
 
     def _noise(self, model: FModel, mu: float, convention: str):
         V = difference_span(model)

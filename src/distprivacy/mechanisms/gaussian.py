@@ -25,11 +25,18 @@ attack accuracy.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 
-from distprivacy.accounting import check_delta, check_epsilon, check_rule, classic_c
+from distprivacy.accounting import (
+    check_delta,
+    check_epsilon,
+    check_rule,
+    classic_c,
+    classic_warning,
+)
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms.base import Calibration, Mechanism
 from distprivacy.models import FModel
@@ -109,8 +116,6 @@ class GaussianMechanism(Mechanism):
         classic rule; faster, for experiments that do not report it).
     """
 
-    #: The guarantee rests on the Gaussian model of f_θ (adversarial uncertainty).
-    model_based: ClassVar[bool] = True
     #: Whether the mechanism's conditions need every Σ_θ invertible (NoNoise, DauM-G).
     requires_invertible: ClassVar[bool] = False
     #: Whether the unequal-covariance profile of the model is checked (not for group DP, whose
@@ -188,11 +193,11 @@ class GaussianMechanism(Mechanism):
 
     # Subclasses --------------------------------------------------------------------------------
 
+    @abstractmethod
     def _noise(
         self, model: FModel, mu: float, convention: Convention
     ) -> tuple[NoiseDistribution, dict[str, Any]]:
         """The noise meeting μ ≤ ``mu``, and keyword arguments for the Calibration."""
-        raise NotImplementedError  # pragma: no cover - abstract
 
     def _guarantee_mu(
         self, model: FModel, noise: NoiseDistribution, mu_star: float, convention: Convention
@@ -366,12 +371,8 @@ class GaussianMechanism(Mechanism):
             profile = None
         mu = self._guarantee_mu(model, noise, mu_used, conv)
         acct = self._accounting(mu, mu_star, mu_used, profile)
-        if self.calibration == "classic" and self.epsilon >= 1:
-            warnings_.append(
-                f"epsilon={self.epsilon:g} ≥ 1: the classic rule c = √(2 ln(1.25/δ)) is "
-                "proven only for ε < 1 (Thm 4.2); the paper applies it anyway, and the "
-                "guarantee is not established"
-            )
+        if self.calibration == "classic" and (caveat := classic_warning(self.epsilon)):
+            warnings_.append(caveat)
         achieved = acct["delta_achieved"]
         if self._epsilon_given and achieved > self.delta * (1 + 1e-9):
             why = (

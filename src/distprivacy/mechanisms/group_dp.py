@@ -92,7 +92,6 @@ class GroupDPGaussian(GaussianMechanism):
 
     name = "GroupDP-G"
     theorem = "Dwork & Roth 2014, Theorem A.1 with group sensitivity k·Δ₂ (paper §5.1)"
-    model_based = False
     checks_model_profile = False
 
     def __init__(
