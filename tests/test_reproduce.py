@@ -13,7 +13,7 @@ from distprivacy.experiments.paper import Config, PaperReproduction
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory, adult_dir):
     out = tmp_path_factory.mktemp("repro")
-    rc = main(["reproduce", "all", "--quick", "--out", str(out), "--data", str(adult_dir)])
+    rc = main(["reproduce", "paper", "--quick", "--out", str(out), "--data", str(adult_dir)])
     assert rc == 0
     return out
 

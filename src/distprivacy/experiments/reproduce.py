@@ -28,21 +28,61 @@ TARGETS = (
     "audit",
 )
 
+#: Reproductions of the other papers: target name -> module with a ``run`` function
+#: ``run(out_dir, *, quick, seed, data_dir, progress) -> {"report": Path, "timings": dict}``
+#: writing its CSVs, PNGs and ``report.md`` into ``out_dir`` (the CLI passes ``OUT/<target>``).
+EXTRA_TARGETS: dict[str, str] = {
+    "attribute-privacy": "distprivacy.experiments.attribute_privacy",
+    "local-distp": "distprivacy.experiments.local_distp",
+    "model-inference": "distprivacy.experiments.model_inference",
+}
+
+ALL_TARGETS = (*TARGETS, *EXTRA_TARGETS)
+
 
 def resolve_targets(names: Iterable[str]) -> list[str]:
-    """Validate target names; ``all`` means every target."""
+    """Validate target names; ``paper`` means the main paper's targets, ``all`` every target."""
     out: list[str] = []
     for n in names:
         n = n.strip().lower()
         if n == "all":
-            return list(TARGETS)
-        if n not in TARGETS:
-            raise DistPrivacyError(f"unknown target {n!r}; choose from {', '.join(TARGETS)} or all")
+            return list(ALL_TARGETS)
+        if n == "paper":
+            out.extend(t for t in TARGETS if t not in out)
+            continue
+        if n not in ALL_TARGETS:
+            raise DistPrivacyError(
+                f"unknown target {n!r}; choose from {', '.join(ALL_TARGETS)}, paper or all"
+            )
         if n not in out:
             out.append(n)
     if not out:
         raise DistPrivacyError(f"name a target: {', '.join(TARGETS)} or all")
     return out
+
+
+def run_extra(
+    name: str,
+    out_dir: str | Path,
+    *,
+    quick: bool,
+    seed: int,
+    data_dir: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run one of :data:`EXTRA_TARGETS`, writing into ``out_dir``."""
+    import importlib
+
+    if name not in EXTRA_TARGETS:
+        raise DistPrivacyError(f"unknown target {name!r}; choose from {', '.join(EXTRA_TARGETS)}")
+    module = importlib.import_module(EXTRA_TARGETS[name])
+    return module.run(
+        Path(out_dir), quick=quick, seed=seed, data_dir=data_dir, progress=progress or _ignore
+    )
+
+
+def _ignore(_: str) -> None:
+    return None
 
 
 def compute(
