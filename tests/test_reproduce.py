@@ -125,3 +125,21 @@ def test_quick_run_accounting_and_audit(quick_run):
     audit = pd.read_csv(quick_run / "audit.csv")
     assert len(audit) > 0 and not audit.refuted.any() and not audit.accuracy_exceeded.any()
     assert (audit.epsilon_lower_bound <= audit.epsilon).all()
+
+
+def test_target_groups_resolve_in_order_without_repeats():
+    from distprivacy.experiments.reproduce import (
+        ALL_TARGETS,
+        EXTRA_TARGETS,
+        TARGETS,
+        resolve_targets,
+    )
+
+    assert resolve_targets(["paper"]) == list(TARGETS)
+    assert resolve_targets(["all"]) == list(ALL_TARGETS)
+    assert set(EXTRA_TARGETS) <= set(ALL_TARGETS)
+    assert resolve_targets(["audit", "Paper", "local-distp"]) == [
+        "audit",
+        *[t for t in TARGETS if t != "audit"],
+        "local-distp",
+    ]
