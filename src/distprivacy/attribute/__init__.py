@@ -1,0 +1,25 @@
+"""Attribute privacy (Zhang, Ohrimenko & Cummings, *Attribute Privacy: Framework and Mechanisms*,
+FAccT 2022).
+
+Two Pufferfish instantiations that hide a global property of the *columns* of a dataset:
+
+* **dataset attribute privacy** (Def. 4): hide the value of a function g_i(X_i) of a sensitive
+  column of *this* dataset (e.g. the share of women among the patients);
+* **distributional attribute privacy** (Def. 5): hide the parameter φ_i of the distribution the
+  sensitive column was drawn from.
+
+Modules
+-------
+``framework``
+    Secrets (g_i(X_i) ∈ U_a or φ_i ∈ Φ_a), secret pairs Q, the class Θ, and the translation to
+    and from :class:`distprivacy.spec.ProtectionSpec` where the frameworks coincide (§3).
+``gaussian``
+    The Attribute-Private Gaussian Mechanism (Alg. 1, Thm 1, Thm 2), general and vector-valued,
+    and its multivariate-Gaussian instantiation (§4.2) with the paper's classic calibration and
+    exact (μ-GDP) accounting.
+``pufferfish``
+    The Pufferfish Wasserstein Mechanism (Song, Wang & Chaudhuri, SIGMOD 2017), the general
+    mechanism the paper refers to (§2, §3, App. C), on our exact W∞.
+``bayesnet``, ``markov_quilt``
+    The Attribute-Private Markov Quilt Mechanism (Alg. 2, Thm 3, Thm 4) on Bayesian networks.
+"""
