@@ -1,0 +1,528 @@
+"""Local obfuscation mechanisms: transition matrices on finite domains, samplers otherwise.
+
+Every mechanism A maps an input x to a distribution A(x) on outputs. On a finite domain it is
+held as a row-stochastic matrix ``matrix_[x, y] = A(x)[y]`` (inspectable before anything is
+drawn); its lifting to an input distribution λ is ``A#λ = λ @ matrix_`` (Kawamoto & Murakami,
+notes on ``004``, "Setting"). Continuous mechanisms (1-D / planar Laplace, Gaussian) are
+samplers; "snapping" them to a grid (nearest cell, clipped at the border) is post-processing,
+whose transition matrix is computed exactly here (closed form for Laplace on a line and for the
+Gaussian; a one-dimensional Gauss–Legendre quadrature of the planar Laplace over each cell,
+accurate to ~1e-13).
+
+The tupling mechanism (notes, "The tupling mechanism") outputs a (k+1)-tuple: the base
+mechanism's output at a uniformly random position among k dummies drawn i.i.d. from ν.
+
+Randomness: every sampler takes ``rng`` (an int seed or a NumPy Generator) and is reproducible
+bit for bit. These samplers are for simulation and experiments; they are not cryptographically
+secure, so ``rng=None`` is refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import special
+
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.local.domains import Domain, check_distribution
+
+__all__ = [
+    "ExponentialMechanism",
+    "FiniteMechanism",
+    "RandomizedResponse",
+    "SnappedGaussian",
+    "SnappedLaplace",
+    "TuplingMechanism",
+    "as_generator",
+    "check_k",
+    "check_positive",
+    "gaussian_sample",
+    "laplace_1d_sample",
+    "planar_laplace_cell_probability",
+    "planar_laplace_sample",
+    "snap",
+]
+
+_ROW_TOL = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def check_positive(value: float, name: str) -> float:
+    """A finite number > 0 (ε, σ, …)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DistPrivacyError(f"{name} must be a positive number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise DistPrivacyError(f"{name} must be a positive finite number, got {value!r}")
+    return v
+
+
+def check_k(k: int) -> int:
+    """The number of dummies: an integer ≥ 0."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise DistPrivacyError(f"k (number of dummies) must be an integer ≥ 0, got {k!r}")
+    if k < 0:
+        raise DistPrivacyError(f"k (number of dummies) must be ≥ 0, got {k}; use k = 0 for none")
+    return int(k)
+
+
+def as_generator(rng: int | np.random.Generator | None) -> np.random.Generator:
+    """An int seed or a Generator → Generator; None is refused (simulation samplers)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise DistPrivacyError(
+        "rng must be an int seed or a numpy Generator (local samplers simulate; they are not "
+        f"cryptographically secure), got {type(rng).__name__}"
+    )
+
+
+def _indices(x: ArrayLike, n: int) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iu" or (arr.size and (arr.min() < 0 or arr.max() >= n)):
+        raise DistPrivacyError(f"inputs must be integer indices in [0, {n - 1}]")
+    return arr.astype(np.intp)
+
+
+# ---------------------------------------------------------------------------------------------
+# Finite mechanisms
+# ---------------------------------------------------------------------------------------------
+
+
+class FiniteMechanism:
+    """A local mechanism on a finite input set given by its transition matrix.
+
+    Parameters
+    ----------
+    matrix : array_like, shape (n_inputs, n_outputs)
+        ``matrix[x, y] = A(x)[y]``; rows must be probability vectors.
+    name : str
+        Label used in reports.
+
+    Attributes
+    ----------
+    matrix_ : ndarray
+        The validated transition matrix.
+    """
+
+    theorem = "a given transition matrix (no guarantee beyond what guarantees.py computes)"
+
+    def __init__(self, matrix: ArrayLike, *, name: str = "finite") -> None:
+        self.name = name
+        self.matrix_ = self._validate(matrix)
+
+    @staticmethod
+    def _validate(matrix: ArrayLike) -> np.ndarray:
+        M = np.asarray(matrix, dtype=float)
+        if M.ndim != 2 or M.shape[0] < 1 or M.shape[1] < 1:
+            raise DistPrivacyError(f"a transition matrix must be 2-D, got shape {M.shape}")
+        if not np.isfinite(M).all() or (M < 0).any():
+            raise DistPrivacyError("transition matrix has negative, NaN or infinite entries")
+        bad = np.abs(M.sum(axis=1) - 1.0) > _ROW_TOL
+        if bad.any():
+            raise DistPrivacyError(
+                f"transition matrix row {int(np.argmax(bad))} sums to "
+                f"{M[int(np.argmax(bad))].sum():.12g}, not 1; each row must be a distribution"
+            )
+        return M
+
+    @property
+    def n_inputs(self) -> int:
+        return int(self.matrix_.shape[0])
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.matrix_.shape[1])
+
+    def lift(self, lam: ArrayLike) -> np.ndarray:
+        """A#λ = Σ_x λ[x]·A(x): the output distribution when the input is drawn from λ."""
+        p = check_distribution(lam, self.n_inputs, "input distribution")
+        return p @ self.matrix_
+
+    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+        """Obfuscate each input index in ``x`` (inverse-CDF on its row; vectorised)."""
+        g = as_generator(rng)
+        xi = _indices(x, self.n_inputs)
+        cdf = np.cumsum(self.matrix_, axis=1)
+        cdf[:, -1] = 1.0
+        u = g.random(xi.shape)
+        flat_x, flat_u = xi.reshape(-1), u.reshape(-1)
+        out = np.empty(flat_x.size, dtype=np.intp)
+        step = max(1, 2_000_000 // self.n_outputs)
+        for s in range(0, flat_x.size, step):  # chunks bound memory, not a per-sample loop
+            rows = cdf[flat_x[s : s + step]]
+            out[s : s + step] = (rows < flat_u[s : s + step, None]).sum(axis=1)
+        return np.minimum(out, self.n_outputs - 1).reshape(xi.shape)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}, {self.n_inputs}→{self.n_outputs})"
+
+
+class RandomizedResponse(FiniteMechanism):
+    """k-ary randomized response on n values.
+
+    Keeps x with probability e^ε/(n − 1 + e^ε), otherwise outputs one of the other n − 1 values
+    uniformly (Warner 1965; Kairouz, Oh & Viswanath 2014). ε-local DP; its lifting has the closed
+    form A#λ[y] = (1 + (e^ε − 1)λ[y])/(n − 1 + e^ε) (Kawamoto & Murakami, notes on 004, §4).
+    """
+
+    theorem = "ε-local DP (Kairouz et al. 2014); closed-form lifting, notes on 004 §4"
+
+    def __init__(self, n: int, epsilon: float) -> None:
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+            raise DistPrivacyError(f"randomized response needs n ≥ 2 values, got {n!r}")
+        self.n = int(n)
+        self.epsilon = check_positive(epsilon, "epsilon")
+        self.name = f"RR(ε={self.epsilon:g})"
+
+    @cached_property
+    def keep_probability(self) -> float:
+        """e^ε / (n − 1 + e^ε), computed stably."""
+        return float(1.0 / (1.0 + (self.n - 1) * math.exp(-self.epsilon)))
+
+    @cached_property
+    def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        keep = self.keep_probability
+        other = (1.0 - keep) / (self.n - 1)
+        M = np.full((self.n, self.n), other)
+        np.fill_diagonal(M, keep)
+        return M
+
+    def lift(self, lam: ArrayLike) -> np.ndarray:
+        """Closed form: A#λ[y] = (1 + (e^ε − 1)λ[y]) / (n − 1 + e^ε), in O(n)."""
+        p = check_distribution(lam, self.n, "input distribution")
+        keep = self.keep_probability
+        other = (1.0 - keep) / (self.n - 1)
+        return other + (keep - other) * p
+
+    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+        """Keep or replace by a uniform other value (O(1) per input)."""
+        g = as_generator(rng)
+        xi = _indices(x, self.n)
+        keep = g.random(xi.shape) < self.keep_probability
+        other = g.integers(0, self.n - 1, size=xi.shape)
+        other = other + (other >= xi)
+        return np.where(keep, xi, other)
+
+
+class ExponentialMechanism(FiniteMechanism):
+    """Exponential mechanism with utility −d: A(x)[y] ∝ exp(−ε·d(x, y)/2) over the domain.
+
+    McSherry & Talwar (2007), with the utility distance of Kawamoto & Murakami (004, Def. 4 and
+    Example 1): the utility u(x, y) = −d(x, y) has |u(x, y) − u(x′, y)| ≤ d(x, x′), so the
+    mechanism is ε·d-extended DP (ε·d(x, x′)-indistinguishable), hence ε·diam-local DP.
+    """
+
+    theorem = "ε·d-XDP (McSherry & Talwar 2007; 004 Example 1)"
+
+    def __init__(self, domain: Domain, epsilon: float) -> None:
+        self.domain = domain
+        self.epsilon = check_positive(epsilon, "epsilon")
+        self.name = f"Exp(ε={self.epsilon:g})"
+
+    @cached_property
+    def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        logits = -0.5 * self.epsilon * self.domain.distances
+        logits -= logits.max(axis=1, keepdims=True)
+        W = np.exp(logits)
+        return W / W.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Continuous samplers and snapping
+# ---------------------------------------------------------------------------------------------
+
+
+def laplace_1d_sample(
+    x: ArrayLike, epsilon: float, *, rng: int | np.random.Generator
+) -> np.ndarray:
+    """y = x + Lap(1/ε): density (ε/2)e^{−ε|y−x|}, ε·|·|-XDP (004 §V; notes "Laplace and W∞")."""
+    eps = check_positive(epsilon, "epsilon")
+    xa = np.asarray(x, dtype=float)
+    return xa + as_generator(rng).laplace(0.0, 1.0 / eps, size=xa.shape)
+
+
+def planar_laplace_sample(
+    x: ArrayLike, epsilon: float, *, rng: int | np.random.Generator
+) -> np.ndarray:
+    """Planar Laplace (Andrés et al. 2013): density (ε²/2π)e^{−ε‖y−x‖₂}, ε·‖·‖₂-XDP.
+
+    Polar sampling: angle uniform, radius ~ Gamma(2, 1/ε). ``x`` has shape (..., 2).
+    """
+    eps = check_positive(epsilon, "epsilon")
+    xa = np.asarray(x, dtype=float)
+    if xa.shape[-1:] != (2,):
+        raise DistPrivacyError(f"planar Laplace needs points of shape (..., 2), got {xa.shape}")
+    g = as_generator(rng)
+    theta = g.uniform(0.0, 2 * np.pi, size=xa.shape[:-1])
+    r = g.gamma(2.0, 1.0 / eps, size=xa.shape[:-1])
+    return xa + np.stack([r * np.cos(theta), r * np.sin(theta)], axis=-1)
+
+
+def gaussian_sample(x: ArrayLike, sigma: float, *, rng: int | np.random.Generator) -> np.ndarray:
+    """y = x + N(0, σ²I) (isotropic, any dimension; the last axis holds coordinates)."""
+    s = check_positive(sigma, "sigma")
+    xa = np.asarray(x, dtype=float)
+    return xa + s * as_generator(rng).standard_normal(xa.shape)
+
+
+def _axis_sizes(domain: Domain) -> tuple[int, ...]:
+    if len(domain.shape) not in (1, 2) or math.prod(domain.shape) != domain.size:
+        raise DistPrivacyError(
+            "snapping needs a grid or a line domain (built by local.domains.grid / line)"
+        )
+    return domain.shape
+
+
+def snap(points: ArrayLike, domain: Domain) -> np.ndarray:
+    """Nearest cell of a grid/line domain for continuous points (clipped at the border)."""
+    sizes = _axis_sizes(domain)
+    pts = np.asarray(points, dtype=float)
+    if len(sizes) == 1:
+        coords = pts[..., 0] if pts.ndim and pts.shape[-1:] == (1,) else pts
+        return np.clip(np.floor(coords / domain.cell + 0.5), 0, sizes[0] - 1).astype(np.intp)
+    rows, cols = sizes
+    c = np.clip(np.floor(pts[..., 0] / domain.cell + 0.5), 0, cols - 1).astype(np.intp)
+    r = np.clip(np.floor(pts[..., 1] / domain.cell + 0.5), 0, rows - 1).astype(np.intp)
+    return r * cols + c
+
+
+def _edges(n: int) -> np.ndarray:
+    """Cell boundaries (in cell units) of n cells centred at 0..n−1, border cells unbounded."""
+    return np.concatenate(([-np.inf], np.arange(n - 1) + 0.5, [np.inf]))
+
+
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(64)
+_GL_PIECES = 4
+
+
+def _quadrant_mass(u: np.ndarray, v: np.ndarray, eps: float) -> np.ndarray:
+    """P(0 ≤ Z1 ≤ u, 0 ≤ Z2 ≤ v) for planar Laplace Z (rate ε), u, v ≥ 0 (may be +inf).
+
+    In polar coordinates the radial integral is closed-form,
+    ∫₀^R (ε²/2π) r e^{−εr} dr = (1 − h(R))/2π with h(R) = e^{−εR}(1 + εR); the rectangle splits
+    at the angle φ0 = atan2(v, u) into θ ∈ [0, φ0] (R = u/cos θ) and [φ0, π/2] (R = v/sin θ).
+    Each angular integral is smooth and is done by composite 64-point Gauss–Legendre.
+    """
+    u = np.asarray(u, dtype=float)
+    v = np.asarray(v, dtype=float)
+    phi0 = np.arctan2(v, u)
+
+    def h(R: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = np.exp(-eps * R) * (1.0 + eps * R)
+        return np.where(np.isinf(R), 0.0, out)
+
+    def integrate(a: np.ndarray, b: np.ndarray, radius) -> np.ndarray:
+        total = np.zeros(np.broadcast(a, b).shape)
+        edges = np.linspace(0.0, 1.0, _GL_PIECES + 1)
+        for lo, hi in itertools.pairwise(edges):  # 4 fixed pieces
+            t = lo + (hi - lo) * (_GL_NODES + 1) / 2
+            theta = a[..., None] + (b - a)[..., None] * t
+            vals = 1.0 - radius(theta)
+            total += (b - a) * (hi - lo) / 2 * (vals @ _GL_WEIGHTS)
+        return total
+
+    zeros = np.zeros_like(phi0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        part1 = integrate(zeros, phi0, lambda th: h(u[..., None] / np.cos(th)))
+        part2 = integrate(phi0, zeros + np.pi / 2, lambda th: h(v[..., None] / np.sin(th)))
+    return (part1 + part2) / (2 * np.pi)
+
+
+def _oriented_mass(u: np.ndarray, v: np.ndarray, eps: float) -> np.ndarray:
+    """Oriented integral ∫₀^u ∫₀^v of the planar Laplace density (symmetry in each axis)."""
+    return np.sign(u) * np.sign(v) * _quadrant_mass(np.abs(u), np.abs(v), eps)
+
+
+def planar_laplace_cell_probability(
+    lower: ArrayLike, upper: ArrayLike, epsilon: float
+) -> np.ndarray:
+    """P(Z ∈ [lower, upper]) for planar Laplace noise Z centred at 0 (rate ε).
+
+    ``lower``, ``upper``: arrays of shape (..., 2) (entries may be ±inf). Inclusion–exclusion
+    of the oriented quadrant masses.
+    """
+    eps = check_positive(epsilon, "epsilon")
+    lo = np.asarray(lower, dtype=float)
+    hi = np.asarray(upper, dtype=float)
+    a1, a2, b1, b2 = lo[..., 0], lo[..., 1], hi[..., 0], hi[..., 1]
+    m = _oriented_mass
+    out = m(b1, b2, eps) - m(a1, b2, eps) - m(b1, a2, eps) + m(a1, a2, eps)
+    return np.clip(out, 0.0, None) + 0.0  # clip only the ~1e-17 quadrature round-off
+
+
+class SnappedLaplace(FiniteMechanism):
+    """Laplace noise (1-D on a line, planar on a grid) snapped to the nearest cell.
+
+    1-D Laplace with density (ε/2)e^{−ε|y−x|} and planar Laplace with density
+    (ε²/2π)e^{−ε‖y−x‖₂} are ε·d-XDP (004 §V; Andrés et al. 2013 for the planar case); snapping
+    is post-processing, so the finite mechanism is ε·d-XDP too and, by the notes' result
+    "Laplace and W∞", (ε·W∞,d(λ, λ′), 0)-DistP. Here ε is per unit of the domain's coordinates.
+
+    The transition matrix is exact: the 1-D Laplace CDF on a line; on a grid, the probability
+    of each cell is an inclusion–exclusion of quadrant masses computed by
+    :func:`planar_laplace_cell_probability` (quadrature error ~1e-13).
+    """
+
+    theorem = "ε·d-XDP ⇒ (ε·W∞(λ, λ′), 0)-DistP (004 §V, notes 'Laplace and W∞')"
+
+    def __init__(self, domain: Domain, epsilon: float) -> None:
+        self.domain = domain
+        self.epsilon = check_positive(epsilon, "epsilon")
+        self.name = f"Laplace(ε={self.epsilon:g})"
+        _axis_sizes(domain)
+
+    @cached_property
+    def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        sizes = _axis_sizes(self.domain)
+        eps = self.epsilon * self.domain.cell  # rate per cell unit
+        if len(sizes) == 1:
+            n = sizes[0]
+            e = _edges(n)
+            diff = e[None, :] - np.arange(n)[:, None]  # (input, edge)
+            cdf = np.where(diff < 0, 0.5 * np.exp(eps * np.minimum(diff, 0)), 0.0)
+            cdf = np.where(diff >= 0, 1 - 0.5 * np.exp(-eps * np.maximum(diff, 0)), cdf)
+            return np.diff(cdf, axis=1)
+        rows, cols = sizes
+        # Oriented quadrant mass on every corner offset (edge − centre), then inclusion–exclusion.
+        ex, ey = _edges(cols), _edges(rows)
+        ox = ex[None, :] - np.arange(cols)[:, None]  # (cols, cols+1)
+        oy = ey[None, :] - np.arange(rows)[:, None]  # (rows, rows+1)
+        ux = np.unique(ox)
+        uy = np.unique(oy)
+        S = _oriented_mass(ux[:, None], uy[None, :], eps)  # table on distinct offsets
+        ix = np.searchsorted(ux, ox)
+        iy = np.searchsorted(uy, oy)
+        # T[b, a, j, i] = S(ox[a, i], oy[b, j]) for input (row b, col a), corner (j, i)
+        T = S[ix[None, :, None, :], iy[:, None, :, None]]
+        P = T[:, :, 1:, 1:] - T[:, :, 1:, :-1] - T[:, :, :-1, 1:] + T[:, :, :-1, :-1]
+        P = np.clip(P, 0.0, None).reshape(rows * cols, rows * cols)
+        return P / P.sum(axis=1, keepdims=True)
+
+    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+        """Draw continuous Laplace noise around each input cell centre and snap."""
+        xi = _indices(x, self.domain.size)
+        centres = self.domain.points[xi]
+        if len(self.domain.shape) == 1:
+            return snap(laplace_1d_sample(centres[..., 0], self.epsilon, rng=rng), self.domain)
+        return snap(planar_laplace_sample(centres, self.epsilon, rng=rng), self.domain)
+
+
+class SnappedGaussian(FiniteMechanism):
+    """Isotropic Gaussian noise N(0, σ²I) snapped to the nearest cell of a line or grid.
+
+    Two inputs at Euclidean distance Δ give μ-Gaussian DP with μ = Δ/σ (Dong, Roth & Su 2022),
+    so the mechanism is (ε, δ(ε))-local DP with δ(ε) = gdp_delta(ε, diam/σ) and — by
+    DP ⇒ DistP (notes, "Existing mechanisms" 1) — (ε, δ)-DistP for every pair. The transition
+    matrix is exact (a product of normal-CDF differences along each axis).
+    """
+
+    theorem = "μ = diam/σ Gaussian DP (Dong et al. 2022) ⇒ DistP (004 §V, notes 1)"
+
+    def __init__(self, domain: Domain, sigma: float) -> None:
+        self.domain = domain
+        self.sigma = check_positive(sigma, "sigma")
+        self.name = f"Gaussian(σ={self.sigma:g})"
+        _axis_sizes(domain)
+
+    @cached_property
+    def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        sizes = _axis_sizes(self.domain)
+        s = self.sigma / self.domain.cell
+
+        def axis(n: int) -> np.ndarray:
+            diff = (_edges(n)[None, :] - np.arange(n)[:, None]) / s
+            return np.diff(special.ndtr(diff), axis=1)  # (input, output)
+
+        if len(sizes) == 1:
+            P = axis(sizes[0])
+        else:
+            rows, cols = sizes
+            Px, Py = axis(cols), axis(rows)
+            P = np.einsum("bj,ai->baji", Py, Px).reshape(rows * cols, rows * cols)
+        return P / P.sum(axis=1, keepdims=True)
+
+    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+        """Draw continuous Gaussian noise around each input cell centre and snap."""
+        xi = _indices(x, self.domain.size)
+        centres = self.domain.points[xi]
+        if len(self.domain.shape) == 1:
+            return snap(gaussian_sample(centres[..., 0], self.sigma, rng=rng), self.domain)
+        return snap(gaussian_sample(centres, self.sigma, rng=rng), self.domain)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tupling
+# ---------------------------------------------------------------------------------------------
+
+
+class TuplingMechanism:
+    """The tupling mechanism of Kawamoto & Murakami (004 §VI; notes "The tupling mechanism").
+
+    On input x: draw y ~ A(x) from the base mechanism and y1..yk i.i.d. from the dummy
+    distribution ν over A's outputs, put y at a uniformly random position among the dummies and
+    output the (k+1)-tuple. Its point DP equals the base's (the dummies ignore x); its service
+    quality equals the base's (the user knows which entry is real); the cost is k dummies.
+
+    Parameters
+    ----------
+    base : FiniteMechanism
+        The base mechanism A (its outputs are the tuple entries).
+    k : int
+        Number of dummies, ≥ 0.
+    nu : array_like, optional
+        Dummy distribution over A's outputs, every entry > 0 (default uniform, as in the paper).
+    """
+
+    theorem = "point DP = base's; DistP exact by distp.tupling_profile (notes, tupling)"
+
+    def __init__(self, base: FiniteMechanism, k: int, nu: ArrayLike | None = None) -> None:
+        if not isinstance(base, FiniteMechanism):
+            raise DistPrivacyError("the tupling base must be a FiniteMechanism (a finite output)")
+        self.base = base
+        self.k = check_k(k)
+        m = base.n_outputs
+        if nu is None:
+            self.nu_ = np.full(m, 1.0 / m)
+        else:
+            self.nu_ = check_distribution(nu, m, "dummy distribution nu")
+            if (self.nu_ <= 0).any():
+                raise DistPrivacyError(
+                    "dummy distribution nu must give every output a positive probability"
+                )
+        self.name = f"Tupling(k={self.k}, {base.name})"
+
+    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+        """Outputs of shape (len(x), k+1); returns the tuples (positions of the real entry are
+        not returned — see :meth:`sample_with_position`)."""
+        return self.sample_with_position(x, rng=rng)[0]
+
+    def sample_with_position(
+        self, x: ArrayLike, *, rng: int | np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(tuples (n, k+1), position of the real entry in each)."""
+        g = as_generator(rng)
+        xi = np.atleast_1d(_indices(x, self.base.n_inputs))
+        real = self.base.sample(xi, rng=g)
+        dummies = g.choice(self.base.n_outputs, size=(xi.size, self.k + 1), p=self.nu_)
+        pos = g.integers(0, self.k + 1, size=xi.size)
+        dummies[np.arange(xi.size), pos] = real
+        return dummies, pos
+
+    def lift_ratio_terms(self, lam: ArrayLike) -> np.ndarray:
+        """r(y) = A#λ[y] / ν[y]: a tuple's probability is (Π ν[y_i]) · Σ_i r(y_i) / (k+1)."""
+        return self.base.lift(lam) / self.nu_
+
+    def __repr__(self) -> str:
+        return self.name
