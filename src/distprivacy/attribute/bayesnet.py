@@ -308,7 +308,7 @@ class DiscreteBayesNet:
         return np.einsum(*self._factors(), out, optimize="greedy")
 
     def joint(self) -> np.ndarray:
-        """The joint P(φ_1, …, φ_m) over the product of the domains (axes in :attr:`names` order)."""
+        """The joint P(φ_1, …, φ_m) over the product of the domains (axes in ``names`` order)."""
         cells = math.prod(self.cardinalities)
         if cells > MAX_JOINT_CELLS:
             raise DistPrivacyError(

@@ -77,7 +77,7 @@ class ValueSet:
             raise DistPrivacyError(f"a secret's interval has low {lo:g} > high {hi:g}")
         if lo == hi and not (self.closed_low and self.closed_high):
             raise DistPrivacyError(f"the interval around {lo:g} is empty; use the point {lo:g}")
-        if math.isinf(lo) and self.closed_low or math.isinf(hi) and self.closed_high:
+        if (math.isinf(lo) and self.closed_low) or (math.isinf(hi) and self.closed_high):
             raise DistPrivacyError("an infinite end point must be open, e.g. (0, inf)")
         object.__setattr__(self, "low", lo)
         object.__setattr__(self, "high", hi)

@@ -402,7 +402,9 @@ class AttributeGaussianMechanism:
             raise DistPrivacyError("give at least one sensitive attribute")
         k = terms[0].floor.shape[0]
         if any(t.floor.shape != (k, k) for t in terms):
-            raise DistPrivacyError("the sensitive attributes' conditional covariances differ in size")
+            raise DistPrivacyError(
+                "the sensitive attributes' conditional covariances differ in size"
+            )
         names = tuple(statistics) if statistics is not None else tuple(f"F{j}" for j in range(k))
         if len(names) != k:
             raise DistPrivacyError(f"{len(names)} statistic names for {k} statistics")
@@ -632,7 +634,9 @@ class GaussianTheta:
         # attributes outside the problem are irrelevant: keep the sub-problem only
         return cls(tuple(names[i] for i in idx), sub)
 
-    def term(self, sensitive: str, query: Sequence[str], n: int, diameter: float) -> SensitivityTerm:
+    def term(
+        self, sensitive: str, query: Sequence[str], n: int, diameter: float
+    ) -> SensitivityTerm:
         """Δ_i F = max_θ ‖V_Ji/V_ii‖ d(U) and the floor min_θ (V_JJ − V_Ji V_iJ/V_ii)/n."""
         n = _check_n(n)
         i = _index(self.names, sensitive)
@@ -704,20 +708,23 @@ class RegressionTheta:
 
     def __post_init__(self) -> None:
         s = {tuple(k): _interval(v, f"slope of {k}") for k, v in self.slopes.items()}
-        r = {tuple(k): _interval(v, f"residual variance of {k}") for k, v in
-             self.residual_variances.items()}
+        r = {
+            tuple(k): _interval(v, f"residual variance of {k}")
+            for k, v in self.residual_variances.items()
+        }
         if set(s) != set(r):
             raise DistPrivacyError("give a slope and a residual variance for the same pairs (i, j)")
         for k, (lo, _) in r.items():
             if lo <= 0:
                 raise DistPrivacyError(
-                    f"the residual variance of {k[1]!r} given {k[0]!r} must be positive, got "
-                    f"{lo:g}"
+                    f"the residual variance of {k[1]!r} given {k[0]!r} must be positive, got {lo:g}"
                 )
         object.__setattr__(self, "slopes", s)
         object.__setattr__(self, "residual_variances", r)
 
-    def term(self, sensitive: str, query: Sequence[str], n: int, diameter: float) -> SensitivityTerm:
+    def term(
+        self, sensitive: str, query: Sequence[str], n: int, diameter: float
+    ) -> SensitivityTerm:
         """Δ_i F = ‖(max |slope_ij|)_j‖ d(U); floor = diag(min residual variance_ij)/n."""
         n = _check_n(n)
         missing = [q for q in query if (sensitive, q) not in self.slopes]

@@ -7,7 +7,8 @@ sharing one graph. The pieces of Algorithm 2:
 
 * **max-influence** (Definition 7), exact for discrete networks::
 
-      e_Θ(X_A | X_i) = sup_{θ ∈ Θ} max_{a, b ∈ Φ_i} max_{φ_A} log P(φ_A | φ_i = a, θ) / P(φ_A | φ_i = b, θ)
+      e_Θ(X_A | X_i) = sup_{θ ∈ Θ} max_{a, b ∈ Φ_i} max_{φ_A}
+                           log P(φ_A | φ_i = a, θ) / P(φ_A | φ_i = b, θ)
 
   (values a, b of φ_i with probability zero under θ are no secret under θ — Definition 1 only
   compares secrets with P(s | θ) ≠ 0 — and are skipped; a φ_A possible under a but not under b
@@ -665,7 +666,8 @@ class AttributeQuiltMechanism:
         for s in self.quilts:
             if s not in self.secrets:
                 raise DistPrivacyError(
-                    f"a quilt is pinned for {s!r}, which is not a secret ({', '.join(self.secrets)})"
+                    f"a quilt is pinned for {s!r}, which is not a secret "
+                    f"({', '.join(self.secrets)})"
                 )
         self.secret_values = {str(k): tuple(v) for k, v in (secret_values or {}).items()}
         for s in self.secret_values:
