@@ -194,7 +194,7 @@ def max_influence(
             continue
         cond = joint[rows] / p[rows, None]
         hi, lo = cond.max(axis=0), cond.min(axis=0)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(hi > 0, np.log(hi) - np.log(lo), -np.inf)
         j = int(np.argmax(ratio))
         if ratio[j] > best.value:
