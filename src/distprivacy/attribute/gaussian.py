@@ -745,3 +745,169 @@ class RegressionTheta:
                 "n": n,
             },
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# A user's problem, from a dict / JSON / TOML file (used by ``distprivacy attribute gaussian``)
+# ---------------------------------------------------------------------------------------------
+
+_PROBLEM_KEYS = {
+    "attributes",
+    "sensitive",
+    "query",
+    "n",
+    "secrets",
+    "pairs",
+    "binary",
+    "parameter_range",
+    "means",
+    "covariances",
+    "cov_low",
+    "cov_high",
+    "slopes",
+    "residual_variances",
+    "epsilon",
+    "delta",
+    "rule",
+    "pair_distance",
+}
+
+
+@dataclass(frozen=True)
+class GaussianProblem:
+    """A dataset-attribute-privacy problem for §4.2: who is sensitive, what is released, the
+    secrets, n and Θ (covariance list, covariance box, or slope / residual-variance ranges).
+
+    Keys of :meth:`from_dict` (JSON or TOML files hold the same):
+    ``sensitive`` (str), ``query`` (str or list), ``n`` (int), ``secrets`` (≥ 2 values or
+    intervals such as "(0.25,0.5)"), optional ``pairs`` (index pairs; default all),
+    ``binary`` (the sensitive column is 0/1; default false), ``parameter_range`` ([low, high] of
+    φ over Θ), and Θ as one of: ``attributes`` + ``covariances`` (one m×m matrix or a list of
+    them; optional ``means``), ``attributes`` + ``cov_low`` + ``cov_high``, or ``slopes`` +
+    ``residual_variances`` (maps query attribute -> value or [low, high]). Optional
+    ``epsilon``, ``delta``, ``rule``, ``pair_distance``.
+    """
+
+    framework: AttributeFramework
+    theta: GaussianTheta | RegressionTheta
+    query: tuple[str, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> GaussianProblem:
+        from distprivacy.attribute.framework import (
+            AttributeDomain,
+            DatasetAttributeFramework,
+            pairs_from_sets,
+        )
+
+        unknown = set(raw) - _PROBLEM_KEYS
+        if unknown:
+            raise DistPrivacyError(
+                f"unknown key(s) {sorted(unknown)} in the problem; known: {sorted(_PROBLEM_KEYS)}"
+            )
+        for key in ("sensitive", "query", "n", "secrets"):
+            if raw.get(key) in (None, "", []):
+                raise DistPrivacyError(f"the problem needs {key!r}")
+        sensitive = str(raw["sensitive"])
+        query = raw["query"]
+        query = (query,) if isinstance(query, str) else tuple(str(q) for q in query)
+        n = raw["n"]
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise DistPrivacyError(f"n must be a positive integer, got {n!r}")
+        binary = bool(raw.get("binary", False))
+        prange = raw.get("parameter_range")
+        if prange is None:
+            prange = (0.0, 1.0) if binary else (-math.inf, math.inf)
+        if isinstance(prange, str) or not hasattr(prange, "__len__") or len(prange) != 2:
+            raise DistPrivacyError(f"parameter_range must be [low, high], got {prange!r}")
+        dom = AttributeDomain(sensitive, binary=binary, parameter_range=tuple(prange))
+        pair_idx = raw.get("pairs")
+        pairs = pairs_from_sets(
+            sensitive,
+            list(raw["secrets"]),
+            pairs=None if pair_idx is None else [tuple(p) for p in pair_idx],
+        )
+        fw = DatasetAttributeFramework(pairs=pairs, domains=(dom,), n=n)
+        forms = [k for k in ("covariances", "cov_low", "slopes") if raw.get(k) is not None]
+        if len(forms) != 1:
+            raise DistPrivacyError(
+                "give Θ in exactly one form: covariances, cov_low + cov_high, or slopes + "
+                "residual_variances"
+            )
+        if forms[0] == "slopes":
+            if raw.get("residual_variances") is None:
+                raise DistPrivacyError("slopes need residual_variances too")
+            theta: GaussianTheta | RegressionTheta = RegressionTheta(
+                {(sensitive, str(q)): v for q, v in dict(raw["slopes"]).items()},
+                {(sensitive, str(q)): v for q, v in dict(raw["residual_variances"]).items()},
+            )
+        else:
+            names = raw.get("attributes")
+            if not names:
+                raise DistPrivacyError("a covariance form of Θ needs 'attributes' (their order)")
+            names = tuple(str(a) for a in names)
+            if forms[0] == "covariances":
+                theta = GaussianTheta(names, raw["covariances"], raw.get("means"))
+            else:
+                if raw.get("cov_high") is None:
+                    raise DistPrivacyError("cov_low needs cov_high too")
+                theta = GaussianTheta.from_ranges(
+                    names, raw["cov_low"], raw["cov_high"], sensitive=sensitive, query=query
+                )
+        settings = {k: raw[k] for k in ("epsilon", "delta", "rule", "pair_distance") if k in raw}
+        return cls(fw, theta, query, settings)
+
+    @classmethod
+    def from_file(cls, path: str) -> GaussianProblem:
+        """Read a JSON (.json) or TOML (.toml) problem file."""
+        return cls.from_dict(read_problem_file(path))
+
+    def calibrate(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        rule: str | None = None,
+        pair_distance: str | None = None,
+    ) -> APGMCalibration:
+        """Algorithm 1 on this problem; arguments override the problem's own settings."""
+        s = self.settings
+        eps = epsilon if epsilon is not None else s.get("epsilon")
+        dlt = delta if delta is not None else s.get("delta")
+        if eps is None or dlt is None:
+            raise DistPrivacyError("give epsilon and delta (e.g. --epsilon 1 --delta 0.001)")
+        mech = AttributeGaussianMechanism(
+            epsilon=eps, delta=dlt, rule=rule or s.get("rule", "exact")
+        )
+        return mech.calibrate(
+            self.framework,
+            self.theta,
+            self.query,
+            pair_distance=pair_distance or s.get("pair_distance", "sup"),
+        )
+
+
+def read_problem_file(path: str) -> dict[str, Any]:
+    """The raw problem of a JSON (.json) or TOML (.toml) file, for :meth:`GaussianProblem.
+    from_dict`."""
+    import json
+    import tomllib
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise DistPrivacyError(f"problem file {path!r} not found")
+    try:
+        if p.suffix.lower() == ".toml":
+            raw = tomllib.loads(p.read_text())
+        elif p.suffix.lower() == ".json":
+            raw = json.loads(p.read_text())
+        else:
+            raise DistPrivacyError(f"problem file {p.name!r} must end in .json or .toml")
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+        msg = str(e).splitlines()[0]
+        raise DistPrivacyError(f"cannot parse {p.name}: {msg}") from None
+    if not isinstance(raw, dict):
+        raise DistPrivacyError(f"problem file {p.name!r} must hold an object / table")
+    return raw
