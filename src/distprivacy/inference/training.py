@@ -51,6 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference.population import ACTIVATIONS, ModelPopulation
@@ -315,7 +316,9 @@ def _train_chunk(X, y, rows, seeds, sizes, s: TrainingSettings, dtype) -> tuple:
         mom1 = np.zeros_like(theta)
         mom2 = np.zeros_like(theta)
     upd = np.empty_like(theta)
-    l2 = dtype.type(s.l2)
+    l2_mask = np.zeros(theta.shape[1], dtype=dtype)
+    for w0, b0, _ in offs:
+        l2_mask[w0:b0] = s.l2
     relu = s.activation == "relu"
     tanh = s.activation == "tanh"
     t = 0
@@ -357,13 +360,8 @@ def _train_chunk(X, y, rows, seeds, sizes, s: TrainingSettings, dtype) -> tuple:
             invB = dtype.type(1.0 / B)
             for i in range(L - 1, -1, -1):
                 delta = dl[i + 1]
-                np.matmul(a[i].transpose(0, 2, 1), delta, out=gW[i])
-                if l2:
-                    np.multiply(W[i], l2, out=upd[:, : W[i][0].size].reshape(W[i].shape))
-                    gW[i] += upd[:, : W[i][0].size].reshape(W[i].shape)
-                gW[i] *= invB
-                np.matmul(ones[:, :, :B], delta, out=gb[i][:, None, :])  # Σ_rows δ
-                gb[i] *= invB
+                np.matmul(a[i].transpose(0, 2, 1), delta, out=gW[i])  # a_lᵀ δ_l
+                np.matmul(ones[:, :, :B], delta, out=gb[i][:, None, :])  # Σ_rows δ_l
                 if i > 0:
                     back = dl[i]
                     np.matmul(delta, W[i].transpose(0, 2, 1), out=back)
@@ -376,6 +374,11 @@ def _train_chunk(X, y, rows, seeds, sizes, s: TrainingSettings, dtype) -> tuple:
                         np.multiply(a[i], a[i], out=mk)
                         np.subtract(1, mk, out=mk)
                         back *= mk
+            # all layers at once: grad = (grad + l2 · W) / B (l2_mask is l2 on weights, 0 on biases)
+            if s.l2:
+                np.multiply(theta, l2_mask, out=upd)
+                grad += upd
+            grad *= invB
             t += 1
             if adam:
                 mom1 *= _BETA1
@@ -492,11 +495,14 @@ def train_population(
         return _train_chunk(Xd, yd, rows[lo:hi], seeds[lo:hi], sizes, s, dtype)
 
     t0 = time.perf_counter()
-    if n_jobs == 1 or len(bounds) == 1:
-        results = [work(bd) for bd in bounds]
-    else:
-        with ThreadPoolExecutor(max_workers=min(n_jobs, len(bounds), os.cpu_count() or 1)) as ex:
-            results = list(ex.map(work, bounds))
+    # The matrices are tiny: one BLAS thread per worker (parallelism comes from n_jobs).
+    with threadpool_limits(limits=1, user_api="blas"):
+        if n_jobs == 1 or len(bounds) == 1:
+            results = [work(bd) for bd in bounds]
+        else:
+            workers = min(n_jobs, len(bounds), os.cpu_count() or 1)
+            with ThreadPoolExecutor(max_workers=workers) as ex:
+                results = list(ex.map(work, bounds))
     seconds = time.perf_counter() - t0
     theta = np.concatenate([r[0] for r in results]) if len(results) > 1 else results[0][0]
     losses = np.concatenate([r[1] for r in results])
