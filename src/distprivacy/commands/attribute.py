@@ -201,3 +201,8 @@ def _print(out: dict[str, Any]) -> None:
         rel = rel if isinstance(rel, list) else [rel]
         src = "secure noise" if out["secure_noise"] else "seeded noise (not for real releases)"
         click.echo(f"  released      {', '.join(f'{r:.6g}' for r in rel)}  ({src})")
+
+
+from distprivacy.commands.attribute_quilt import quilt  # noqa: E402
+
+attribute.add_command(quilt)
