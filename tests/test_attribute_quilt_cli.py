@@ -106,7 +106,7 @@ def test_release_with_data_and_seed_is_reproducible(tmp_path):
 
 
 def test_fallback_warning_and_refusal():
-    args = [*SCHOOL[:-1], "0.05", "--query", "count:height>66", "--n-records", "100"]
+    args = [*SCHOOL[:-1], "0.04", "--query", "count:height>66", "--n-records", "100"]
     res = run(args)
     assert res.exit_code == 0
     assert "warning: income: no Markov quilt of 'income' has max-influence below ε" in res.output

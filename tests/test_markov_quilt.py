@@ -226,6 +226,7 @@ def brute_force_scale(nets, secret, attributes, epsilon, n):
     net = nets[0]
     others = [v for v in net.names if v != secret]
     best = n / epsilon if attributes else 0.0
+    g_nonempty = False  # some quilt other than the trivial one has e < ε
     for size in range(len(others) + 1):
         for Q in itertools.combinations(others, size):
             R = [
@@ -238,9 +239,10 @@ def brute_force_scale(nets, secret, attributes, epsilon, n):
             e = brute_influence(nets, secret, list(Q)) if Q else 0.0
             if e >= epsilon:
                 continue
+            g_nonempty = g_nonempty or bool(Q or R)
             sens = n if set(attributes) & N else 0
             best = min(best, 0.0 if sens == 0 else sens / (epsilon - e))
-    return best
+    return best, g_nonempty
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -252,10 +254,11 @@ def test_calibrated_scale_equals_unpruned_brute_force(seed):
     others = [v for v in net.names if v != secret]
     attrs = list(rng.choice(others, size=1 + seed % 2, replace=False))
     query = CountQuery(tuple(Predicate(a, ">", 0) for a in attrs))
-    for eps in (0.05, 0.3, 1.0, 3.0):
+    for eps in (0.005, 0.05, 0.3, 1.0, 3.0):
         cal = AttributeQuiltMechanism(nets, query, secret, eps).calibrate(40)
-        want = brute_force_scale(nets, secret, attrs, eps, 40)
+        want, g_nonempty = brute_force_scale(nets, secret, attrs, eps, 40)
         assert cal.scale == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert cal.secrets[0].fallback_used == (not g_nonempty)
         for cand in cal.secrets[0].candidates:
             if cand.status == "pruned":  # pruned by monotonicity: really infeasible
                 e = brute_influence(nets, secret, list(cand.quilt.quilt))
@@ -331,14 +334,21 @@ def test_school_sat_count_adds_noise_scaled_to_gender_influence():
 # ------------------------------------------------------------------ refusals and fallback
 def test_no_quilt_below_epsilon_falls_back_or_refuses():
     nets = school_networks()
-    eps = 0.05  # below every non-trivial quilt's max-influence (smallest: e(height | income))
-    assert school_influence(["height"]) > eps
+    eps = 0.04  # below every non-trivial quilt's max-influence (smallest: e(weight | income))
+    singles = {v: school_influence([v]) for v in ("sat", "gender", "height", "weight")}
+    assert min(singles.values()) == singles["weight"] > eps
     mech = AttributeQuiltMechanism(nets, "count:height>66", "income", eps)
     cal = mech.calibrate(N_SCHOOL)
     sc = cal.secrets[0]
     assert sc.fallback_used and sc.chosen.quilt.trivial
     assert cal.scale == pytest.approx(N_SCHOOL / eps)
     assert cal.warnings and "fell back to the whole-network bound" in cal.warnings[0]
+    assert f"smallest {singles['weight']:.6g} for Q={{weight}}" in cal.warnings[0]
+    # at ε = 0.5 the quilt Q={height} (e ≈ 0.07) exists, so the SAT count's whole-network
+    # bound is Algorithm 2's minimum, not a fallback
+    sat = AttributeQuiltMechanism(nets, "count:sat>1300", "income", 0.5).calibrate(N_SCHOOL)
+    assert sat.secrets[0].chosen.quilt.trivial and not sat.secrets[0].fallback_used
+    assert not sat.warnings
     strict = AttributeQuiltMechanism(nets, "count:height>66", "income", eps, fallback=False)
     with pytest.raises(
         DistPrivacyError, match=r"no Markov quilt of 'income' has max-influence"

@@ -678,6 +678,16 @@ class AttributeQuiltMechanism:
         self.fallback = bool(fallback)
 
     # -------------------------------------------------------------- calibration
+    def _influence(self, secret: str, nodes: tuple[str, ...]) -> Influence:
+        """e_Θ(X_nodes | X_secret), memoised per mechanism."""
+        key = (secret, frozenset(nodes))
+        cache = self.__dict__.setdefault("_influence_cache", {})
+        if key not in cache:
+            cache[key] = max_influence(
+                self.networks, secret, nodes, secret_values=self.secret_values.get(secret)
+            )
+        return cache[key]
+
     def _candidate(self, quilt: MarkovQuilt, n: int) -> QuiltCandidate:
         A = set(self.query.attributes)
         sens = self.query.column_sensitivity(A & set(quilt.nearby), n)
@@ -685,12 +695,7 @@ class AttributeQuiltMechanism:
             return QuiltCandidate(
                 quilt, "trivial", sens, Influence(0.0), sens / self.epsilon, "Δ_A F / ε"
             )
-        infl = max_influence(
-            self.networks,
-            quilt.secret,
-            quilt.quilt,
-            secret_values=self.secret_values.get(quilt.secret),
-        )
+        infl = self._influence(quilt.secret, quilt.quilt)
         if infl.value >= self.epsilon:
             return QuiltCandidate(
                 quilt, "infeasible", sens, infl, None, f"e = {_fmt(infl.value)} ≥ ε"
@@ -737,13 +742,18 @@ class AttributeQuiltMechanism:
                 infeasible.append(q)
             candidates.append(cand)
         feasible = [c for c in candidates if c.status == "feasible"]
-        if not feasible:
-            evaluated = [c for c in candidates if c.status == "infeasible"]
-            if evaluated:
-                low = min(evaluated, key=lambda c: c.max_influence.value)  # type: ignore[union-attr]
+        # G_i (the quilts with e < ε) is empty exactly when X_Q = ∅ separates nothing and every
+        # single node v has e_Θ(X_v | X_i) ≥ ε: each non-empty X_Q holds some v, and the
+        # max-influence only grows with X_Q (a ratio of sums is at most the largest ratio). The
+        # candidates pruned as dominated are thus still accounted for.
+        singles = {v: self._influence(secret, (v,)) for v in net.names if v != secret}
+        free = any(not c.quilt.quilt and c.quilt.remote for c in candidates)
+        if not free and all(e.value >= self.epsilon for e in singles.values()):
+            if singles:
+                low = min(singles, key=lambda v: singles[v].value)
                 why = (
                     f"no Markov quilt of {secret!r} has max-influence below ε = {self.epsilon:g} "
-                    f"(smallest {_fmt(low.max_influence.value)} for {low.quilt.label()})"  # type: ignore[union-attr]
+                    f"(smallest {_fmt(singles[low].value)} for Q={{{low}}})"
                 )
             else:
                 why = f"{secret!r} has no Markov quilt other than the whole network"
@@ -764,7 +774,10 @@ class AttributeQuiltMechanism:
             key=lambda c: (c.scale, c.max_influence.value, len(c.quilt.quilt)),  # type: ignore[union-attr]
         )
         if best.quilt.trivial:
-            reason = "the whole-network bound Δ_A F / ε is the smallest b_i"
+            reason = (
+                "the whole-network bound Δ_A F / ε is the smallest b_i "
+                "(Markov quilts with e < ε exist but give no smaller scale)"
+            )
         else:
             reason = f"smallest Δ_{{A∩N}}F / (ε − e) among {len(feasible)} feasible quilts"
         return SecretCalibration(secret, best, tuple(candidates), False, False, reason)
