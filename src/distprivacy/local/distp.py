@@ -22,9 +22,13 @@ the Monte-Carlo path of the tupling mechanism, which states a confidence bound.
 
   evaluated **exactly** by enumerating count vectors (small k and |Y|) and otherwise by **Monte
   Carlo** on i.i.d. draws of (A, B) = (Σ r(Y_i), Σ r′(Y_i)), with an empirical-Bernstein
-  confidence bound (Maurer & Pontil 2009, Thm 4): each summand lies in [0, max r], so with
-  probability ≥ 1 − α, simultaneously for all ε asked (Bonferroni),
-  δ(ε) ≤ δ̂(ε) + √(2 V̂ ln(2m/α)/N) + 7 R ln(2m/α)/(3(N−1)), m = 2·#ε.
+  confidence bound (Maurer & Pontil 2009, Thm 4): each summand lies in [0, R_ε] with
+  R_ε = max_y (r(y) − e^ε r′(y))₊, so with probability ≥ 1 − α, simultaneously for all ε asked
+  (Bonferroni over both directions and both sides, m = 4·#ε),
+  |δ(ε) − δ̂(ε)| ≤ √(2 V̂ ln(2m/α)/N) + 7 R_ε ln(2m/α)/(3(N−1)).
+  ε(δ) from Monte Carlo (:func:`monte_carlo_epsilon`): a point estimate by bisection, and a
+  certified ε — a point of a fixed ε grid whose upper bound is ≤ δ (Bonferroni over the whole
+  grid), so the certificate holds with probability ≥ 1 − α.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ __all__ = [
     "distp_epsilon",
     "distp_profile",
     "epsilon_for_delta",
+    "monte_carlo_epsilon",
+    "n_count_vectors",
     "privacy_profile",
     "rr_lift",
     "rr_pure_epsilon",
@@ -223,7 +229,7 @@ def count_vectors(total: int, parts: int) -> np.ndarray:
     return np.column_stack((rows, total - sums))
 
 
-def _n_count_vectors(k: int, m: int) -> int:
+def n_count_vectors(k: int, m: int) -> int:
     return math.comb(k + m, m - 1)
 
 
@@ -261,7 +267,7 @@ def tupling_profile_exact(
     limit: int = DEFAULT_ENUMERATION_LIMIT,
 ) -> np.ndarray:
     """Exact symmetric profile of the tupling mechanism by enumerating count vectors."""
-    n = _n_count_vectors(mech.k, mech.nu_.size)
+    n = n_count_vectors(mech.k, mech.nu_.size)
     if n > limit:
         raise DistPrivacyError(
             f"exact tupling profile needs {n:,} count vectors (> limit {limit:,}); "
@@ -297,8 +303,8 @@ class TuplingMonteCarlo:
     ----------
     a_, b_ : ndarray, shape (N,)
         The sampled sums.
-    range_ : tuple of float
-        (max r, max r′): the bounds of the summands of each direction.
+    r_, r2_ : ndarray
+        r = A#λ/ν and r′ = A#λ′/ν.
     """
 
     def __init__(
@@ -315,25 +321,24 @@ class TuplingMonteCarlo:
         g = as_generator(rng)
         self.k = mechanism.k
         r, r2 = _tupling_terms(mechanism, lam, lam2)
+        self.r_, self.r2_ = r, r2
         nu = mechanism.nu_
         m, t = nu.size, self.k + 1
         N = int(n_samples)
-        a = np.empty(N)
-        b = np.empty(N)
-        if t <= m:  # draw the k+1 entries
-            step = max(1, 4_000_000 // t)
-            for s in range(0, N, step):  # memory chunks
-                idx = g.choice(m, size=(min(step, N - s), t), p=nu)
-                a[s : s + step] = r[idx].sum(axis=1)
-                b[s : s + step] = r2[idx].sum(axis=1)
-        else:  # draw the count vector directly: cost per sample O(|Y|), not O(k)
-            step = max(1, 4_000_000 // m)
-            for s in range(0, N, step):
-                c = g.multinomial(t, nu, size=min(step, N - s))
-                a[s : s + step] = c @ r
-                b[s : s + step] = c @ r2
-        self.a_, self.b_ = a, b
-        self.range_ = (float(r.max()), float(r2.max()))
+        z = r + 1j * r2  # one gather yields both sums
+        uniform = bool(np.all(nu == nu[0]))
+        cdf = np.cumsum(nu)
+        cdf[-1] = 1.0
+        s_ab = np.empty(N, dtype=complex)
+        step = max(1, 4_000_000 // t)
+        for s in range(0, N, step):  # memory chunks, each fully vectorised
+            size = (min(step, N - s), t)
+            if uniform:
+                idx = g.integers(0, m, size=size)
+            else:
+                idx = np.searchsorted(cdf, g.random(size), side="right")
+            s_ab[s : s + step] = z[idx].sum(axis=1)
+        self.a_, self.b_ = s_ab.real.copy(), s_ab.imag.copy()
         self.n_samples = N
 
     def _moments(self, e: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -351,20 +356,50 @@ class TuplingMonteCarlo:
             out.append((means, var))
         return out[0][0], out[0][1], out[1][0], out[1][1]
 
-    def profile(self, epsilons: ArrayLike, *, alpha: float = DEFAULT_ALPHA) -> Profile:
-        """δ̂(ε) (symmetric) with upper and lower bounds holding simultaneously for all ε given
-        with probability ≥ 1 − α (empirical Bernstein, two-sided, Bonferroni over 4·#ε)."""
+    def affine(self, scale: float, shift: float) -> TuplingMonteCarlo:
+        """The same samples read for a base whose ratio terms are ``shift + scale·r`` (same k,
+        same ν): the sums become (k+1)·shift + scale·A. Exact reuse, no new draws.
+
+        Example: with the identity base and uniform ν on m outputs (r = m·λ), k-ary randomized
+        response with keep probability κ and other probability o has
+        r_RR = m·o + (κ − o)·r, i.e. ``affine(κ − o, m·o)``.
+        """
+        if not (scale > 0 and shift >= 0):
+            raise DistPrivacyError("affine reuse needs scale > 0 and shift ≥ 0")
+        out = object.__new__(TuplingMonteCarlo)
+        out.k, out.n_samples = self.k, self.n_samples
+        out.r_, out.r2_ = shift + scale * self.r_, shift + scale * self.r2_
+        t = self.k + 1
+        out.a_, out.b_ = t * shift + scale * self.a_, t * shift + scale * self.b_
+        return out
+
+    def ranges(self, epsilons: np.ndarray, direction: int) -> np.ndarray:
+        """Upper end R_ε of each summand: (Σ_i w(Y_i))₊/(k+1) ≤ max_y (r(y) − e^ε r′(y))₊
+        (direction 0; r and r′ swapped for direction 1)."""
+        x, y = (self.r_, self.r2_) if direction == 0 else (self.r2_, self.r_)
+        w = x[None, :] - np.exp(np.asarray(epsilons)[:, None]) * y[None, :]
+        return np.maximum(w.max(axis=1), 0.0)
+
+    def profile(
+        self, epsilons: ArrayLike, *, alpha: float = DEFAULT_ALPHA, family: int | None = None
+    ) -> Profile:
+        """δ̂(ε) (symmetric) with upper and lower bounds holding simultaneously with
+        probability ≥ 1 − α for every ε of a family of ``family`` values fixed before sampling
+        (default: the ε given) — empirical Bernstein, two-sided, Bonferroni over 4·family."""
         e = _epsilons(epsilons)
         if not (0 < alpha < 1):
             raise DistPrivacyError(f"alpha must be in (0, 1), got {alpha!r}")
+        fam = e.size if family is None else int(family)
+        if fam < e.size:
+            raise DistPrivacyError("the Bonferroni family must include every ε evaluated")
         m1, v1, m2, v2 = self._moments(e)
         n = self.n_samples
-        log_term = math.log(4 * 2 * e.size / alpha)  # two directions, two sides
+        log_term = math.log(2 * 4 * fam / alpha)  # 2/α' with α' = α/(2 directions·2 sides·fam)
 
-        def half(v: np.ndarray, R: float) -> np.ndarray:
+        def half(v: np.ndarray, R: np.ndarray) -> np.ndarray:
             return np.sqrt(2 * v * log_term / n) + 7 * R * log_term / (3 * (n - 1))
 
-        h1, h2 = half(v1, self.range_[0]), half(v2, self.range_[1])
+        h1, h2 = half(v1, self.ranges(e, 0)), half(v2, self.ranges(e, 1))
         return Profile(
             epsilons=e,
             delta=np.maximum(m1, m2),
@@ -375,31 +410,72 @@ class TuplingMonteCarlo:
             n_samples=n,
         )
 
-    def epsilon(
-        self, delta: float, *, alpha: float = DEFAULT_ALPHA, grid: ArrayLike | None = None
-    ) -> EpsilonResult:
-        """Point estimate of ε(δ) (bisection on δ̂) and a certified ε: the smallest point of a
-        fixed grid (chosen before sampling) whose upper bound is ≤ δ, valid simultaneously
-        over the grid with probability ≥ 1 − α."""
+    def point_epsilon(self, delta: float) -> float:
+        """Point estimate of ε(δ): bisection on the estimated symmetric profile δ̂."""
         d = _delta(delta)
 
         def dhat(x: float) -> float:
             m1, _, m2, _ = self._moments(np.array([x]))
             return float(max(m1[0], m2[0]))
 
-        point = bisect_epsilon(dhat, d, hi=float(CERTIFICATION_GRID[-1]), tol=1e-6)
-        g = CERTIFICATION_GRID if grid is None else _epsilons(grid)
-        prof = self.profile(g, alpha=alpha)
-        ok = np.nonzero(prof.delta_upper <= d)[0]
-        certified = float(g[ok[0]]) if ok.size else math.inf
-        return EpsilonResult(
-            epsilon=point,
-            epsilon_upper=certified,
-            delta=d,
-            method="monte-carlo",
-            confidence=1 - alpha,
-            n_samples=self.n_samples,
-        )
+        return bisect_epsilon(dhat, d, hi=float(CERTIFICATION_GRID[-1]), tol=1e-6)
+
+    def certified_epsilon(
+        self, delta: float, grid: ArrayLike = CERTIFICATION_GRID, *, alpha: float = DEFAULT_ALPHA
+    ) -> float:
+        """A point of ``grid`` (fixed before sampling) whose upper confidence bound on δ is
+        ≤ δ, found by binary search (the first such point when the bound is monotone; any point
+        found is valid). On the event, of probability ≥ 1 − α, that the bounds of *all* grid
+        points hold, the mechanism is (returned ε, δ)-DistP. ``inf`` if the largest grid
+        point does not certify."""
+        d = _delta(delta)
+        g = np.sort(_epsilons(grid))
+
+        def ok(i: int) -> bool:
+            up = self.profile(g[i : i + 1], alpha=alpha, family=g.size).delta_upper
+            return bool(up[0] <= d)  # type: ignore[index]
+
+        lo, hi = 0, g.size - 1
+        if not ok(hi):
+            return math.inf
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return float(g[lo])
+
+
+# ---------------------------------------------------------------------------------------------
+# Monte-Carlo ε(δ) with a certificate
+# ---------------------------------------------------------------------------------------------
+
+
+def monte_carlo_epsilon(
+    mechanism: TuplingMechanism,
+    lam: ArrayLike,
+    lam2: ArrayLike,
+    delta: float,
+    *,
+    n_samples: int = DEFAULT_MC_SAMPLES,
+    alpha: float = DEFAULT_ALPHA,
+    rng: int | np.random.Generator,
+    grid: ArrayLike = CERTIFICATION_GRID,
+) -> EpsilonResult:
+    """ε(δ) of the tupling mechanism by Monte Carlo: a point estimate (bisection on δ̂) and a
+    certified ε from ``grid`` (see :meth:`TuplingMonteCarlo.certified_epsilon`) holding with
+    probability ≥ 1 − α."""
+    d = _delta(delta)
+    mc = TuplingMonteCarlo(mechanism, lam, lam2, n_samples=n_samples, rng=rng)
+    return EpsilonResult(
+        epsilon=mc.point_epsilon(d),
+        epsilon_upper=mc.certified_epsilon(d, grid, alpha=alpha),
+        delta=d,
+        method="monte-carlo",
+        confidence=1 - alpha,
+        n_samples=n_samples,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,7 +541,7 @@ def _choose_tupling_method(mech: TuplingMechanism, method: str, limit: int) -> s
             f"unknown method {method!r} for tupling; choose auto, enumeration or monte-carlo"
         )
     if method == "auto":
-        fits = _n_count_vectors(mech.k, mech.nu_.size) <= limit
+        fits = n_count_vectors(mech.k, mech.nu_.size) <= limit
         return "enumeration" if fits else "monte-carlo"
     return method
 
@@ -528,7 +604,7 @@ def distp_epsilon(
     if isinstance(mechanism, TuplingMechanism):
         how = _choose_tupling_method(mechanism, method, limit)
         if how == "enumeration":
-            n = _n_count_vectors(mechanism.k, mechanism.nu_.size)
+            n = n_count_vectors(mechanism.k, mechanism.nu_.size)
             if n > limit:
                 raise DistPrivacyError(
                     f"exact tupling profile needs {n:,} count vectors (> limit {limit:,}); "
@@ -539,8 +615,9 @@ def distp_epsilon(
             return EpsilonResult(epsilon_for_delta(P / P.sum(), Q / Q.sum(), d), d, how)
         if rng is None:
             raise DistPrivacyError("the Monte-Carlo tupling profile needs a seed: pass rng=")
-        mc = TuplingMonteCarlo(mechanism, lam, lam2, n_samples=n_samples, rng=rng)
-        return mc.epsilon(d, alpha=alpha)
+        return monte_carlo_epsilon(
+            mechanism, lam, lam2, d, n_samples=n_samples, alpha=alpha, rng=rng
+        )
     if not isinstance(mechanism, FiniteMechanism):
         raise DistPrivacyError(
             "exact DistP needs a finite mechanism (transition matrix) or a tupling mechanism"
