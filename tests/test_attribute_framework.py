@@ -152,7 +152,9 @@ def test_protection_spec_translation_refuses_what_has_no_counterpart() -> None:
     with pytest.raises(DistPrivacyError, match="interval secrets have no distribution-privacy"):
         hospital().to_protection_spec()
     income = AttributeDomain("income", binary=False)
-    fw = DatasetAttributeFramework(pairs=pairs_from_sets("income", ["0", "1"]), domains=(income,), n=5)
+    fw = DatasetAttributeFramework(
+        pairs=pairs_from_sets("income", ["0", "1"]), domains=(income,), n=5
+    )
     with pytest.raises(DistPrivacyError, match="is not binary"):
         fw.to_protection_spec()
 
@@ -167,7 +169,5 @@ def test_distributional_to_dataset_uses_the_estimator() -> None:
     ds = dist.to_dataset()
     assert ds.kind == "dataset"
     assert all(s.kind == "dataset" for s in ds.secrets)
-    assert [str(p) for p in ds.pairs] == [
-        str(p).replace("φ_", "g_") for p in dist.pairs
-    ]
+    assert [str(p) for p in ds.pairs] == [str(p).replace("φ_", "g_") for p in dist.pairs]
     assert dist.to_dict()["kind"] == "distributional"

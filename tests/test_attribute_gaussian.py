@@ -104,7 +104,9 @@ def test_regression_theta_is_the_gaussian_theta_of_its_worst_vertex() -> None:
     vii, slope, tau2 = 0.24, -24.5, 225.0
     V = np.array([[vii, vii * slope], [vii * slope, vii * slope**2 + tau2]])
     mech = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA, rule="classic")
-    a = mech.calibrate(fw, GaussianTheta(("gender", "weight"), V), "weight", pair_distance="centres")
+    a = mech.calibrate(
+        fw, GaussianTheta(("gender", "weight"), V), "weight", pair_distance="centres"
+    )
     b = mech.calibrate(fw, hospital_theta(), "weight", pair_distance="centres")
     assert a.sensitivity == pytest.approx(b.sensitivity)
     assert a.conditional_variance == pytest.approx(b.conditional_variance)
@@ -330,7 +332,7 @@ def test_bad_variances_and_shapes() -> None:
         conditional_moments_term("g", [[0.0, 1.0]], [[1.0, -1.0]], [(0, 1)])
     with pytest.raises(DistPrivacyError, match=r"expected \(1, 2, 1, 1\)"):
         conditional_moments_term("g", [[0.0, 1.0]], [[1.0, 1.0, 1.0]], [(0, 1)])
-    with pytest.raises(DistPrivacyError, match="residual variance of 'w' given 'g' must be positive"):
+    with pytest.raises(DistPrivacyError, match="residual variance of 'w' given 'g'"):
         RegressionTheta({("g", "w"): (1, 2)}, {("g", "w"): -1.0})
     with pytest.raises(DistPrivacyError, match="not positive definite"):
         GaussianTheta(("g", "w"), [[1.0, 2.0], [2.0, 1.0]])
@@ -340,9 +342,13 @@ def test_bad_variances_and_shapes() -> None:
         GaussianTheta(("g", "w", "x"), [[1.0, 0.2], [0.2, 1.0]])
     with pytest.raises(DistPrivacyError, match="must be symmetric"):
         GaussianTheta(("g", "w"), [[1.0, 0.2], [0.3, 1.0]])
-    with pytest.raises(DistPrivacyError, match="vertex .* is not positive definite"):
+    with pytest.raises(DistPrivacyError, match=r"vertex .* is not positive definite"):
         GaussianTheta.from_ranges(
-            ("g", "w"), [[0.2, 0.1], [0.1, 0.1]], [[0.25, 0.3], [0.3, 2]], sensitive="g", query=["w"]
+            ("g", "w"),
+            [[0.2, 0.1], [0.1, 0.1]],
+            [[0.25, 0.3], [0.3, 2]],
+            sensitive="g",
+            query=["w"],
         )
     with pytest.raises(DistPrivacyError, match=r"has shape \(2,\), expected \(1,\)"):
         calibrate("weight").release([1.0, 2.0], 0)

@@ -29,11 +29,11 @@ WEIGHTS = np.array([3, 1, 1, 3])
 N = 4
 
 
-def F(C: np.ndarray) -> np.ndarray:
+def share_tall(C: np.ndarray) -> np.ndarray:
     return (C[:, 1] + C[:, 3]) / N
 
 
-def G(C: np.ndarray) -> np.ndarray:
+def share_women(C: np.ndarray) -> np.ndarray:
     return (C[:, 0] + C[:, 1]) / N
 
 
@@ -43,9 +43,9 @@ def brute_force_conditional(share: float) -> dict[float, float]:
     out: dict[float, float] = {}
     for recs in itertools.product(range(4), repeat=N):
         counts = np.bincount(recs, minlength=4)[None]
-        if G(counts)[0] != share:
+        if share_women(counts)[0] != share:
             continue
-        f = float(F(counts)[0])
+        f = float(share_tall(counts)[0])
         out[f] = out.get(f, 0.0) + float(np.prod(p[list(recs)]))
     total = sum(out.values())
     return {k: v / total for k, v in sorted(out.items())}
@@ -65,7 +65,7 @@ def brute_force_winf(a: dict[float, float], b: dict[float, float]) -> float:
 
 def test_exact_conditionals_match_brute_force_enumeration() -> None:
     secrets = [ValueSet.point(0.25), ValueSet.point(0.75)]
-    cond = enumerate_conditionals(WEIGHTS, N, F, G, secrets)
+    cond = enumerate_conditionals(WEIGHTS, N, share_tall, share_women, secrets)
     for s in secrets:
         c = cond[str(s)]
         got: dict[float, float] = {}
@@ -79,7 +79,7 @@ def test_exact_conditionals_match_brute_force_enumeration() -> None:
 
 def test_wasserstein_sensitivity_matches_brute_force() -> None:
     secrets = [ValueSet.point(0.25), ValueSet.point(0.5), ValueSet.point(0.75)]
-    cond = enumerate_conditionals(WEIGHTS, N, F, G, secrets)
+    cond = enumerate_conditionals(WEIGHTS, N, share_tall, share_women, secrets)
     pairs = [("0.25", "0.5"), ("0.25", "0.75"), ("0.5", "0.75")]
     cal = PufferfishWassersteinMechanism(epsilon=0.5).calibrate({"θ": cond}, pairs)
     ref = max(
@@ -93,12 +93,14 @@ def test_wasserstein_sensitivity_matches_brute_force() -> None:
 
 def test_impossible_secret_is_skipped_and_all_impossible_is_an_error() -> None:
     secrets = [ValueSet.point(0.25), ValueSet.parse("(0.3,0.4)")]  # no share k/4 in (0.3, 0.4)
-    cond = enumerate_conditionals(WEIGHTS, N, F, G, secrets)
+    cond = enumerate_conditionals(WEIGHTS, N, share_tall, share_women, secrets)
     assert cond["(0.3, 0.4)"] is None
     mech = PufferfishWassersteinMechanism(epsilon=1.0)
     with pytest.raises(DistPrivacyError, match="no θ gives both secrets of any pair"):
         mech.calibrate({"θ": cond}, [("0.25", "(0.3, 0.4)")])
-    other = enumerate_conditionals(WEIGHTS, N, F, G, [ValueSet.point(0.25), ValueSet.point(0.5)])
+    other = enumerate_conditionals(
+        WEIGHTS, N, share_tall, share_women, [ValueSet.point(0.25), ValueSet.point(0.5)]
+    )
     both = {"θ1": cond, "θ2": {"0.25": other["0.25"], "(0.3, 0.4)": other["0.5"]}}
     cal = mech.calibrate(both, [("0.25", "(0.3, 0.4)")])
     assert cal.worst[0] == "θ2"
@@ -155,9 +157,13 @@ def test_bad_inputs() -> None:
     with pytest.raises(DistPrivacyError, match="epsilon must be a positive number"):
         PufferfishWassersteinMechanism(epsilon=0)
     with pytest.raises(DistPrivacyError, match="non-negative integers"):
-        enumerate_conditionals(np.array([0.5, 0.5]), 3, F, G, [ValueSet.point(0.5)])
+        enumerate_conditionals(
+            np.array([0.5, 0.5]), 3, share_tall, share_women, [ValueSet.point(0.5)]
+        )
     with pytest.raises(DistPrivacyError, match="too many to enumerate"):
-        enumerate_conditionals(np.ones(30, dtype=int), 20, F, G, [ValueSet.point(0.5)])
+        enumerate_conditionals(
+            np.ones(30, dtype=int), 20, share_tall, share_women, [ValueSet.point(0.5)]
+        )
     with pytest.raises(DistPrivacyError, match="at least one atom"):
         DiscreteConditional(np.array([]))
     with pytest.raises(DistPrivacyError, match="different dimension"):

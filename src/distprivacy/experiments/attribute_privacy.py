@@ -430,7 +430,7 @@ def write_report(
         "(FAccT 2022), §4.2.",
         "",
         "Produced by `distprivacy reproduce attribute-privacy --out OUT"
-        f"{' --quick' if quick else ''}`"
+        f"{' --quick' if quick else ''}{f' --seed {seed}' if seed else ''}`"
         f" (seed {seed}): {N_PATIENTS} simulated patients, ε = {EPSILON:g}, δ = {DELTA:g}, "
         f"{RUNS} releases per mechanism on one simulated dataset (as in the paper). "
         "Readings of the paper's typos: docs/attribute_privacy.md.",
