@@ -43,8 +43,10 @@ __all__ = [
     "CI_METHODS",
     "GameOutcome",
     "GameSplits",
+    "absolute_ci",
     "advantage",
     "binomial_ci",
+    "difference_ci",
     "sample_datasets",
     "split_game",
     "stratified_split",
@@ -267,30 +269,83 @@ def _check_level(level: float) -> float:
     return float(level)
 
 
-def binomial_ci(
-    k: int, n: int, *, level: float = 0.95, method: str = "wilson"
-) -> tuple[float, float]:
-    """Two-sided confidence interval for a proportion ``k / n``.
+def _check_method(method: str) -> str:
+    if method not in CI_METHODS:
+        raise DistPrivacyError(f"unknown CI method {method!r}; use one of {', '.join(CI_METHODS)}")
+    return method
+
+
+def binomial_ci(k, n, *, level: float = 0.95, method: str = "wilson"):
+    """Two-sided confidence interval for a proportion ``k / n`` (vectorised over arrays).
 
     ``"wilson"``: the Wilson score interval (Wilson 1927). ``"clopper-pearson"``: the exact
     interval from Beta quantiles (Clopper & Pearson 1934), conservative.
+
+    Returns
+    -------
+    (lo, hi)
+        Floats for scalar inputs, arrays otherwise.
     """
     level = _check_level(level)
-    if method not in CI_METHODS:
-        raise DistPrivacyError(f"unknown CI method {method!r}; use one of {', '.join(CI_METHODS)}")
-    if n <= 0 or not 0 <= k <= n:
+    _check_method(method)
+    k_arr = np.asarray(k, dtype=np.float64)
+    n_arr = np.asarray(n, dtype=np.float64)
+    if np.any(n_arr <= 0) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
         raise DistPrivacyError(f"need 0 ≤ k ≤ n and n > 0, got k={k}, n={n}")
     a = 1 - level
     if method == "clopper-pearson":
-        lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
-        hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
-        return lo, hi
-    z = float(stats.norm.ppf(1 - a / 2))
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
+        with np.errstate(invalid="ignore"):
+            lo = np.where(k_arr == 0, 0.0, stats.beta.ppf(a / 2, k_arr, n_arr - k_arr + 1))
+            hi = np.where(k_arr == n_arr, 1.0, stats.beta.ppf(1 - a / 2, k_arr + 1, n_arr - k_arr))
+    else:
+        z = float(stats.norm.ppf(1 - a / 2))
+        p = k_arr / n_arr
+        den = 1 + z * z / n_arr
+        centre = (p + z * z / (2 * n_arr)) / den
+        half = z * np.sqrt(p * (1 - p) / n_arr + z * z / (4 * n_arr * n_arr)) / den
+        lo, hi = np.maximum(0.0, centre - half), np.minimum(1.0, centre + half)
+    if np.ndim(lo) == 0:
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def difference_ci(k1, n1, k0, n0, *, level: float = 0.95, method: str = "wilson"):
+    """Interval for d = k1/n1 − k0/n0, two independent proportions (vectorised).
+
+    ``"wilson"``: Newcombe's hybrid score interval (Newcombe 1998, method 10) from the two
+    Wilson intervals. ``"clopper-pearson"``: [lo₁ − hi₀, hi₁ − lo₀] from Clopper–Pearson
+    intervals at level 1 − (1 − level)/2 each (Bonferroni: jointly at least ``level``).
+    """
+    level = _check_level(level)
+    _check_method(method)
+    p1 = np.asarray(k1, dtype=np.float64) / np.asarray(n1, dtype=np.float64)
+    p0 = np.asarray(k0, dtype=np.float64) / np.asarray(n0, dtype=np.float64)
+    d = p1 - p0
+    if method == "wilson":
+        l1, u1 = binomial_ci(k1, n1, level=level, method="wilson")
+        l0, u0 = binomial_ci(k0, n0, level=level, method="wilson")
+        lo = d - np.sqrt((p1 - l1) ** 2 + (u0 - p0) ** 2)
+        hi = d + np.sqrt((u1 - p1) ** 2 + (p0 - l0) ** 2)
+    else:
+        half = 1 - (1 - level) / 2
+        l1, u1 = binomial_ci(k1, n1, level=half, method="clopper-pearson")
+        l0, u0 = binomial_ci(k0, n0, level=half, method="clopper-pearson")
+        lo, hi = np.subtract(l1, u0), np.subtract(u1, l0)
+    if np.ndim(lo) == 0:
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def absolute_ci(lo, hi):
+    """The image of an interval [lo, hi] for d under |·| (vectorised)."""
+    lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    straddle = (lo <= 0) & (hi >= 0)
+    a_lo = np.where(straddle, 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+    a_hi = np.maximum(np.abs(lo), np.abs(hi))
+    a_lo, a_hi = np.clip(a_lo, 0, 1), np.clip(a_hi, 0, 1)
+    if a_lo.ndim == 0:
+        return float(a_lo), float(a_hi)
+    return a_lo, a_hi
 
 
 @dataclass(frozen=True)
@@ -331,11 +386,10 @@ def advantage(
 ) -> GameOutcome:
     """Accuracy and advantage of guesses ``b_hat`` of the true bits ``b``.
 
-    The interval for the signed difference d = tpr − fpr of two independent proportions is
-    Newcombe's hybrid score interval (Newcombe 1998, method 10) from the two Wilson intervals,
-    or, with ``method="clopper-pearson"``, [lo₁ − hi₀, hi₁ − lo₀] from Clopper–Pearson intervals
-    at level 1 − (1 − level)/2 each (Bonferroni: jointly at least ``level``). The advantage
-    interval is the image of d's under |·|.
+    Accuracy gets a binomial interval (:func:`binomial_ci`); the signed difference
+    d = tpr − fpr gets :func:`difference_ci` (Newcombe's score interval, or Clopper–Pearson with
+    a Bonferroni split), and the advantage the image of that interval under |·|
+    (:func:`absolute_ci`).
     """
     b = np.asarray(b)
     b_hat = np.asarray(b_hat)
@@ -347,8 +401,7 @@ def advantage(
         if not np.all((v == 0) | (v == 1)):
             raise DistPrivacyError(f"{name} must hold bits 0/1")
     level = _check_level(level)
-    if method not in CI_METHODS:
-        raise DistPrivacyError(f"unknown CI method {method!r}; use one of {', '.join(CI_METHODS)}")
+    _check_method(method)
     n1 = int(np.sum(b == 1))
     n0 = int(b.size - n1)
     if n0 == 0 or n1 == 0:
@@ -360,28 +413,12 @@ def advantage(
     tpr, fpr = k1 / n1, k0 / n0
     correct = int(np.sum(b == b_hat))
     acc_ci = binomial_ci(correct, b.size, level=level, method=method)
-    d = tpr - fpr
-    if method == "wilson":
-        l1, u1 = binomial_ci(k1, n1, level=level, method="wilson")
-        l0, u0 = binomial_ci(k0, n0, level=level, method="wilson")
-        lo = d - math.sqrt((tpr - l1) ** 2 + (u0 - fpr) ** 2)
-        hi = d + math.sqrt((u1 - tpr) ** 2 + (fpr - l0) ** 2)
-    else:
-        half = 1 - (1 - level) / 2
-        l1, u1 = binomial_ci(k1, n1, level=half, method="clopper-pearson")
-        l0, u0 = binomial_ci(k0, n0, level=half, method="clopper-pearson")
-        lo, hi = l1 - u0, u1 - l0
-    if lo <= 0 <= hi:
-        adv_ci = (0.0, max(-lo, hi))
-    elif lo > 0:
-        adv_ci = (lo, hi)
-    else:
-        adv_ci = (-hi, -lo)
+    adv_ci = absolute_ci(*difference_ci(k1, n1, k0, n0, level=level, method=method))
     return GameOutcome(
         accuracy=correct / b.size,
         accuracy_ci=acc_ci,
-        advantage=abs(d),
-        advantage_ci=(max(0.0, adv_ci[0]), min(1.0, adv_ci[1])),
+        advantage=abs(tpr - fpr),
+        advantage_ci=adv_ci,
         tpr=tpr,
         fpr=fpr,
         n0=n0,
