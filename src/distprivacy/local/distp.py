@@ -62,6 +62,7 @@ __all__ = [
     "distp_profile",
     "epsilon_for_delta",
     "monte_carlo_epsilon",
+    "multisets",
     "n_count_vectors",
     "privacy_profile",
     "rr_lift",
@@ -215,18 +216,26 @@ def rr_pure_epsilon(lam: ArrayLike, lam2: ArrayLike, epsilon: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def count_vectors(total: int, parts: int) -> np.ndarray:
-    """All vectors of ``parts`` non-negative integers summing to ``total`` (C(total+parts−1,
-    parts−1) rows), built part by part with vectorised repeats."""
-    rows = np.zeros((1, 0), dtype=np.int64)
-    sums = np.zeros(1, dtype=np.int64)
-    for _ in range(parts - 1):  # one pass per coordinate, each vectorised over all rows
-        reps = total - sums + 1
+def multisets(size: int, m: int) -> np.ndarray:
+    """All multisets of ``size`` elements of {0..m−1} as non-decreasing rows, shape
+    (C(m+size−1, size), size); built position by position, each step vectorised."""
+    rows = np.arange(m, dtype=np.int64)[:, None]
+    for _ in range(size - 1):  # one pass per tuple position, vectorised over all rows
+        last = rows[:, -1]
+        reps = m - last
         starts = np.cumsum(reps) - reps
         vals = np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(starts, reps)
-        rows = np.column_stack((np.repeat(rows, reps, axis=0), vals))
-        sums = np.repeat(sums, reps) + vals
-    return np.column_stack((rows, total - sums))
+        rows = np.column_stack((np.repeat(rows, reps, axis=0), np.repeat(last, reps) + vals))
+    return rows
+
+
+def count_vectors(total: int, parts: int) -> np.ndarray:
+    """All vectors of ``parts`` non-negative integers summing to ``total`` (one per multiset
+    of size ``total``; C(total+parts−1, parts−1) rows)."""
+    idx = multisets(total, parts)
+    out = np.zeros((idx.shape[0], parts), dtype=np.int64)
+    np.add.at(out, (np.repeat(np.arange(idx.shape[0]), total), idx.ravel()), 1)
+    return out
 
 
 def n_count_vectors(k: int, m: int) -> int:
@@ -236,17 +245,24 @@ def n_count_vectors(k: int, m: int) -> int:
 def tupling_exact_distributions(
     r: np.ndarray, r2: np.ndarray, nu: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The two output laws of the tupling mechanism on count vectors (order is irrelevant):
-    P_c = Mult(c; k+1, ν)·(c·r)/(k+1), and likewise with r′."""
-    c = count_vectors(k + 1, nu.size)
+    """The two output laws of the tupling mechanism on multisets of entries (order is
+    irrelevant): P_c = Mult(c; k+1, ν)·(Σ_i r(y_i))/(k+1), and likewise with r′.
+
+    Multisets are enumerated as sorted index tuples (cost #multisets × (k+1)); the multinomial
+    weight is (k+1)!/Π_y c_y! · Π_i ν(y_i), with Π c_y! from the run lengths of each tuple.
+    """
+    t = k + 1
+    idx = multisets(t, nu.size)
+    log_fact = np.zeros(idx.shape[0])
+    run = np.ones(idx.shape[0])
+    for j in range(1, t):  # positions of the tuple, not outputs
+        same = idx[:, j] == idx[:, j - 1]
+        run = np.where(same, run + 1, 1.0)
+        log_fact += np.log(run)
     with np.errstate(divide="ignore"):
-        logmult = (
-            special.gammaln(k + 2)
-            - special.gammaln(c + 1).sum(axis=1)
-            + (c * np.log(nu)).sum(axis=1)
-        )
-    w = np.exp(logmult) / (k + 1)
-    return w * (c @ r), w * (c @ r2)
+        logmult = special.gammaln(t + 1) - log_fact + np.log(nu)[idx].sum(axis=1)
+    w = np.exp(logmult) / t
+    return w * r[idx].sum(axis=1), w * r2[idx].sum(axis=1)
 
 
 def _tupling_terms(
