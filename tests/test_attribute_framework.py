@@ -74,6 +74,15 @@ def test_hospital_pair_distances() -> None:
         fw.pairs[0].distance("middle")
 
 
+def test_unbounded_secrets_have_no_finite_diameter() -> None:
+    income = AttributeDomain("income")
+    fw = DatasetAttributeFramework(
+        pairs=pairs_from_sets("income", ["(-inf,0)", "[0,inf)"]), domains=(income,), n=5
+    )
+    with pytest.raises(DistPrivacyError, match="unbounded, so d"):
+        fw.diameter("income")
+
+
 def test_secret_pair_validation() -> None:
     a = Secret("gender", ValueSet.point(0.2))
     with pytest.raises(DistPrivacyError, match="about one attribute"):

@@ -358,7 +358,13 @@ class AttributeFramework:
         ps = self.pairs_for(attribute)
         if not ps:
             raise DistPrivacyError(f"no secret pair is about {attribute!r}")
-        return max(p.distance(reading) for p in ps)
+        d = max(p.distance(reading) for p in ps)
+        if not math.isfinite(d):
+            raise DistPrivacyError(
+                f"the secrets on {attribute!r} are unbounded, so d(U) is infinite and no noise "
+                "suffices; bound the secret intervals"
+            )
+        return d
 
     def to_dict(self) -> dict[str, Any]:
         return {

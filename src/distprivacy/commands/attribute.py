@@ -199,7 +199,12 @@ def _print(out: dict[str, Any]) -> None:
     if "released" in out:
         rel = out["released"]
         rel = rel if isinstance(rel, list) else [rel]
-        src = "secure noise" if out["secure_noise"] else "seeded noise (not for real releases)"
+        if not out["adds_noise"]:
+            src = "no noise added"
+        elif out["secure_noise"]:
+            src = "secure noise"
+        else:
+            src = "seeded noise, not for real releases"
         click.echo(f"  released      {', '.join(f'{r:.6g}' for r in rel)}  ({src})")
 
 
