@@ -103,6 +103,8 @@ def test_release_with_data_and_seed_is_reproducible(tmp_path):
     assert not first["release"]["secure"]
     text = run(args)
     assert text.exit_code == 0 and "seeded noise, seed 5" in text.output
+    exact = run([*SCHOOL, "--query", "count:height>66", "--data", str(csv), "--no-candidates"])
+    assert f"release: {int((data['height'] > 66).sum())} (no noise added)" in exact.output
 
 
 def test_fallback_warning_and_refusal():

@@ -109,7 +109,7 @@ def format_calibration(cal: QuiltCalibration, thetas: list[str], candidates: boo
     "--quilt",
     "pinned",
     multiple=True,
-    help="Pin a quilt: SECRET=NODE,NODE (Example 1: income=gender).",
+    help="Pin a quilt: SECRET=NODE,NODE (e.g. income=gender).",
 )
 @click.option(
     "--secret-values", multiple=True, help="Protected values of a secret: SECRET=V1,V2,..."
@@ -182,7 +182,12 @@ def quilt(
     for line in format_calibration(cal, [n.name or str(k) for k, n in enumerate(nets)], candidates):
         click.echo(line)
     if released is not None:
-        how = "secure noise (OpenDP)" if released.secure else f"seeded noise, seed {seed}"
+        if released.scale == 0:
+            how = "no noise added"
+        elif released.secure:
+            how = "secure noise (OpenDP)"
+        else:
+            how = f"seeded noise, seed {seed}"
         click.echo(f"release: {released.value:.6g} ({how})")
 
 
