@@ -64,9 +64,11 @@ def test_value_set_bad_input(text: str, match: str) -> None:
 
 
 def test_hospital_pair_distances() -> None:
-    """The literal d(U) = sup |a − b| is 0.5; the paper's arithmetic uses the centres' 0.25."""
+    """The literal d(U) = max |a − b| over the shares k/50 in (0.25, 0.5) and (0.5, 0.75) is
+    37/50 − 13/50 = 0.48; the paper's arithmetic uses the centres' distance 0.25."""
     fw = hospital()
-    assert fw.diameter("gender", "sup") == pytest.approx(0.5)
+    assert fw.diameter("gender", "sup") == pytest.approx(0.48)
+    assert fw.pairs[0].distance("sup") == pytest.approx(0.5)  # the sets' supremum
     assert fw.diameter("gender", "centres") == pytest.approx(0.25)
     assert fw.sensitive == ("gender",)
     assert len(fw.secrets) == 2

@@ -93,8 +93,8 @@ def test_hospital_temperature_adds_no_noise() -> None:
     assert 0 < classic.noise_variance < 3e-4
 
 
-def test_literal_reading_doubles_the_sensitivity() -> None:
-    assert calibrate("weight", reading="sup").sensitivity == pytest.approx(2 * 6.125)
+def test_literal_reading_uses_the_producible_shares() -> None:
+    assert calibrate("weight", reading="sup").sensitivity == pytest.approx(24.5 * 0.48)
 
 
 def test_regression_theta_is_the_gaussian_theta_of_its_worst_vertex() -> None:
@@ -271,6 +271,28 @@ def test_general_form_from_conditional_moments() -> None:
         "g", means, variances, [(0, 1), (0, 2)]
     )
     assert cal.noise_variance == pytest.approx((classic_c(1e-5) * 3.0 / 0.5) ** 2 - 0.5)
+
+
+def test_general_form_vector_and_several_sensitive_attributes() -> None:
+    """Vector moments: ℓ2 distance; two sensitive attributes with different floors share one
+    isotropic noise that covers both (L_i + Σ_Z ⪰ (cΔ_i/ε)² I for each i)."""
+    means = np.array([[[0.0, 0.0], [3.0, 4.0]]])  # 1 θ × 2 secrets × k = 2
+    covs = np.broadcast_to(np.diag([1.0, 2.0]), (1, 2, 2, 2))
+    t1 = conditional_moments_term("g1", means, covs, [(0, 1)])
+    assert t1.sensitivity == pytest.approx(5.0)
+    assert np.allclose(t1.floor, np.diag([1.0, 2.0]))
+    t2 = SensitivityTerm("g2", 2.0, np.diag([0.5, 0.1]))
+    mech = AttributeGaussianMechanism(epsilon=1.0, delta=1e-5, rule="classic")
+    cal = mech.calibrate_terms([t1, t2], ["a", "b"])
+    r2 = (classic_c(1e-5)) ** 2
+    expected = max(r2 * 25 - 1.0, r2 * 4 - 0.1)
+    assert np.allclose(cal.noise_covariance, expected * np.eye(2))
+    for t in (t1, t2):
+        lam = np.linalg.eigvalsh(t.floor + cal.noise_covariance)[0]
+        assert lam >= r2 * t.sensitivity**2 * (1 - 1e-12)
+    assert cal.binding.attribute == "g1"
+    with pytest.raises(DistPrivacyError, match="differ in size"):
+        mech.calibrate_terms([t1, SensitivityTerm("g3", 1.0, [[1.0]])])
 
 
 def test_no_correlation_needs_no_noise() -> None:

@@ -281,14 +281,12 @@ class AttributeDomain:
             )
         object.__setattr__(self, "parameter_range", (lo, hi))
 
-    def can_produce(self, secret: Secret, n: int) -> bool:
-        """Whether some θ ∈ Θ gives the secret positive probability (or density, for a point
-        of a continuous mean)."""
+    def producible_values(self, secret: Secret, n: int) -> np.ndarray | None:
+        """The values of g_i in the secret's set that some θ ∈ Θ gives positive probability,
+        for a binary column's share (multiples of 1/n); None when the set is a continuum."""
+        if secret.kind == "distributional" or not self.binary:
+            return None
         lo, hi = self.parameter_range
-        if secret.kind == "distributional":
-            return secret.values.intersects(lo, hi)
-        if not self.binary:
-            return True
         shares = np.arange(n + 1) / n
         if hi == 0.0:  # every θ has p = 0: only the share 0 can occur
             possible = shares == 0.0
@@ -296,7 +294,16 @@ class AttributeDomain:
             possible = shares == 1.0
         else:  # some p ∈ (0, 1) gives every share k/n positive probability
             possible = np.ones(n + 1, dtype=bool)
-        return bool(np.any(secret.values.contains(shares) & possible))
+        return shares[secret.values.contains(shares) & possible]
+
+    def can_produce(self, secret: Secret, n: int) -> bool:
+        """Whether some θ ∈ Θ gives the secret positive probability (or density, for a point
+        of a continuous mean)."""
+        lo, hi = self.parameter_range
+        if secret.kind == "distributional":
+            return secret.values.intersects(lo, hi)
+        values = self.producible_values(secret, n)
+        return True if values is None else bool(values.size)
 
 
 @dataclass(frozen=True)
@@ -354,17 +361,31 @@ class AttributeFramework:
         return tuple(p for p in self.pairs if p.attribute == attribute)
 
     def diameter(self, attribute: str, reading: str = "sup") -> float:
-        """max over Q's pairs on ``attribute`` of |a − b| (d(U) in §4.2)."""
+        """max over Q's pairs on ``attribute`` of |a − b| (d(U) in §4.2): ``"sup"`` over the
+        values each secret can take (the multiples of 1/n in it, for a binary share), or
+        ``"centres"``, the distance of the sets' midpoints (the paper's arithmetic)."""
         ps = self.pairs_for(attribute)
         if not ps:
             raise DistPrivacyError(f"no secret pair is about {attribute!r}")
-        d = max(p.distance(reading) for p in ps)
+        dom = {d.name: d for d in self.domains}[attribute]
+        d = max(self._pair_distance(p, dom, reading) for p in ps)
         if not math.isfinite(d):
             raise DistPrivacyError(
                 f"the secrets on {attribute!r} are unbounded, so d(U) is infinite and no noise "
                 "suffices; bound the secret intervals"
             )
         return d
+
+    def _pair_distance(self, pair: SecretPair, dom: AttributeDomain, reading: str) -> float:
+        """|a − b| of one pair; with ``"sup"`` on a binary share, over the shares k/n each set
+        can actually take (Eq. 1 only involves secrets of positive probability)."""
+        if reading != "sup":
+            return pair.distance(reading)
+        a = dom.producible_values(pair.first, self.n)
+        b = dom.producible_values(pair.second, self.n)
+        if a is None or b is None:
+            return pair.distance(reading)
+        return float(max(abs(a.max() - b.min()), abs(b.max() - a.min())))
 
     def to_dict(self) -> dict[str, Any]:
         return {

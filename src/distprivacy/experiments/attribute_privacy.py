@@ -16,7 +16,8 @@ see docs/attribute_privacy.md):
   the spread of the heights (k₁² Var(height | gender)); leaving it out can only lower min Var and
   so add noise, so this reading is conservative (still private).
 * max|a − b| = 0.25 for a ∈ (.25, .5), b ∈ (.5, .75): the distance between the centres of the two
-  secret intervals (0.375 and 0.625); the supremum over the intervals is 0.5 ("literal" rows).
+  secret intervals (0.375 and 0.625). The literal max |a − b| over the shares of 50 patients the
+  two open intervals can hold is 37/50 − 13/50 = 0.48 ("literal" rows).
 * Temperature: Alg. 1's classic c gives σ² = (c·0.075)² − 0.08 = 2.2e-4 > 0, a negligible noise
   (E|Z| = 0.012); exact accounting gives σ² = 0 — the paper's "no noise".
 """
@@ -69,7 +70,8 @@ READINGS = (
     "* Var(F₁ | s) = 4.5 leaves out k₁² Var(height | gender): a smaller variance, so more noise "
     "(conservative).",
     "* max |a − b| = 0.25 for a ∈ (.25, .5), b ∈ (.5, .75): the distance of the intervals' "
-    'centres; the literal supremum 0.5 is in the "literal" rows.',
+    "centres; the literal max over the shares of 50 patients, 0.74 − 0.26 = 0.48, is in the "
+    '"literal" rows.',
 )
 
 
@@ -199,7 +201,8 @@ def hospital_table(*, runs: int = RUNS, seed: int = 0) -> tuple[pd.DataFrame, pd
     for query in QUERIES:
         truth = float(data[query].mean())
         for reading in ("centres", "sup"):
-            label = "paper (d(U)=0.25)" if reading == "centres" else "literal (d(U)=0.5)"
+            d_u = fw.diameter("gender", reading)
+            label = "paper (d(U)=0.25)" if reading == "centres" else f"literal (d(U)={d_u:g})"
             for rule in ("classic", "exact"):
                 cal = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule).calibrate(
                     fw, theta, query, pair_distance=reading
