@@ -212,6 +212,9 @@ def test_quilts_separate_exactly_and_are_maximal(seed):
 
 
 def test_quilt_errors():
+    big = random_network(1, m=18, edge_p=0.1)
+    with pytest.raises(DistPrivacyError, match=r"2\^17 subsets; pin a quilt"):
+        markov_quilts(big, "x0")
     net = random_network(1)
     with pytest.raises(DistPrivacyError, match="cannot contain 'x0' itself"):
         quilt_for(net, "x0", ["x0"])

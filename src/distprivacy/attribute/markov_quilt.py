@@ -50,7 +50,7 @@ THEOREM = (
     "Mechanism), Theorem 3: (ε, 0)-distributional attribute privacy"
 )
 #: Largest number of non-secret nodes whose subsets are enumerated as candidate quilts.
-MAX_ENUMERATED_NODES = 20
+MAX_ENUMERATED_NODES = 16
 
 
 # ---------------------------------------------------------------------------- class Θ
@@ -185,31 +185,26 @@ def max_influence(
     check_secret(nets, secret, secret_values)
     mask = _secret_mask(net0, secret, secret_values)
     dom = net0.domains[secret]
-    best = Influence(-math.inf)
-    for k, net in enumerate(nets):
-        joint = net.marginal([secret, *targets]).reshape(len(dom), -1)
-        p = joint.sum(axis=1)
-        rows = np.flatnonzero((p > 0) & mask)
-        if rows.size < 2:
-            continue
-        cond = joint[rows] / p[rows, None]
-        hi, lo = cond.max(axis=0), cond.min(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(hi > 0, np.log(hi) - np.log(lo), -np.inf)
-        j = int(np.argmax(ratio))
-        if ratio[j] > best.value:
-            a = dom[rows[int(np.argmax(cond[:, j]))]]
-            b = dom[rows[int(np.argmin(cond[:, j]))]]
-            cell = np.unravel_index(j, tuple(len(net0.domains[t]) for t in targets))
-            best = Influence(
-                value=max(float(ratio[j]), 0.0),
-                network=net.name or str(k),
-                secret_values=(a, b),
-                target_values={
-                    t: net0.domains[t][int(c)] for t, c in zip(targets, cell, strict=True)
-                },
-            )
-    return best
+    # One array over Θ: P[t, a, φ_A] = P(φ_i = a, φ_A | θ_t), shape (|Θ|, |Φ_i|, |Φ_A|).
+    P = np.stack([net.marginal([secret, *targets]).reshape(len(dom), -1) for net in nets])
+    p = P.sum(axis=2)
+    valid = (p > 0) & mask  # values of φ_i that are secrets under θ_t
+    usable = valid.sum(axis=1) >= 2  # θ_t produces at least one secret pair
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cond = P / np.where(p > 0, p, 1.0)[:, :, None]
+        hi = np.where(valid[:, :, None], cond, -np.inf).max(axis=1)
+        lo = np.where(valid[:, :, None], cond, np.inf).min(axis=1)
+        ratio = np.where(hi > 0, np.log(hi) - np.log(lo), -np.inf)  # lo = 0 < hi: +inf
+    ratio[~usable] = -np.inf
+    t, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    rows = np.where(valid[t], cond[t, :, j], np.nan)
+    cell = np.unravel_index(int(j), tuple(len(net0.domains[x]) for x in targets))
+    return Influence(
+        value=max(float(ratio[t, j]), 0.0),
+        network=nets[t].name or str(t),
+        secret_values=(dom[int(np.nanargmax(rows))], dom[int(np.nanargmin(rows))]),
+        target_values={x: net0.domains[x][int(c)] for x, c in zip(targets, cell, strict=True)},
+    )
 
 
 # ---------------------------------------------------------------------------- Markov quilts
