@@ -164,6 +164,14 @@ def test_bad_inputs() -> None:
         enumerate_conditionals(
             np.ones(30, dtype=int), 20, share_tall, share_women, [ValueSet.point(0.5)]
         )
+    with pytest.raises(DistPrivacyError, match="exceed 2"):
+        enumerate_conditionals(
+            np.array([999_983, 1_000_003, 1, 1]),
+            4,
+            share_tall,
+            share_women,
+            [ValueSet.parse("(-1,2)")],
+        )
     with pytest.raises(DistPrivacyError, match="at least one atom"):
         DiscreteConditional(np.array([]))
     with pytest.raises(DistPrivacyError, match="different dimension"):

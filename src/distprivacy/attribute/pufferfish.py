@@ -300,6 +300,11 @@ def enumerate_conditionals(
             continue
         ms = [mass[i] for i in sel.tolist()]
         div = math.gcd(*ms)
+        if max(ms) // div > 2**53:
+            raise DistPrivacyError(
+                "the exact multinomial masses exceed 2^53 and cannot be held exactly as weights; "
+                "use smaller integer record weights or fewer records"
+            )
         out[str(s)] = DiscreteConditional(F[sel], np.array([m // div for m in ms], dtype=float))
     return out
 
