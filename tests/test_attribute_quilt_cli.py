@@ -96,7 +96,11 @@ def test_release_with_data_and_seed_is_reproducible(tmp_path):
     first, second = run_json(args), run_json(args)
     assert first["release"] == second["release"] and first["n_records"] == 150
     mech = AttributeQuiltMechanism(
-        school_networks(), "count:height>66&sat>1300", "income", 1.0, quilts={"income": ["gender"]}
+        school_networks(),
+        query="count:height>66&sat>1300",
+        secrets="income",
+        epsilon=1.0,
+        quilts={"income": ["gender"]},
     )
     want = mech.release(data, rng=5).value
     assert first["release"]["value"] == pytest.approx(want, rel=1e-12)

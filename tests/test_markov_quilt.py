@@ -176,7 +176,7 @@ def test_secret_no_distribution_can_produce_is_an_error():
     with pytest.raises(DistPrivacyError, match=r"no network in Θ gives two protected values"):
         max_influence(net, "a", ["b"])
     with pytest.raises(DistPrivacyError, match=r"impossible under every θ: \[1, 2\]"):
-        AttributeQuiltMechanism(net, "count:b>0", "a", 1.0)
+        AttributeQuiltMechanism(net, query="count:b>0", secrets="a", epsilon=1.0)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -258,7 +258,7 @@ def test_calibrated_scale_equals_unpruned_brute_force(seed):
     attrs = list(rng.choice(others, size=1 + seed % 2, replace=False))
     query = CountQuery(tuple(Predicate(a, ">", 0) for a in attrs))
     for eps in (0.005, 0.05, 0.3, 1.0, 3.0):
-        cal = AttributeQuiltMechanism(nets, query, secret, eps).calibrate(40)
+        cal = AttributeQuiltMechanism(nets, query=query, secrets=secret, epsilon=eps).calibrate(40)
         want, g_nonempty = brute_force_scale(nets, secret, attrs, eps, 40)
         assert cal.scale == pytest.approx(want, rel=1e-9, abs=1e-12)
         assert cal.secrets[0].fallback_used == (not g_nonempty)
@@ -286,7 +286,7 @@ def test_school_graph_reads_example_1():
 def test_school_height_count_is_released_without_noise():
     """Example 1: F = #students taller than 66 in; A ∩ N = ∅ for Q = {gndr}: no noise."""
     nets = school_networks()
-    mech = AttributeQuiltMechanism(nets, "count:height>66", "income", 1.0)
+    mech = AttributeQuiltMechanism(nets, query="count:height>66", secrets="income", epsilon=1.0)
     cal = mech.calibrate(N_SCHOOL)
     assert cal.scale == 0.0 and cal.noise.family == "none"
     gender = next(c for c in cal.secrets[0].candidates if c.quilt.quilt == ("gender",))
@@ -297,7 +297,7 @@ def test_school_height_count_is_released_without_noise():
     assert rel.value == float((data["height"] > 66).sum())
     # the paper's own quilt pinned: also no noise
     pinned = AttributeQuiltMechanism(
-        nets, "count:height>66", "income", 1.0, quilts={"income": ["gender"]}
+        nets, query="count:height>66", secrets="income", epsilon=1.0, quilts={"income": ["gender"]}
     )
     assert pinned.calibrate(N_SCHOOL).scale == 0.0
 
@@ -310,7 +310,11 @@ def test_school_sat_count_adds_noise_scaled_to_gender_influence():
     e_gender = school_influence(["gender"])
     assert e_gender == pytest.approx(math.log(1.8))  # the CPTs' design: 0.18 / 0.10 under θ_strong
     mech = AttributeQuiltMechanism(
-        nets, "count:height>66&sat>1300", "income", eps, quilts={"income": ["gender"]}
+        nets,
+        query="count:height>66&sat>1300",
+        secrets="income",
+        epsilon=eps,
+        quilts={"income": ["gender"]},
     )
     cal = mech.calibrate(N_SCHOOL)
     chosen = cal.secrets[0].chosen
@@ -320,9 +324,9 @@ def test_school_sat_count_adds_noise_scaled_to_gender_influence():
     assert chosen.max_influence.network == "θ_strong"  # the sup over Θ is attained there
     # Algorithm 2 itself takes the smallest b_i; for a count Δ_{s}F = Δ_{h,s}F = n, so the
     # whole-network bound n/ε beats n/(ε − e) and is what the unpinned mechanism uses.
-    auto = AttributeQuiltMechanism(nets, "count:height>66&sat>1300", "income", eps).calibrate(
-        N_SCHOOL
-    )
+    auto = AttributeQuiltMechanism(
+        nets, query="count:height>66&sat>1300", secrets="income", epsilon=eps
+    ).calibrate(N_SCHOOL)
     assert auto.scale == pytest.approx(N_SCHOOL / eps)
     assert auto.secrets[0].chosen.quilt.trivial and not auto.secrets[0].fallback_used
     listed = next(c for c in auto.secrets[0].candidates if c.quilt.quilt == ("gender",))
@@ -340,7 +344,7 @@ def test_no_quilt_below_epsilon_falls_back_or_refuses():
     eps = 0.04  # below every non-trivial quilt's max-influence (smallest: e(weight | income))
     singles = {v: school_influence([v]) for v in ("sat", "gender", "height", "weight")}
     assert min(singles.values()) == singles["weight"] > eps
-    mech = AttributeQuiltMechanism(nets, "count:height>66", "income", eps)
+    mech = AttributeQuiltMechanism(nets, query="count:height>66", secrets="income", epsilon=eps)
     cal = mech.calibrate(N_SCHOOL)
     sc = cal.secrets[0]
     assert sc.fallback_used and sc.chosen.quilt.trivial
@@ -349,10 +353,14 @@ def test_no_quilt_below_epsilon_falls_back_or_refuses():
     assert f"smallest {singles['weight']:.6g} for Q={{weight}}" in cal.warnings[0]
     # at ε = 0.5 the quilt Q={height} (e ≈ 0.07) exists, so the SAT count's whole-network
     # bound is Algorithm 2's minimum, not a fallback
-    sat = AttributeQuiltMechanism(nets, "count:sat>1300", "income", 0.5).calibrate(N_SCHOOL)
+    sat = AttributeQuiltMechanism(
+        nets, query="count:sat>1300", secrets="income", epsilon=0.5
+    ).calibrate(N_SCHOOL)
     assert sat.secrets[0].chosen.quilt.trivial and not sat.secrets[0].fallback_used
     assert not sat.warnings
-    strict = AttributeQuiltMechanism(nets, "count:height>66", "income", eps, fallback=False)
+    strict = AttributeQuiltMechanism(
+        nets, query="count:height>66", secrets="income", epsilon=eps, fallback=False
+    )
     with pytest.raises(
         DistPrivacyError, match=r"no Markov quilt of 'income' has max-influence"
     ) as e:
@@ -362,7 +370,11 @@ def test_no_quilt_below_epsilon_falls_back_or_refuses():
 
 def test_pinned_quilt_above_epsilon_is_refused():
     mech = AttributeQuiltMechanism(
-        school_networks(), "count:height>66", "income", 1.0, quilts={"income": ["sat"]}
+        school_networks(),
+        query="count:height>66",
+        secrets="income",
+        epsilon=1.0,
+        quilts={"income": ["sat"]},
     )
     with pytest.raises(DistPrivacyError, match=r"pinned quilt Q=\{sat\} .* ≥ ε = 1"):
         mech.calibrate(N_SCHOOL)
@@ -385,9 +397,9 @@ def test_bad_mechanism_inputs(kwargs, message):
     with pytest.raises(DistPrivacyError, match=message):
         AttributeQuiltMechanism(
             school_networks(),
-            args.pop("query"),
-            args.pop("secrets"),
-            args.pop("epsilon"),
+            query=args.pop("query"),
+            secrets=args.pop("secrets"),
+            epsilon=args.pop("epsilon"),
             **args,
         )
 
@@ -409,7 +421,9 @@ def test_secret_values_restrict_the_pairs():
 
 def test_multiple_secrets_take_the_largest_scale():
     nets = school_networks()
-    mech = AttributeQuiltMechanism(nets, "count:height>66", ["income", "gender"], 1.5)
+    mech = AttributeQuiltMechanism(
+        nets, query="count:height>66", secrets=["income", "gender"], epsilon=1.5
+    )
     cal = mech.calibrate(N_SCHOOL)
     per = {s.secret: s.scale for s in cal.secrets}
     assert cal.scale == max(per.values()) and cal.binding_secret == max(per, key=per.get)
@@ -424,10 +438,14 @@ def test_queries_and_release_errors():
     with pytest.raises(DistPrivacyError, match="range of 'h' is empty"):
         SumQuery("h", 3, 1)
     data, _ = sample_school_records(50, rng=1)
-    tight = AttributeQuiltMechanism(school_networks(), "sum:height[65,66]", "income", 1.0)
+    tight = AttributeQuiltMechanism(
+        school_networks(), query="sum:height[65,66]", secrets="income", epsilon=1.0
+    )
     with pytest.raises(DistPrivacyError, match="outside the declared range"):
         tight.release(data, rng=0)
-    mech = AttributeQuiltMechanism(school_networks(), "count:height>66", "income", 1.0)
+    mech = AttributeQuiltMechanism(
+        school_networks(), query="count:height>66", secrets="income", epsilon=1.0
+    )
     mech.calibrate(40)
     with pytest.raises(
         DistPrivacyError, match=r"calibrated for n = 40 records but the data has 50"
@@ -441,7 +459,11 @@ def test_queries_and_release_errors():
 def _noise(eps=1.0, size=60_000, seed=11):
     nets = school_networks()
     mech = AttributeQuiltMechanism(
-        nets, "count:height>66&sat>1300", "income", eps, quilts={"income": ["gender"]}
+        nets,
+        query="count:height>66&sat>1300",
+        secrets="income",
+        epsilon=eps,
+        quilts={"income": ["gender"]},
     )
     data, _ = sample_school_records(N_SCHOOL, rng=5)
     cal = mech.calibrate(N_SCHOOL)
@@ -475,7 +497,11 @@ def test_release_is_reproducible_and_secure_by_default():
     _, z2 = _noise(size=100, seed=3)
     assert np.array_equal(z1, z2)
     mech = AttributeQuiltMechanism(
-        school_networks(), "count:height>66&sat>1300", "income", 1.0, quilts={"income": ["gender"]}
+        school_networks(),
+        query="count:height>66&sat>1300",
+        secrets="income",
+        epsilon=1.0,
+        quilts={"income": ["gender"]},
     )
     data, _ = sample_school_records(N_SCHOOL, rng=5)
     rel = mech.release(data)  # rng=None: OpenDP's secure sampler

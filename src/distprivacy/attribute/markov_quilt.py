@@ -625,10 +625,10 @@ class AttributeQuiltMechanism:
     def __init__(
         self,
         networks: DiscreteBayesNet | Sequence[DiscreteBayesNet],
+        *,
         query: ColumnQuery | str,
         secrets: str | Sequence[str],
         epsilon: float,
-        *,
         quilts: Mapping[str, Sequence[str]] | None = None,
         secret_values: Mapping[str, Sequence[Any]] | None = None,
         fallback: bool = True,

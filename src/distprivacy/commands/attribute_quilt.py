@@ -161,9 +161,9 @@ def quilt(
         raise DistPrivacyError("give --n-records N (the size of the dataset) or --data FILE.csv")
     mech = AttributeQuiltMechanism(
         nets,
-        query,
-        list(secrets),
-        epsilon,
+        query=query,
+        secrets=list(secrets),
+        epsilon=epsilon,
         quilts=_pairs(pinned, "--quilt", "SECRET=NODE,NODE"),
         secret_values=_pairs(secret_values, "--secret-values", "SECRET=V1,V2"),
         fallback=not no_fallback,
