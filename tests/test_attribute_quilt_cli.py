@@ -183,3 +183,15 @@ def test_through_the_entry_point(capsys):
     assert main([*base, "--epsilon", "-1", "--n-records", "200"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: epsilon must be finite and > 0") and err.count("\n") == 1
+
+
+def test_secret_values_restrict_the_protected_pairs():
+    args = [*SCHOOL, "--query", "count:height>66&sat>1300", "--n-records", "100"]
+    args += ["--quilt", "income=gender"]
+    full = run_json(args)
+    part = run_json([*args, "--secret-values", "income=0.2,0.5"])
+    e_part = max_influence(school_networks(), "income", ["gender"], secret_values=[0.2, 0.5])
+    assert part["secrets"][0]["chosen"]["max_influence"] == pytest.approx(e_part.value)
+    assert part["scale"] < full["scale"]
+    bad = run([*args, "--secret-values", "income=0.3,0.5"])
+    assert "secret value '0.3' is not a value of 'income'" in str(bad.exception)
