@@ -399,7 +399,7 @@ def _theorem_checks(
 
 def _plot_city(g: Domain, lam0: np.ndarray, lam1: np.ndarray, path: Path) -> Path:
     rows, cols = g.shape
-    fig = Figure(figsize=(11, 4))
+    fig = Figure(figsize=(14, 4.3))
     axes = fig.subplots(1, 3)
     vmax = max(lam0.max(), lam1.max())
     for ax, lam, title in ((axes[0], lam0, "group 0: λ0"), (axes[1], lam1, "group 1: λ1")):

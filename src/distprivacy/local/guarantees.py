@@ -206,8 +206,8 @@ def _distances(domain: Domain | ArrayLike, n: int) -> np.ndarray:
     D = domain.distances if isinstance(domain, Domain) else np.asarray(domain, dtype=float)
     if D.shape != (n, n):
         raise DistPrivacyError(
-            f"distance matrix has shape {D.shape} but the distributions have {n} entries; "
-            "use the domain the distributions live on"
+            f"the distributions have {n} entries but the domain has {D.shape[0]} points "
+            f"(distance matrix {D.shape}); give one probability per domain point"
         )
     return D
 
