@@ -195,3 +195,16 @@ def test_secret_values_restrict_the_protected_pairs():
     assert part["scale"] < full["scale"]
     bad = run([*args, "--secret-values", "income=0.3,0.5"])
     assert "secret value '0.3' is not a value of 'income'" in str(bad.exception)
+
+
+def test_infinite_max_influence_is_strict_json(tmp_path):
+    det = {
+        "domains": {"a": [0, 1], "b": [0, 1], "c": [0, 1]},
+        "parents": {"b": ["a"], "c": ["b"]},
+        "cpts": {"a": [0.5, 0.5], "b": [[1.0, 0.0], [0.5, 0.5]], "c": [[0.9, 0.1], [0.2, 0.8]]},
+    }
+    args = ["--network", _net_file(tmp_path, det), "--query", "count:c>0", "--secret", "a"]
+    out = run_json([*args, "--epsilon", "1", "--n-records", "10"])
+    infeasible = {tuple(c["quilt"]): c for c in out["secrets"][0]["candidates"]}
+    assert infeasible[("b",)]["max_influence"] == "inf"
+    assert infeasible[("b",)]["status"] == "infeasible"

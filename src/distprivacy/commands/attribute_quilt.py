@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import click
 import pandas as pd
@@ -32,6 +33,17 @@ def _pairs(items: tuple[str, ...], what: str, example: str) -> dict[str, list[st
         values = [v.strip() for v in rest.split(",") if v.strip()]
         out[key.strip()] = values
     return out
+
+
+def _json_safe(obj: Any) -> Any:
+    """Non-finite floats (an infinite max-influence) as strings, so the output is strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_safe(v) for v in obj]
+    return obj
 
 
 def _set(nodes: tuple[str, ...]) -> str:
@@ -177,7 +189,7 @@ def quilt(
         out["theta"] = [n.name for n in nets]
         if released is not None:
             out["release"] = {"value": released.value, "secure": released.secure, "seed": seed}
-        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(_json_safe(out), indent=2, ensure_ascii=False, allow_nan=False))
         return
     for line in format_calibration(cal, [n.name or str(k) for k, n in enumerate(nets)], candidates):
         click.echo(line)
