@@ -134,6 +134,17 @@ def test_bad_covariance_and_missing_file(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 2 and "not found" in err
 
 
+def test_wasserstein_mechanism_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Pufferfish Wasserstein Mechanism on the same problem: W = |slope| d(U) = 2.5."""
+    code, out, _ = run(capsys, [*BP, "--mechanism", "wasserstein", "--json"])
+    assert code == 0
+    d = json.loads(out)
+    assert d["mechanism"] == "Pufferfish-Wasserstein" and d["delta"] == 0.0
+    assert d["sensitivity"] == pytest.approx(2.5) and d["laplace_scale"] == pytest.approx(2.5)
+    code, out, _ = run(capsys, [*BP, "--mechanism", "wasserstein", "--value", "102.18"])
+    assert code == 0 and "Laplace, scale b = W/ε = 2.5" in out and "secure noise" in out
+
+
 def test_quilt_command_is_registered(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, ["attribute", "--help"])
     assert code == 0 and "gaussian" in out and "quilt" in out

@@ -327,6 +327,32 @@ def test_problem_from_dict_and_file(tmp_path) -> None:
     assert cal2.sensitivity == pytest.approx(0.5)
 
 
+def test_wasserstein_on_gaussian_problems() -> None:
+    """W = max_θ ‖β_θ‖₁ d(U): the hospital's Δ for a scalar query, the ℓ1 sum for a vector
+    one; a covariance list gives the same W as the regression form of its worst θ."""
+    raw = {
+        "sensitive": "gender",
+        "query": ["weight", "blood_pressure"],
+        "n": 50,
+        "binary": True,
+        "parameter_range": [0.25, 0.75],
+        "secrets": ["(0.25,0.5)", "(0.5,0.75)"],
+        "slopes": {"weight": [-24.5, -9], "blood_pressure": [6, 10]},
+        "residual_variances": {"weight": 225, "blood_pressure": 100},
+        "pair_distance": "centres",
+    }
+    w = GaussianProblem.from_dict(raw).calibrate_wasserstein(epsilon=0.5)
+    assert w.sensitivity == pytest.approx(0.25 * (24.5 + 10))
+    assert w.scale == pytest.approx(0.25 * 34.5 / 0.5)
+    V = np.array([[0.24, -5.88, 2.4], [-5.88, 369.06, -58.8], [2.4, -58.8, 124.0]])
+    cov_raw = {k: v for k, v in raw.items() if k not in ("slopes", "residual_variances")}
+    cov_raw |= {"attributes": ["gender", "weight", "blood_pressure"], "covariances": V.tolist()}
+    w2 = GaussianProblem.from_dict(cov_raw).calibrate_wasserstein(epsilon=0.5)
+    assert w2.sensitivity == pytest.approx(w.sensitivity)
+    with pytest.raises(DistPrivacyError, match="give epsilon"):
+        GaussianProblem.from_dict(raw).calibrate_wasserstein()
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad inputs: one-line errors
 # ---------------------------------------------------------------------------------------------

@@ -663,6 +663,25 @@ class GaussianTheta:
             },
         )
 
+    def conditionals(
+        self, sensitive: str, query: Sequence[str], n: int, diameter: float
+    ) -> dict[str, dict[str, Any]]:
+        """For the Pufferfish Wasserstein Mechanism: per θ, the Gaussian laws of F (up to a
+        common shift) given two secrets at distance d(U): N(β_θ a, R_θ/n), a ∈ {0, d}."""
+        from distprivacy.attribute.pufferfish import GaussianConditional
+
+        n = _check_n(n)
+        i = _index(self.names, sensitive)
+        J = np.array([_index(self.names, q) for q in query])
+        beta, resid = _slopes_and_residuals(self.covariances, i, J)
+        return {
+            f"theta{t}": {
+                "a": GaussianConditional(np.zeros(len(J)), resid[t] / n),
+                "b": GaussianConditional(beta[t] * diameter, resid[t] / n),
+            }
+            for t in range(len(beta))
+        }
+
 
 def _index(names: Sequence[str], name: str) -> int:
     try:
@@ -745,6 +764,27 @@ class RegressionTheta:
                 "n": n,
             },
         )
+
+    def conditionals(
+        self, sensitive: str, query: Sequence[str], n: int, diameter: float
+    ) -> dict[str, dict[str, Any]]:
+        """For the Pufferfish Wasserstein Mechanism: per vertex of the slope box, the Gaussian
+        laws of F given two secrets at distance d(U) (W∞ = ‖slope‖₁ d is convex in the slopes,
+        so its maximum over the box is at a vertex)."""
+        from distprivacy.attribute.pufferfish import GaussianConditional
+
+        n = _check_n(n)
+        self.term(sensitive, query, n, diameter)  # validates the attributes
+        cov = np.diag([self.residual_variances[(sensitive, q)][0] for q in query]) / n
+        out: dict[str, dict[str, Any]] = {}
+        for corner in itertools.product(*(self.slopes[(sensitive, q)] for q in query)):
+            slope = np.array(corner, dtype=float)
+            label = "slopes=(" + ", ".join(f"{v:g}" for v in corner) + ")"
+            out[label] = {
+                "a": GaussianConditional(np.zeros(len(query)), cov),
+                "b": GaussianConditional(slope * diameter, cov),
+            }
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -886,6 +926,27 @@ class GaussianProblem:
             self.query,
             pair_distance=pair_distance or s.get("pair_distance", "sup"),
         )
+
+    def calibrate_wasserstein(
+        self, *, epsilon: float | None = None, pair_distance: str | None = None
+    ) -> Any:
+        """The Pufferfish Wasserstein Mechanism (Song et al. 2017) on this problem: Laplace noise
+        of scale W/ε with W = max over θ (and sensitive attributes) of W∞ between the Gaussian
+        conditionals of F, which is ‖β_θ‖₁ d(U) (their covariances are equal)."""
+        from distprivacy.attribute.pufferfish import PufferfishWassersteinMechanism
+
+        eps = epsilon if epsilon is not None else self.settings.get("epsilon")
+        if eps is None:
+            raise DistPrivacyError("give epsilon (e.g. --epsilon 1)")
+        reading = pair_distance or self.settings.get("pair_distance", "sup")
+        if reading not in PAIR_READINGS:
+            raise DistPrivacyError(f"pair_distance must be one of {PAIR_READINGS}")
+        conds: dict[str, dict[str, Any]] = {}
+        for a in self.framework.sensitive:
+            d = self.framework.diameter(a, reading)
+            for label, c in self.theta.conditionals(a, self.query, self.framework.n, d).items():
+                conds[f"{a}:{label}"] = c
+        return PufferfishWassersteinMechanism(epsilon=eps).calibrate(conds, [("a", "b")])
 
 
 def read_problem_file(path: str) -> dict[str, Any]:

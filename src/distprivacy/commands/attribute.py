@@ -95,6 +95,13 @@ def _keyed(items: tuple[str, ...], what: str) -> dict[str, Any]:
     type=click.Choice(["sup", "centres"]),
     help="d(U) of interval secrets: sup |a − b| (default) or the centres' distance.",
 )
+@click.option(
+    "--mechanism",
+    type=click.Choice(["apgm", "wasserstein"]),
+    default="apgm",
+    show_default=True,
+    help="Alg. 1 (Gaussian, (ε, δ)) or the Pufferfish Wasserstein Mechanism (Laplace, δ = 0).",
+)
 @click.option("--value", help="Release this F(X) (comma-separated for several statistics).")
 @click.option("--seed", type=int, help="Seed for reproducible noise (default: secure noise).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -116,6 +123,7 @@ def gaussian(
     delta: float | None,
     rule: str | None,
     pair_distance: str | None,
+    mechanism: str,
     value: str | None,
     seed: int | None,
     as_json: bool,
@@ -157,8 +165,16 @@ def gaussian(
     raw.setdefault("epsilon", 1.0)
     raw.setdefault("delta", 1e-3)
     problem = GaussianProblem.from_dict(raw)
-    cal = problem.calibrate(epsilon=epsilon, delta=delta, rule=rule, pair_distance=pair_distance)
-    out = {"framework": problem.framework.to_dict(), **cal.to_dict()}
+    if mechanism == "wasserstein":
+        cal: Any = problem.calibrate_wasserstein(epsilon=epsilon, pair_distance=pair_distance)
+        stats = [f"mean({q})" for q in problem.query]
+        out = {"framework": problem.framework.to_dict(), "statistics": stats, **cal.to_dict()}
+        out["adds_noise"] = cal.scale > 0
+    else:
+        cal = problem.calibrate(
+            epsilon=epsilon, delta=delta, rule=rule, pair_distance=pair_distance
+        )
+        out = {"framework": problem.framework.to_dict(), **cal.to_dict()}
     if value is not None:
         vals = _numbers(value, "--value")
         released = cal.release(vals, seed)
@@ -168,7 +184,27 @@ def gaussian(
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
-    _print(out)
+    if mechanism == "wasserstein":
+        _print_wasserstein(out, cal)
+    else:
+        _print(out)
+
+
+def _print_wasserstein(out: dict[str, Any], cal: Any) -> None:
+    fw = out["framework"]
+    click.echo(
+        f"Pufferfish Wasserstein Mechanism ({out['theorem']}), ε = {out['epsilon']:g}, δ = 0"
+    )
+    pairs = "; ".join(f"{a} vs {b}" for a, b in fw["pairs"])
+    click.echo(f"  protects      {', '.join(fw['sensitive'])}: {pairs}  (n = {fw['n']})")
+    click.echo(f"  releases      {', '.join(out['statistics'])}")
+    click.echo(f"  sensitivity   W = sup W∞ = {out['sensitivity']:.6g} (worst: {out['worst'][0]})")
+    click.echo(
+        f"  noise         Laplace, scale b = W/ε = {out['laplace_scale']:.6g} per coordinate"
+    )
+    click.echo(f"  E‖error‖₂     {out['expected_error']:.6g}")
+    click.echo(f"  95% accuracy  α = {cal.accuracy(0.05):.6g} per coordinate")
+    _print_release(out)
 
 
 def _print(out: dict[str, Any]) -> None:
@@ -196,6 +232,10 @@ def _print(out: dict[str, Any]) -> None:
     )
     for w in out["warnings"]:
         click.echo(f"  warning: {w}")
+    _print_release(out)
+
+
+def _print_release(out: dict[str, Any]) -> None:
     if "released" in out:
         rel = out["released"]
         rel = rel if isinstance(rel, list) else [rel]
