@@ -186,11 +186,14 @@ def _draw(seeds: list[int], sizes: tuple[int, ...], n: int, epochs: int, dtype) 
     P = _offsets(sizes)[-1][2]
     theta = np.empty((c, P), dtype=dtype)
     schedule = np.empty((c, epochs, n), dtype=np.int32 if n < 2**31 else np.int64)
-    base = np.broadcast_to(np.arange(n, dtype=schedule.dtype), (epochs, n))
+    base = np.arange(n, dtype=np.int64)
+    perm = np.empty((epochs, n), dtype=np.int64)
     for k, s in enumerate(seeds):  # per-model generators: the only loop over models
         rng = np.random.default_rng(s)
         theta[k] = init_parameters(rng, sizes)
-        schedule[k] = rng.permuted(base, axis=1)
+        perm[:] = base  # one permutation per epoch, in place (the same draws as
+        rng.permuted(perm, axis=1, out=perm)  # rng.permuted(tile(arange(n)), axis=1))
+        schedule[k] = perm
     return theta, schedule
 
 
