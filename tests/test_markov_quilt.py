@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from distprivacy.attribute.bayesnet import DiscreteBayesNet
 from distprivacy.attribute.markov_quilt import (
@@ -506,3 +506,56 @@ def test_release_is_reproducible_and_secure_by_default():
     data, _ = sample_school_records(N_SCHOOL, rng=5)
     rel = mech.release(data)  # rng=None: OpenDP's secure sampler
     assert rel.secure and np.isfinite(rel.value) and rel.value != mech.query.evaluate(data)
+
+
+# ------------------------------------------------------------------ Theorem 3, exactly
+def _school_count_pmfs(net, both: bool, n: int):
+    """P(F(X) = k | φ_income = a, θ) for the school data model of sample_school_records:
+    given φ, each record counts with probability P(height > 66 | φ_h) [· P(SAT > 1300 | φ_s)],
+    so F | φ ~ Binomial(n, p(φ)); mix over φ given income (shape (|Φ_income|, n + 1))."""
+    joint = net.joint()  # axes: income, sat, gender, height, weight
+    dom = net.domains
+    p_h = stats.norm.sf((66 - np.asarray(dom["height"])) / 3)
+    p = np.asarray(dom["sat"])[:, None] * p_h[None, :] if both else np.tile(p_h, (3, 1))
+    w = joint.sum(axis=(2, 4))  # (income, sat, height)
+    w = w / w.sum(axis=(1, 2), keepdims=True)
+    k = np.arange(n + 1)
+    return (w[..., None] * stats.binom.pmf(k, n, p[..., None])[None]).sum(axis=(1, 2))
+
+
+def _privacy_loss(pmf, scale, n):
+    """max over pairs of secret values and outputs y of log f_a(y) / f_b(y), M = F + Lap(scale)."""
+    if scale == 0:
+        logf = np.log(pmf)
+    else:
+        y = np.linspace(-8 * scale, n + 8 * scale, 4001)
+        lap = -np.abs(y[:, None] - np.arange(n + 1)[None, :]) / scale
+        logf = special.logsumexp(lap[None] + np.log(pmf)[:, None, :], axis=2)
+    return float((logf[:, None] - logf[None, :]).max())
+
+
+def test_theorem_3_holds_exactly_on_the_school_example():
+    n, eps = 50, 1.0
+    nets = school_networks()
+    height = AttributeQuiltMechanism(nets, query="count:height>66", secrets="income", epsilon=eps)
+    pinned = AttributeQuiltMechanism(
+        nets,
+        query="count:height>66&sat>1300",
+        secrets="income",
+        epsilon=eps,
+        quilts={"income": ["gender"]},
+    )
+    b = pinned.calibrate(n).scale
+    assert height.calibrate(n).scale == 0
+    e_height = school_influence(["height"])
+    losses = []
+    for net in nets:
+        # the noiseless height count leaks at most e_Θ(X_height | X_income) (its quilt's bound)
+        loss_h = _privacy_loss(_school_count_pmfs(net, False, n), 0.0, n)
+        assert 0 < loss_h <= e_height + 1e-12
+        losses.append(loss_h)
+        both = _school_count_pmfs(net, True, n)
+        assert _privacy_loss(both, b, n) <= eps
+        # without the noise the SAT count is not ε-private: the calibration is not vacuous
+        assert _privacy_loss(both, 0.0, n) > eps
+    assert max(losses) == pytest.approx(e_height, rel=1e-6)  # the bound is attained (θ_strong)
