@@ -123,7 +123,7 @@ def test_bad_inputs(setup):
         ),
         (
             lambda: calibrate_defences(
-                fit_output_model(a0, a1, stat), [1.0], 1e-3, output_range=None
+                fit_output_model(a0, a1, stat), [1.0], 1e-3, ["ExpM-G"], output_range=None
             ),
             "bounded outputs",
         ),

@@ -1,10 +1,303 @@
-"""``distprivacy models``: distribution inference on trained models (Suri & Evans)."""
+"""``distprivacy models``: distribution inference on trained models (Suri & Evans).
+
+Thin: parse options, call :mod:`distprivacy.experiments.model_inference` (data, populations) and
+:mod:`distprivacy.inference.attacks`, print.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import click
+
+from distprivacy.exceptions import DistPrivacyError
+
+ATTACKS = ("loss", "threshold", "sorted-weights", "pin", "black-box")
+_DATA_ATTACKS = {"loss", "threshold", "black-box"}
 
 
 @click.group(name="models")
 def models() -> None:
     """Distribution inference on trained models: train populations, attack, defend."""
+
+
+def _hidden(text: str) -> tuple[int, ...]:
+    if text.strip() in ("", "none"):
+        return ()
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise DistPrivacyError(
+            f"--hidden must be comma-separated layer widths like 32,16,8, got {text!r}"
+        ) from None
+    if any(h < 1 for h in out):
+        raise DistPrivacyError(f"--hidden widths must be positive, got {text!r}")
+    return out
+
+
+def _game(data: str | None, split_seed: int):
+    from distprivacy.datasets import load_adult
+    from distprivacy.experiments.model_inference import load_game_data
+
+    return load_game_data(load_adult(data), split_seed)
+
+
+@models.command(name="train")
+@click.option(
+    "--property",
+    "prop",
+    type=click.Choice(["sex", "race"]),
+    required=True,
+    help="sex: share of women; race: share of whites.",
+)
+@click.option("--ratio", type=float, required=True, help="α: share of rows with the property.")
+@click.option(
+    "--b",
+    "b",
+    type=click.IntRange(0, 1),
+    default=1,
+    show_default=True,
+    help="Which distribution of the game this is (0 = G0, 1 = G1).",
+)
+@click.option(
+    "--role",
+    type=click.Choice(["victim", "adversary"]),
+    default="adversary",
+    show_default=True,
+    help="Whose half of the data the models train on.",
+)
+@click.option("--n-models", type=int, default=100, show_default=True)
+@click.option("--n-train", type=int, default=1000, show_default=True, help="Rows per dataset.")
+@click.option("--epochs", type=int, default=40, show_default=True)
+@click.option(
+    "--hidden",
+    default="32,16,8",
+    show_default=True,
+    help="Hidden widths ('none': logistic regression).",
+)
+@click.option("--out", "out_path", type=click.Path(), required=True, help="Output .npz file.")
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seeds the data split and the population (as the reproduction does).",
+)
+@click.option(
+    "--data",
+    type=click.Path(),
+    default=None,
+    help="Directory with adult.data/adult.test (default: fetched and cached).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def train(
+    prop: str,
+    ratio: float,
+    b: int,
+    role: str,
+    n_models: int,
+    n_train: int,
+    epochs: int,
+    hidden: str,
+    out_path: str,
+    seed: int,
+    data: str | None,
+    as_json: bool,
+) -> None:
+    """Train a population of models on datasets from the ratio filter (Eq. 2) and save it."""
+    from distprivacy.experiments.model_inference import (
+        Config,
+        population_settings,
+        train_or_load,
+    )
+
+    cfg = Config(
+        properties=(prop,),
+        n_victim=n_models,
+        n_adversary=n_models,
+        n_train=n_train,
+        epochs=epochs,
+        hidden=_hidden(hidden),
+        seed=seed,
+        alphas=(ratio,),
+    ).validate()
+    out = Path(out_path)
+    if not out.parent.is_dir():
+        raise DistPrivacyError(f"directory {out.parent} does not exist; create it first")
+    game = _game(data, seed)
+    settings = population_settings(cfg, prop, role, ratio, b, seed)
+    pop, _ = train_or_load(game, settings, None, reuse=False)
+    path = pop.save(out)
+    summary = {
+        "path": str(path),
+        "n_models": pop.n_models,
+        "layer_sizes": list(pop.layer_sizes),
+        "train_seconds": pop.meta.get("train_seconds"),
+        "settings": settings,
+    }
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(
+            f"Trained {pop.n_models} models {pop.layer_sizes} on {prop} ratio {ratio:g} "
+            f"({role}, G{b}) in {summary['train_seconds']:.1f} s; wrote {path}"
+        )
+
+
+def _load(path: str):
+    from distprivacy.inference.population import ModelPopulation
+
+    return ModelPopulation.load(path)
+
+
+def _settings(pop: Any, path: str) -> dict[str, Any]:
+    s = pop.meta.get("settings")
+    if not isinstance(s, dict):
+        raise DistPrivacyError(
+            f"{path} was not trained by `distprivacy models train` (no settings in its meta); "
+            "the loss, threshold and black-box attacks need them — use --attack sorted-weights "
+            "or --attack pin"
+        )
+    return s
+
+
+@models.command(name="attack")
+@click.option(
+    "--adversary",
+    nargs=2,
+    type=click.Path(),
+    required=True,
+    metavar="G0.npz G1.npz",
+    help="The adversary's populations.",
+)
+@click.option(
+    "--victim",
+    nargs=2,
+    type=click.Path(),
+    required=True,
+    metavar="G0.npz G1.npz",
+    help="The victim's populations (scored).",
+)
+@click.option(
+    "--attack",
+    "attacks",
+    multiple=True,
+    type=click.Choice(ATTACKS),
+    help="Attacks to run (repeatable; default: all).",
+)
+@click.option(
+    "--n-test",
+    type=int,
+    default=1000,
+    show_default=True,
+    help="Rows of the adversary's test sets D0, D1 (loss / threshold / black-box).",
+)
+@click.option("--pin-epochs", type=int, default=30, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--data",
+    type=click.Path(),
+    default=None,
+    help="Directory with adult.data/adult.test (default: fetched and cached).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def attack(
+    adversary: tuple[str, str],
+    victim: tuple[str, str],
+    attacks: tuple[str, ...],
+    n_test: int,
+    pin_epochs: int,
+    seed: int,
+    data: str | None,
+    as_json: bool,
+) -> None:
+    """Attack saved populations: accuracy on the victim's models with a 95 % interval."""
+    from distprivacy.experiments.model_inference import test_sets
+    from distprivacy.inference import attacks as atk
+
+    chosen = list(dict.fromkeys(attacks)) or list(ATTACKS)
+    adv = tuple(_load(p) for p in adversary)
+    vic = tuple(_load(p) for p in victim)
+    d0 = d1 = None
+    if _DATA_ATTACKS & set(chosen):
+        s0, s1 = (_settings(p, path) for p, path in zip(adv, adversary, strict=True))
+        if s0["property"] != s1["property"] or s0["split_seed"] != s1["split_seed"]:
+            raise DistPrivacyError(
+                "the adversary's G0 and G1 populations were trained for different properties "
+                "or data splits; train both with the same --property and --seed"
+            )
+        if n_test < 1:
+            raise DistPrivacyError(f"--n-test must be a positive integer, got {n_test}")
+        game = _game(data, s0["split_seed"])
+        d0, d1, _ = test_sets(game, s0["property"], (s0["ratio"], s1["ratio"]), n_test, seed)
+    results = []
+    for name in chosen:
+        if name == "loss":
+            a: Any = atk.LossTest(d0, d1)
+        elif name == "threshold":
+            a = atk.ThresholdTest(d0, d1, random_state=seed)
+        elif name == "sorted-weights":
+            a = atk.SortedWeightsMetaClassifier(random_state=seed)
+        elif name == "pin":
+            a = atk.PermutationInvariantNetwork(epochs=pin_epochs, random_state=seed)
+        else:
+            import numpy as np
+
+            q = np.concatenate([d0[0][:32], d1[0][:32]])  # type: ignore[index]
+            a = atk.BlackBoxMetaClassifier(q, random_state=seed)
+        results.append(a.fit(*adv).score(*vic))
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "adversary": list(adversary),
+                    "victim": list(victim),
+                    "attacks": [r.to_dict() for r in results],
+                },
+                indent=2,
+            )
+        )
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Distinguishing {victim[0]} (G0) from {victim[1]} (G1)")
+    for col in ("attack", "accuracy", "95 % CI", "advantage", "victim models"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(
+            r.name,
+            f"{r.accuracy:.3f}",
+            f"[{r.interval[0]:.3f}, {r.interval[1]:.3f}]",
+            f"{r.advantage:.3f}",
+            str(r.n),
+        )
+    Console().print(table)
+
+
+@models.command(name="info")
+@click.argument("path", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info(path: str, as_json: bool) -> None:
+    """Describe a saved population (architecture, size, how it was trained)."""
+    pop = _load(path)
+    meta = {k: v for k, v in pop.meta.items() if k not in ("per_model", "feature_names")}
+    out = {
+        "path": path,
+        "n_models": pop.n_models,
+        "layer_sizes": list(pop.layer_sizes),
+        "activation": pop.activation,
+        "n_parameters": pop.n_parameters,
+        "meta": meta,
+    }
+    if as_json:
+        click.echo(json.dumps(out, indent=2, default=str))
+    else:
+        click.echo(
+            f"{path}: {pop.n_models} models {pop.layer_sizes} ({pop.activation}), "
+            f"{pop.n_parameters} parameters each"
+        )
+        for k, v in meta.items():
+            click.echo(f"  {k}: {json.dumps(v, default=str)}")
