@@ -578,11 +578,18 @@ def _verdict(equal: pd.DataFrame, st: Settings) -> list[str]:
             )
             continue
         first = better.iloc[0]
+        free = tup[np.isinf(tup["value"])].sort_values("k")
         lines.append(
             head + f"Tupling **beats** it from k = {int(first['k'])} dummies on (SQL "
-            f"{first['sql_km']:.3g} km, base RR ε = {_fmt(float(first['value']))}); its least "
-            f"SQL is {best_t['sql_km']:.3g} km at k = {int(best_t['k'])} "
-            f"({int(best_t['k']) + 1} entries per query instead of 1)."
+            f"{first['sql_km']:.3g} km, base RR ε = {_fmt(float(first['value']))}); with no "
+            "noise at all (SQL 0) it needs "
+            + (f"k = {int(free.iloc[0]['k'])}" if not free.empty else f"more than {max(st.ks)}")
+            + " dummies, i.e. "
+            + (
+                f"{int(free.iloc[0]['k']) + 1} entries per query instead of 1."
+                if not free.empty
+                else "more entries than we tried."
+            )
         )
     return lines
 
