@@ -265,3 +265,28 @@ def test_bad_training_inputs(kwargs, message):
 def test_bad_data(X, y, message):
     with pytest.raises(DistPrivacyError, match=message):
         train_population(X, y, n_models=None if X.ndim != 2 else 2, seed=0, epochs=1)
+
+
+def test_memory_limit_bounds_the_working_set():
+    """tracemalloc sees NumPy's allocations: the peak while training stays within the limit plus
+    the inputs' float32 copy and the outputs."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((2000, 42)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int8)
+    idx = np.stack([rng.choice(2000, 500, replace=False) for _ in range(64)])
+    limit = 2**20
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        pop = train_population(X, y, indices=idx, epochs=4, seed=0, memory_limit=limit)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    outputs = 3 * pop.flat_parameters().nbytes  # chunks' results, their concatenation, layers
+    assert peak <= limit + outputs + X.nbytes + 2**20
+    from distprivacy.inference.training import _chunk_size
+
+    chunk = _chunk_size(64, 500, pop.layer_sizes, 4, 200, 4, limit)
+    assert 1 < chunk < 16  # the limit did force several chunks

@@ -268,18 +268,26 @@ def _as_data(X, y, indices, n_models):
 
 
 def _chunk_size(m: int, n: int, sizes, epochs: int, batch: int, itemsize: int, limit: int) -> int:
-    """Largest number of models whose training working set fits in ``limit`` bytes."""
+    """Largest number of models whose training working set fits in ``limit`` bytes.
+
+    Counts every array :func:`_train_chunk` allocates per model: parameters, gradients, two
+    Adam moments and an update buffer (5 P), the shuffling schedule (int32) and one epoch's
+    row order (int64), activations and deltas of a minibatch, the ReLU mask, label and scratch
+    rows, and the float64 temporaries of the output layer. The per-chunk permutation scratch
+    (epochs × n int64) is charged to the chunk.
+    """
     P = _offsets(sizes)[-1][2]
     B = min(batch, n)
-    acts = B * (sizes[0] + 3 * sum(sizes[1:]))  # gathered batch, pre-/post-activations, deltas
     per_model = (
-        4 * P * itemsize  # parameters, gradients, two Adam moments
-        + epochs * n * 4  # shuffling schedule (int32)
-        + acts * itemsize
-        + B * 8 * 3  # batch indices, labels
-        + 2 * P * 8  # float64 initial parameters while drawing
+        5 * P * itemsize
+        + epochs * n * 4
+        + n * 8
+        + B * (2 * sum(sizes) + max(sizes[1:]) + 3) * itemsize
+        + B * 8 * 6
+        + 2 * P * 8
     )
-    return int(max(1, min(m, limit // per_model)))
+    fixed = epochs * n * 8
+    return int(max(1, min(m, (limit - fixed) // per_model)))
 
 
 # ---------------------------------------------------------------------------------------------
