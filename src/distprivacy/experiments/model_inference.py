@@ -111,8 +111,10 @@ class Config:
     n_select: int = 50
     pin_epochs: int = 30
     n_query_blackbox: int = 64
+    figure1: bool = True
     cases: tuple[str, ...] = ("A", "B")
     regression: bool = True
+    defence: bool = True
     defence_property: str = "sex"
     defence_alpha: float = 0.0
     query_size: int = 16
@@ -162,6 +164,10 @@ class Config:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise DistPrivacyError(f"{name} must be a positive integer, got {v!r}")
+        if not (self.figure1 or self.cases or self.regression or self.defence):
+            raise DistPrivacyError("nothing to run: enable figure1, cases, regression or defence")
+        if self.figure1 and not self.alphas:
+            raise DistPrivacyError("figure 1 needs at least one α")
         if self.n_victim < 4:
             raise DistPrivacyError("n_victim must be at least 4 (the defence halves it)")
         return self
@@ -305,6 +311,32 @@ def test_sets(
 # ------------------------------------------------------------------------------------------------
 
 
+class _Memo:
+    """A population whose logits on each test set are computed once (the loss test and every
+    repetition of the threshold test read the same ones); everything else is delegated."""
+
+    def __init__(self, pop: Any) -> None:
+        self._pop = pop
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pop, name)
+
+    def logits(self, X: np.ndarray) -> np.ndarray:
+        hit = self._cache.get(id(X))
+        if hit is None or hit[0] is not X:
+            hit = (X, self._pop.logits(X))
+            self._cache[id(X)] = hit
+        return hit[1]
+
+    def loss(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        z = self.logits(X)
+        return (np.logaddexp(0, z) - y * z).mean(axis=1, dtype=np.float64)
+
+    def accuracy(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return ((self.logits(X) > 0) == (np.asarray(y) == 1)).mean(axis=1)
+
+
 def attack_pair(
     adversary: tuple[Any, Any],
     victim: tuple[Any, Any],
@@ -324,6 +356,8 @@ def attack_pair(
     )
 
     rows: list[dict[str, Any]] = []
+    adversary = (_Memo(adversary[0]), _Memo(adversary[1]))
+    victim = (_Memo(victim[0]), _Memo(victim[1]))
 
     def add(score, rep: int) -> None:
         rows.append(
@@ -502,6 +536,7 @@ def run(
     progress: Callable[[str], None],
     reuse: bool = True,
     config: Config | None = None,
+    command: str | None = None,
 ) -> dict[str, Any]:
     """Run the reproduction, writing CSVs, PNGs, the populations and ``report.md`` into
     ``out_dir``.
@@ -518,6 +553,8 @@ def run(
         Load saved populations with matching settings instead of retraining.
     config : Config, optional
         Overrides ``quick`` / ``seed``.
+    command : str, optional
+        The command line shown in the report.
 
     Returns
     -------
@@ -536,9 +573,10 @@ def run(
     timings["data"] = time.perf_counter() - t0
     runner = _Run(game, cfg, out / "populations", reuse, progress)
     frames: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    frames["figure1"] = figure1_frame(runner)
-    timings["figure1"] = time.perf_counter() - t0
+    if cfg.figure1:
+        t0 = time.perf_counter()
+        frames["figure1"] = figure1_frame(runner)
+        timings["figure1"] = time.perf_counter() - t0
     if cfg.cases:
         t0 = time.perf_counter()
         frames["cases"] = cases_frame(runner)
@@ -547,9 +585,12 @@ def run(
         t0 = time.perf_counter()
         frames["regression"], frames["regression_predictions"] = regression_frame(runner)
         timings["regression"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    frames["defence"], skipped, dinfo = defence_frame(runner)
-    timings["defence"] = time.perf_counter() - t0
+    skipped: dict[str, str] = {}
+    dinfo: dict[str, Any] = {}
+    if cfg.defence:
+        t0 = time.perf_counter()
+        frames["defence"], skipped, dinfo = defence_frame(runner)
+        timings["defence"] = time.perf_counter() - t0
     timings["training (inside the stages above)"] = runner.train_seconds
     t0 = time.perf_counter()
     for name, f in frames.items():
@@ -558,9 +599,12 @@ def run(
     timings["plots"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     header = {
-        "command": "distprivacy reproduce model-inference --out OUT"
-        + (" --quick" if quick and config is None else "")
-        + (f" --seed {seed}" if seed else ""),
+        "command": command
+        or (
+            "distprivacy reproduce model-inference --out OUT"
+            + (" --quick" if quick and config is None else "")
+            + (f" --seed {seed}" if seed else "")
+        ),
         "config": dataclasses.asdict(cfg),
         "populations": {"trained": runner.trained, "loaded": runner.loaded},
         "splits": game.splits.sizes(),
@@ -848,7 +892,9 @@ def plot_defence(df: pd.DataFrame, info: dict[str, Any], path: Path) -> Path:
 
 def plot_all(frames: dict[str, Any], cfg: Config, out: Path) -> dict[str, str]:
     """Write every PNG; returns name -> file name (relative to ``out``)."""
-    made = {"figure1": plot_figure1(frames["figure1"], out / "figure1.png")}
+    made: dict[str, Path] = {}
+    if "figure1" in frames:
+        made["figure1"] = plot_figure1(frames["figure1"], out / "figure1.png")
     if "cases" in frames:
         made["cases"] = plot_cases(frames["cases"], out / "cases.png")
     if "regression" in frames:
@@ -861,7 +907,8 @@ def plot_all(frames: dict[str, Any], cfg: Config, out: Path) -> dict[str, str]:
         "g1": cfg.defence_alpha,
         "query_size": cfg.query_size,
     }
-    made["defence"] = plot_defence(frames["defence"], info, out / "defence.png")
+    if "defence" in frames:
+        made["defence"] = plot_defence(frames["defence"], info, out / "defence.png")
     return {k: v.name for k, v in made.items()}
 
 
@@ -1018,21 +1065,19 @@ def build_report(frames: dict[str, Any], header: dict[str, Any], pngs: dict[str,
         "chance is 50 %); mean ± sd over repetitions, and the 95 % Clopper–Pearson interval of "
         "one run.",
         "",
-        "## Figure 1 (Census panels)",
-        "",
-        f"![Figure 1]({pngs['figure1']})",
-        "",
     ]
-    for prop in cfg.properties:
-        L += [f"**Ratio of {PROPERTIES[prop][1]}** (accuracy, %)", ""]
-        L += _figure1_table(frames["figure1"], prop)
-        L.append("")
-    L += [
-        "The paper gives Figure 1 only as a plot; its statements about it, checked on ours:",
-        "",
-        *_figure1_findings(frames["figure1"], cfg),
-        "",
-    ]
+    if "figure1" in frames:
+        L += ["## Figure 1 (Census panels)", "", f"![Figure 1]({pngs['figure1']})", ""]
+        for prop in cfg.properties:
+            L += [f"**Ratio of {PROPERTIES[prop][1]}** (accuracy, %)", ""]
+            L += _figure1_table(frames["figure1"], prop)
+            L.append("")
+        L += [
+            "The paper gives Figure 1 only as a plot; its statements about it, checked on ours:",
+            "",
+            *_figure1_findings(frames["figure1"], cfg),
+            "",
+        ]
     if "cases" in frames:
         L += [
             "## Ganju et al.'s two cases (§3.3)",
@@ -1090,9 +1135,18 @@ def build_report(frames: dict[str, Any], header: dict[str, Any], pngs: dict[str,
             "same generalisation to unseen distributions.",
             "",
         ]
-    d = frames["defence"]
+    if "defence" in frames:
+        L += _defence_section(frames["defence"], header, pngs)
+    L += ["## Timings (seconds)", "", "| stage | s |", "|---|---|"]
+    L += [f"| {k} | {v:.1f} |" for k, v in t.items()]
+    L.append("")
+    return "\n".join(L)
+
+
+def _defence_section(d: pd.DataFrame, header: dict[str, Any], pngs: dict[str, str]) -> list[str]:
     info = header["defence"]
     none = d[d.mechanism == "none"].iloc[0]
+    L: list[str] = []
     L += [
         "## Defence: model outputs as a distribution-private release",
         "",
@@ -1140,7 +1194,4 @@ def build_report(frames: dict[str, Any], header: dict[str, Any], pngs: dict[str,
     if header.get("skipped"):
         L += ["Not applicable:", ""] + [f"* {k}: {v}" for k, v in header["skipped"].items()]
         L.append("")
-    L += ["## Timings (seconds)", "", "| stage | s |", "|---|---|"]
-    L += [f"| {k} | {v:.1f} |" for k, v in t.items()]
-    L.append("")
-    return "\n".join(L)
+    return L
