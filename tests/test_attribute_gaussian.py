@@ -26,6 +26,7 @@ from distprivacy.attribute.gaussian import (
     conditional_covariance,
     conditional_mean,
     conditional_moments_term,
+    delta_with_moments,
 )
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.experiments.attribute_privacy import (
@@ -293,6 +294,33 @@ def test_general_form_vector_and_several_sensitive_attributes() -> None:
     assert cal.binding.attribute == "g1"
     with pytest.raises(DistPrivacyError, match="differ in size"):
         mech.calibrate_terms([t1, SensitivityTerm("g3", 1.0, [[1.0]])])
+
+
+def test_secret_dependent_variance_warns_and_exact_delta_is_checked() -> None:
+    """Thm 1 assumes Var(F | s, θ) constant in s. Equal variances: delta_with_moments is the
+    μ-GDP δ; unequal: a warning, and δ equals ∫ (p − e^ε q)₊ computed by quadrature."""
+    from scipy import integrate
+
+    mech = AttributeGaussianMechanism(epsilon=1.0, delta=1e-3, rule="exact")
+    eq = mech.calibrate_moments("g", [[0.0, 2.0]], [[1.0, 1.0]], [(0, 1)])
+    assert not eq.warnings
+    assert delta_with_moments(eq, [[0.0, 2.0]], [[1.0, 1.0]], [(0, 1)]) == pytest.approx(
+        eq.delta_achieved, rel=1e-6
+    )
+    cal = mech.calibrate_moments("g", [[0.0, 2.0]], [[1.0, 3.0]], [(0, 1)])
+    assert any("varies with the secret" in w for w in cal.warnings)
+    got = delta_with_moments(cal, [[0.0, 2.0]], [[1.0, 3.0]], [(0, 1)])
+    s2 = cal.noise_variance
+    pa, pb = stats.norm(0.0, math.sqrt(1 + s2)), stats.norm(2.0, math.sqrt(3 + s2))
+
+    def excess(x: float, p, q) -> float:
+        return max(p.pdf(x) - math.e * q.pdf(x), 0.0)
+
+    ref = max(
+        integrate.quad(excess, -200, 200, args=(p, q), points=[0.0, 2.0], limit=500)[0]
+        for p, q in ((pa, pb), (pb, pa))
+    )
+    assert got == pytest.approx(ref, abs=1e-8)
 
 
 def test_no_correlation_needs_no_noise() -> None:

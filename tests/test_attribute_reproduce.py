@@ -10,9 +10,9 @@ from distprivacy.experiments.attribute_privacy import PAPER, run
 from distprivacy.experiments.reproduce import run_extra
 
 
-def test_run_writes_table_figure_and_report(tmp_path) -> None:
+def test_run_writes_table_figure_and_report(tmp_path, adult_dir) -> None:
     messages: list[str] = []
-    result = run(tmp_path, quick=True, seed=0, data_dir=None, progress=messages.append)
+    result = run(tmp_path, quick=True, seed=0, data_dir=str(adult_dir), progress=messages.append)
     assert result["report"] == tmp_path / "report.md"
     assert result["timings"]["total"] > 0
     assert messages
@@ -38,6 +38,20 @@ def test_run_writes_table_figure_and_report(tmp_path) -> None:
     assert "| weight | yes | yes | yes |" in report
     assert "| blood_pressure | yes | yes | yes |" in report
     assert "18.9" in report and "7.4" in report and "attribute_privacy.png" in report
+    # both frameworks on Adult: Alg. 1 meets δ exactly with the fitted covariances
+    adult = pd.read_csv(tmp_path / "adult_comparison.csv")
+    apgm = adult[adult["mechanism"] == "APGM (Alg. 1)"].set_index("rule")
+    assert apgm.loc["exact", "delta_achieved"] <= 1e-3
+    assert apgm.loc["exact", "expected_l2_error"] < apgm.loc["classic", "expected_l2_error"]
+    assert "## Both frameworks on Adult" in report and "ExpM-G" in report
+
+
+def test_without_local_adult_the_report_says_so(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("DISTPRIVACY_DATA", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    result = run(tmp_path / "out", quick=True, seed=0, data_dir=None, progress=lambda _: None)
+    assert "Not run: Adult is not available locally" in result["report"].read_text()
+    assert not (tmp_path / "out" / "adult_comparison.csv").exists()
 
 
 def test_same_seed_same_table(tmp_path) -> None:
@@ -48,8 +62,18 @@ def test_same_seed_same_table(tmp_path) -> None:
     pd.testing.assert_frame_equal(ta, tb)
 
 
-def test_cli_target(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["reproduce", "attribute-privacy", "--out", str(tmp_path), "--quick"])
+def test_cli_target(tmp_path, adult_dir, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "reproduce",
+            "attribute-privacy",
+            "--out",
+            str(tmp_path),
+            "--quick",
+            "--data",
+            str(adult_dir),
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     assert (tmp_path / "attribute-privacy" / "report.md").exists()

@@ -184,12 +184,48 @@ def conditional_moments_term(
         floor = flat[0]
     else:
         floor = np.eye(k) * float(np.linalg.eigvalsh(flat)[:, 0].min())
+    # how far Cov(F | s, θ) varies with the secret s (Thm 1 assumes it does not)
+    spread = np.abs(c - c[:, :1]).max(axis=(1, 2, 3)) / np.maximum(np.abs(c).max(), 1e-300)
     return SensitivityTerm(
         attribute,
         float(dist[t, p]),
         floor,
-        {"worst_theta": int(t), "worst_pair": [int(ia[p]), int(ib[p])]},
+        {
+            "worst_theta": int(t),
+            "worst_pair": [int(ia[p]), int(ib[p])],
+            "covariance_mismatch": float(spread.max()),
+        },
     )
+
+
+def delta_with_moments(
+    calibration: APGMCalibration,
+    means: ArrayLike,
+    covariances: ArrayLike,
+    pairs: Sequence[tuple[int, int]],
+) -> float:
+    """The exact δ at ε of a calibrated noise when Cov(F | s, θ) differs between the secrets
+    (Thm 1's assumption off): max over θ, pairs and both orders of the privacy profile of
+    N(m_a, S_a + Σ_Z) against N(m_b, S_b + Σ_Z) (:func:`distprivacy.profiles.gaussian_profile`,
+    exact up to 1e-10). Shapes as in :func:`conditional_moments_term`."""
+    from distprivacy.profiles import gaussian_profile
+
+    m = _as_matrix(means, "the conditional means")
+    c = _as_matrix(covariances, "the conditional covariances")
+    if m.ndim == 2:
+        m, c = m[..., None], c[..., None, None]
+    Z = calibration.noise_covariance
+    if m.shape[-1] != Z.shape[0] or c.shape != (*m.shape, m.shape[-1]):
+        raise DistPrivacyError("the moments do not match the calibration's statistics")
+    worst = 0.0
+    for t in range(m.shape[0]):
+        for a, b in pairs:
+            for x, y in ((a, b), (b, a)):
+                d, _ = gaussian_profile(
+                    m[t, x], c[t, x] + Z, m[t, y], c[t, y] + Z, calibration.epsilon
+                )
+                worst = max(worst, d)
+    return worst
 
 
 @dataclass(frozen=True)
@@ -427,6 +463,14 @@ class AttributeGaussianMechanism:
         mu = max(mus)
         achieved = 1.0 if math.isinf(mu) else float(gdp_delta(self.epsilon, mu))
         warns = []
+        for t in terms:
+            mismatch = float(t.details.get("covariance_mismatch", 0.0))
+            if mismatch > 1e-9:
+                warns.append(
+                    f"Cov(F | s, θ) of {t.attribute!r} varies with the secret (by up to "
+                    f"{mismatch:.1%} of its largest entry) but Thm 1 assumes it does not; the "
+                    "noise uses the smallest, and delta_with_moments() gives the exact δ"
+                )
         if self.rule == "classic" and self.epsilon >= 1:
             warns.append(
                 f"epsilon={self.epsilon:g} ≥ 1: c = √(2 ln(1.25/δ)) is proven only for ε < 1; "
