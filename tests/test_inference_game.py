@@ -194,3 +194,53 @@ def test_bad_train_models_inputs():
         train_models(df, X, y, t, rows=np.arange(500), n=50, n_models=2, seed=0, b=2)
     with pytest.raises(DistPrivacyError, match="n_models must be"):
         train_models(df, X, y, t, rows=np.arange(500), n=50, n_models=0, seed=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Adult encoder the game's models train on
+# ---------------------------------------------------------------------------------------------
+
+
+def test_adult_encoder_gives_the_papers_42_features(adult):
+    from distprivacy.inference.features import adult_encoder, binary_labels
+
+    enc = adult_encoder()
+    X = enc.fit_transform(adult)
+    assert X.shape == (len(adult), 42) and X.dtype == np.float32  # Appendix A.1: 42 features
+    assert len(enc.feature_names_) == 42 and "sex==Female" in enc.feature_names_
+    num = X[:, :5].astype(np.float64)
+    np.testing.assert_allclose(num.mean(axis=0), 0, atol=1e-5)
+    np.testing.assert_allclose(num.std(axis=0), 1, atol=1e-4)
+    onehot = X[:, 8:]
+    assert set(np.unique(onehot)) == {0.0, 1.0}
+    np.testing.assert_array_equal(onehot.sum(axis=1), 4)  # one category of each of 4 columns
+    np.testing.assert_array_equal(X[:, 5], (adult["sex"] == "Female").to_numpy())
+    again = adult_encoder().fit(adult.iloc[::-1]).transform(adult)  # order of rows irrelevant
+    np.testing.assert_allclose(again, X, atol=1e-5)
+    y = binary_labels(adult, "income", ">50K")
+    assert y.mean() == pytest.approx(0.2478, abs=1e-4)
+
+
+def test_encoder_errors():
+    from distprivacy.inference.features import TabularEncoder, binary_labels
+
+    df = pd.DataFrame({"a": [1.0, 2.0, 3.0], "c": ["x", "y", "x"]})
+    enc = TabularEncoder(numeric=["a"], onehot=["c"])
+    with pytest.raises(DistPrivacyError, match="not fitted"):
+        enc.transform(df)
+    enc.fit(df)
+    assert enc.feature_names_ == ["a", "c==x", "c==y"]
+    with pytest.raises(DistPrivacyError, match="not seen when fitting"):
+        enc.transform(pd.DataFrame({"a": [1.0], "c": ["z"]}))
+    with pytest.raises(DistPrivacyError, match="missing from the data"):
+        enc.transform(pd.DataFrame({"a": [1.0]}))
+    with pytest.raises(DistPrivacyError, match="missing values"):
+        enc.transform(pd.DataFrame({"a": [np.nan], "c": ["x"]}))
+    with pytest.raises(DistPrivacyError, match="holds non-numbers"):
+        TabularEncoder(numeric=["c"]).fit(df)
+    with pytest.raises(DistPrivacyError, match="no columns"):
+        TabularEncoder().fit(df)
+    with pytest.raises(DistPrivacyError, match="label column 'y' is not in the data"):
+        binary_labels(df, "y", 1)
+    with pytest.raises(DistPrivacyError, match="no row has c == 'q'"):
+        binary_labels(df, "c", "q")
