@@ -425,7 +425,8 @@ class AttributeGaussianMechanism:
 
         if self.rule == "classic":
             return classic_c(self.delta) / self.epsilon
-        return 1.0 / gdp_mu(self.epsilon, self.delta)
+        # 1/μ*, enlarged by 1e-12 so that rounding in the top-up never exceeds δ
+        return (1.0 + 1e-12) / gdp_mu(self.epsilon, self.delta)
 
     def calibrate_terms(
         self, terms: Sequence[SensitivityTerm], statistics: Sequence[str] | None = None
