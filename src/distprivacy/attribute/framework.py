@@ -16,7 +16,8 @@ stated as dataset secrets on the estimator (:meth:`DistributionalAttributeFramew
 With point secrets on the share of records satisfying a predicate and Θ the single distribution
 "draw n records from the population", dataset attribute privacy is the distribution privacy of
 Chen & Ohrimenko (2023): θ_p there is the distribution of n records conditioned on round(p·n) of
-them satisfying the predicate, which is exactly the conditioning on the secret g = p here
+them satisfying the predicate, which is exactly the conditioning on the secret g = p here (they
+draw without replacement from a finite dataset, i.i.d. records differ only in that)
 (:meth:`DatasetAttributeFramework.from_protection_spec`, :meth:`~DatasetAttributeFramework.
 to_protection_spec`).
 """
