@@ -427,7 +427,7 @@ def train_population(
     activation: str = "relu",
     dtype: type | np.dtype = np.float32,
     memory_limit: int = 1 << 30,
-    n_jobs: int = 1,
+    n_jobs: int | None = None,
     meta: dict | None = None,
 ) -> ModelPopulation:
     """Train ``m`` binary classifiers at once (batched matrix products, one optimiser step).
@@ -456,10 +456,12 @@ def train_population(
     dtype
         Floating type of parameters and arithmetic (float32 by default).
     memory_limit
-        Bytes the working set of one chunk of models may take (chunks are trained in turn).
+        Bytes the working sets of the chunks being trained at the same time may take together
+        (default 1 GiB; 1,000 Census MLPs on 1,000 rows for 40 epochs need about 0.4 GiB).
     n_jobs
         Threads training different chunks at the same time (NumPy releases the GIL in its
-        kernels); results do not depend on it.
+        kernels); ``None`` (default) uses every core (``os.cpu_count()``). The models do not
+        depend on it.
     meta
         Extra JSON-serialisable description stored in the population's ``meta``.
 
@@ -486,8 +488,10 @@ def train_population(
         raise DistPrivacyError(
             f"memory_limit must be a positive number of bytes, got {memory_limit!r}"
         )
+    if n_jobs is None:
+        n_jobs = os.cpu_count() or 1
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
-        raise DistPrivacyError(f"n_jobs must be a positive integer, got {n_jobs!r}")
+        raise DistPrivacyError(f"n_jobs must be a positive integer or None, got {n_jobs!r}")
     if meta is not None and not isinstance(meta, dict):
         raise DistPrivacyError(f"meta must be a dict, got {type(meta).__name__}")
     X, y, rows = _as_data(X, y, indices, n_models)
