@@ -27,7 +27,9 @@ from distprivacy.inference.training import (
 # ---------------------------------------------------------------------------------------------
 
 
-def reference_train_one(X, y, rows, seed, *, hidden, epochs, batch_size, lr, l2, optimizer="adam"):
+def reference_train_one(
+    X, y, rows, seed, *, hidden, epochs, batch_size, lr, l2, optimizer="adam", activation="relu"
+):
     sizes = (X.shape[1], *hidden, 1)
     rng = np.random.default_rng(seed)
     flat = init_parameters(rng, sizes)  # Glorot-uniform, layer by layer (W then b)
@@ -50,7 +52,11 @@ def reference_train_one(X, y, rows, seed, *, hidden, epochs, batch_size, lr, l2,
             acts = [xb]
             for i, (W, b) in enumerate(zip(Ws, bs, strict=True)):
                 z = acts[-1] @ W + b
-                acts.append(np.maximum(z, 0) if i < len(Ws) - 1 else z)
+                if i < len(Ws) - 1:
+                    z = {"relu": lambda v: np.maximum(v, 0), "tanh": np.tanh}.get(
+                        activation, lambda v: v
+                    )(z)
+                acts.append(z)
             p = 1 / (1 + np.exp(-acts[-1][:, 0]))
             delta = (p - yb)[:, None]
             gWs, gbs = [None] * len(Ws), [None] * len(Ws)
@@ -58,7 +64,8 @@ def reference_train_one(X, y, rows, seed, *, hidden, epochs, batch_size, lr, l2,
                 gWs[i] = (acts[i].T @ delta + l2 * Ws[i]) / len(batch)
                 gbs[i] = delta.mean(axis=0)
                 if i > 0:
-                    delta = (delta @ Ws[i].T) * (acts[i] > 0)
+                    deriv = {"relu": acts[i] > 0, "tanh": 1 - acts[i] ** 2}.get(activation, 1.0)
+                    delta = (delta @ Ws[i].T) * deriv
             grads = gWs + gbs
             t += 1
             for j, (prm, g) in enumerate(zip(params, grads, strict=True)):
@@ -100,6 +107,21 @@ def test_batched_equals_each_model_trained_alone(hidden, optimizer):
             X, y, idx[k], seeds[k], hidden=hidden, optimizer=optimizer, **SETTINGS
         )
         for layer in range(len(Ws)):
+            np.testing.assert_allclose(pop.weights[layer][k], Ws[layer], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(pop.biases[layer][k], bs[layer], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "identity"])
+def test_other_activations_equal_the_reference(activation):
+    X, y = _toy()
+    idx = np.stack([np.arange(0, 250), np.arange(250, 500)])
+    pop = train_population(X, y, indices=idx, hidden=(6, 3), seed=2, activation=activation,
+                           dtype=np.float64, **SETTINGS)  # fmt: skip
+    assert pop.activation == activation
+    for k in range(2):
+        Ws, bs = reference_train_one(X, y, idx[k], pop.meta["per_model"]["seed"][k], hidden=(6, 3),
+                                     activation=activation, **SETTINGS)  # fmt: skip
+        for layer in range(3):
             np.testing.assert_allclose(pop.weights[layer][k], Ws[layer], rtol=1e-9, atol=1e-12)
             np.testing.assert_allclose(pop.biases[layer][k], bs[layer], rtol=1e-9, atol=1e-12)
 
