@@ -683,7 +683,7 @@ def plot_figure1(df: pd.DataFrame, path: Path) -> Path:
     for ax, prop in zip(axes, props, strict=True):
         d = df[df["property"] == prop]
         alphas = sorted(d["alpha"].unique())
-        width = 0.6 * (min(np.diff(alphas)) if len(alphas) > 1 else 0.1)
+        width = min(0.06, 0.6 * (min(np.diff(alphas)) if len(alphas) > 1 else 0.1))
         pin = [d[(d.alpha == a) & (d.attack == PIN)]["accuracy"].to_numpy() for a in alphas]
         ax.boxplot(
             pin,
@@ -726,7 +726,7 @@ def plot_figure1(df: pd.DataFrame, path: Path) -> Path:
                 )
         ax.axhline(0.5, color="k", lw=0.8, ls=":")
         ax.set_xlim(min(alphas) - 0.08, max(alphas) + 0.08)
-        ax.set_ylim(0.4, 1.02)
+        ax.set_ylim(min(0.4, float(d["accuracy"].min()) - 0.03), 1.02)
         ax.set_xlabel(f"α: share of {PROPERTIES[prop][1]} under G1 (G0: 0.5)")
         ax.set_ylabel("accuracy on the victim's models")
         ax.set_title(f"Census, ratio of {PROPERTIES[prop][1]}")
@@ -872,7 +872,9 @@ def plot_defence(df: pd.DataFrame, info: dict[str, Any], path: Path) -> Path:
             mfc="none",
             label=f"{label}: meta-classifier",
         )
-        ax1.plot(d.epsilon, d.max_attack_accuracy, ":", color=c, lw=1)
+        ax1.plot(
+            d.epsilon, d.max_attack_accuracy, ":", color=c, lw=1.2, label=f"{label}: bound Φ(μ/2)"
+        )
         best = np.maximum(d.likelihood_ratio, d.meta_classifier)
         ax2.plot(d.task_accuracy, best, "-o", color=c, ms=4, label=label)
         for _, r in d.iterrows():
@@ -892,6 +894,9 @@ def plot_defence(df: pd.DataFrame, info: dict[str, Any], path: Path) -> Path:
         )
         ax.axhline(0.5, color="k", lw=0.6, ls=":")
         ax.set_xscale("log")
+        eps = sorted(df.epsilon.dropna().unique())
+        ax.set_xticks(eps, [f"{e:g}" for e in eps])
+        ax.minorticks_off()
         ax.set_xlabel(
             "ε (δ = {:g}); dotted: each calibration's bound Φ(μ/2)".format(
                 df.delta.dropna().iloc[0] if df.delta.notna().any() else float("nan")
