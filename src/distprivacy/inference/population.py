@@ -4,7 +4,7 @@
 ``(m, d_l, d_{l+1})`` and bias matrices of shape ``(m, d_{l+1})``. Logistic regression is the
 one-layer case. Every evaluation (logits, loss, accuracy) is one batched matrix product per
 layer for all models at once (``np.matmul`` broadcasts over the leading model axis); the models
-are processed in chunks so that the hidden activations never take more than about
+are processed in chunks so that the activations of a chunk take at most about
 :data:`CHUNK_BYTES` bytes.
 
 This is the object the attacks of Suri & Evans (§3.2: loss test, threshold test,
@@ -205,8 +205,8 @@ class ModelPopulation:
         return X
 
     def _chunk(self, n_rows: int) -> int:
-        widest = max(self.layer_sizes[1:])
-        per_model = max(1, n_rows * widest * self.dtype.itemsize)
+        """Models per chunk so that one chunk's activations (all layers) fit CHUNK_BYTES."""
+        per_model = max(1, n_rows * sum(self.layer_sizes[1:]) * self.dtype.itemsize)
         return max(1, min(self.n_models, CHUNK_BYTES // per_model))
 
     def logits(self, X: np.ndarray) -> np.ndarray:
