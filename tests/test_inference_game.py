@@ -79,6 +79,7 @@ def test_sample_datasets_and_train_models():
                        hidden=(4,), epochs=2)  # fmt: skip
     assert pop.n_models == 3 and pop.layer_sizes == (3, 4, 1)
     assert pop.meta["label"] == 1 and pop.meta["transformer"]["ratio"] == 0.2
+    assert pop.meta["ratio"] == 0.2 and pop.meta["property"] == "g==a"
     assert pop.meta["n_train"] == 100 and pop.meta["seed"] == 5
     same = train_models(df, X, y, t, rows=sp.victim_train, n=100, n_models=3, seed=5, b=1,
                         hidden=(4,), epochs=2)  # fmt: skip

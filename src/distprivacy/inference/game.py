@@ -234,7 +234,8 @@ def train_models(
 
     ``X``, ``y`` are the encoded features and labels of every row of ``data``. The dataset
     sampler and the trainer get independent seeds derived from ``seed``. ``meta`` records the
-    transformer, ``label`` = ``b`` (which of G0/G1 it is, if given) and the seed.
+    transformer (and, for a ratio filter, ``property`` and ``ratio``), ``label`` = ``b`` (which
+    of G0/G1 it is, if given) and the seed; entries of ``meta=`` passed in take precedence.
     """
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[0] != len(data) or np.shape(y) != (len(data),):
@@ -249,7 +250,10 @@ def train_models(
     ss = np.random.SeedSequence(int(seed))
     data_seed, train_seed = (int(s) for s in ss.generate_state(2, dtype=np.uint64))
     idx = transformer.sample(data, n=n, n_datasets=n_models, rows=rows, seed=data_seed)
-    meta = {"transformer": transformer.describe(), "seed": int(seed)}
+    desc = transformer.describe()
+    meta = {"transformer": desc, "seed": int(seed)}
+    if desc.get("kind") == "ratio":  # top-level, as the attacks' ratio regression reads them
+        meta["property"], meta["ratio"] = desc["property"], desc["ratio"]
     if b is not None:
         if b not in (0, 1):
             raise DistPrivacyError(f"b must be 0 (G0) or 1 (G1), got {b!r}")
