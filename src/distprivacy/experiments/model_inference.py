@@ -471,28 +471,25 @@ def property_weights_frame(run: _Run) -> pd.DataFrame:
     no gradient from the data, only from the L2 penalty (which Adam's normalised steps make
     shrink them steadily); at α = 1 it is the constant 1 and behaves like a second bias. A
     white-box attack can read this directly."""
-    cfg = run.cfg
     rows = []
-    for prop in cfg.properties:
+    for (prop, role, a, b), pop in sorted(run.cache.items()):
         feature = PROPERTIES[prop][0]
-        for a in sorted(set(cfg.alphas) | {cfg.g0_ratio}):
-            pop = run.pop(prop, "victim", a, 0 if a == cfg.g0_ratio else 1)
-            names = pop.meta.get("feature_names", [])
-            if feature not in names:
-                continue
-            W0 = np.asarray(pop.weights[0], dtype=float)
-            norms = np.linalg.norm(W0, axis=2)  # (m, d_0): one norm per input feature
-            k = names.index(feature)
-            rows.append(
-                {
-                    "property": prop,
-                    "alpha": a,
-                    "feature": feature,
-                    "mean_norm": float(norms[:, k].mean()),
-                    "sd_norm": float(norms[:, k].std()),
-                    "median_norm_other_features": float(np.median(np.delete(norms, k, axis=1))),
-                }
-            )
+        names = pop.meta.get("feature_names", [])
+        if role != "victim" or feature not in names:
+            continue
+        norms = np.linalg.norm(np.asarray(pop.weights[0], dtype=float), axis=2)  # (m, d_0)
+        k = names.index(feature)
+        rows.append(
+            {
+                "property": prop,
+                "alpha": a,
+                "b": b,
+                "feature": feature,
+                "mean_norm": float(norms[:, k].mean()),
+                "sd_norm": float(norms[:, k].std()),
+                "median_norm_other_features": float(np.median(np.delete(norms, k, axis=1))),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -612,8 +609,7 @@ def run(
         t0 = time.perf_counter()
         frames["cases"] = cases_frame(runner)
         timings["cases"] = time.perf_counter() - t0
-    if cfg.figure1:
-        frames["property_weights"] = property_weights_frame(runner)
+    frames["property_weights"] = property_weights_frame(runner)
     if cfg.regression:
         t0 = time.perf_counter()
         frames["regression"], frames["regression_predictions"] = regression_frame(runner)
@@ -1064,7 +1060,7 @@ def _property_weights_section(pw: pd.DataFrame) -> list[str]:
     ]
     for _, r in pw.iterrows():
         L.append(
-            f"| {r.property} | {r.alpha:g} | {r.mean_norm:.3f} ± {r.sd_norm:.3f} | "
+            f"| {r.property} | {r.alpha:g} (G{r.b}) | {r.mean_norm:.3f} ± {r.sd_norm:.3f} | "
             f"{r.median_norm_other_features:.3f} |"
         )
     L += [
