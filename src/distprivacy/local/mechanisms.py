@@ -372,7 +372,11 @@ class SnappedLaplace(FiniteMechanism):
 
     The transition matrix is exact: the 1-D Laplace CDF on a line; on a grid, the probability
     of each cell is an inclusion–exclusion of quadrant masses computed by
-    :func:`planar_laplace_cell_probability` (quadrature error ~1e-13).
+    :func:`planar_laplace_cell_probability` (quadrature error ~1e-13). That error is absolute:
+    far-tail cells whose true probability is below ~1e-16 can read as 0, so ratio-based
+    quantities of the matrix (``guarantees.local_dp_epsilon``, ``xdp_epsilon``,
+    ``kl_xdp_constant``) may read ∞ at large ε·diameter — use the theorem's ε there. Profiles
+    δ(ε) are unaffected beyond ~1e-15.
     """
 
     theorem = "ε·d-XDP ⇒ (ε·W∞(λ, λ′), 0)-DistP (004 §V, notes 'Laplace and W∞')"
