@@ -161,3 +161,22 @@ def test_cli_bad_inputs(pops, tmp_path, capsys):
         ["models", "attack", "--adversary", str(pops / "a0.npz"), str(tmp_path / "r.npz"), *vic],
     )
     assert "--n-test" in _error(capsys, ["models", "attack", *adv, *vic, "--n-test", "0"])
+
+
+def test_cli_reproduce_defence_only(adult_dir, tmp_path, capsys):
+    rc = main(
+        ["models", "reproduce", "--out", str(tmp_path), "--quick", "--no-figure1", "--no-cases",
+         "--no-regression", "--data", str(adult_dir)]
+    )  # fmt: skip
+    assert rc == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "distprivacy models reproduce --out" in text and "--no-figure1" in text
+    assert (tmp_path / "defence.png").is_file() and not (tmp_path / "figure1.png").exists()
+    assert "nothing to run" in _error(
+        capsys,
+        ["models", "reproduce", "--out", str(tmp_path), "--no-figure1", "--no-cases",
+         "--no-regression", "--no-defence"],
+    )  # fmt: skip
+    assert "--alphas" in _error(
+        capsys, ["models", "reproduce", "--out", str(tmp_path), "--alphas", "0,x"]
+    )
