@@ -238,3 +238,23 @@ def test_bad_inputs_give_one_line_errors(call, match):
     with pytest.raises(DistPrivacyError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_bayes_factor_reading_bounds_the_exact_tail():
+    """P_λ[one output moves the odds by more than e^{2ε}] ≤ δ/(1 − e^{−ε}) at the exact
+    (ε, δ) of random finite pairs, and the pure reading is e^ε."""
+    from distprivacy.local.utility import bayes_factor_reading, bayes_factor_tail
+
+    rng = np.random.default_rng(20)
+    for _ in range(20):
+        P, Q = _pair(rng, 10, 0.5)
+        for d in (1e-3, 1e-2, 0.1):
+            e = epsilon_for_delta(P, Q, d)
+            reading = bayes_factor_reading(e, d)
+            assert bayes_factor_tail(P, Q, reading["factor"]) <= reading["tail"] + 1e-12
+            assert bayes_factor_tail(Q, P, reading["factor"]) <= reading["tail"] + 1e-12
+        e0 = epsilon_for_delta(P, Q, 0.0)
+        assert bayes_factor_reading(e0, 0.0)["max_factor"] == pytest.approx(math.exp(e0))
+        assert bayes_factor_tail(P, Q, math.exp(e0) * (1 + 1e-9)) == 0.0
+    with pytest.raises(DistPrivacyError, match="threshold must be > 0"):
+        bayes_factor_tail(P, Q, 0.0)
