@@ -49,10 +49,12 @@ __all__ = [
     "BlackBoxMetaClassifier",
     "LossTest",
     "PermutationInvariantNetwork",
+    "Population",
     "RatioRegressor",
     "SortedWeightsMetaClassifier",
     "ThresholdTest",
     "accuracy_interval",
+    "best_threshold",
     "canonical_parameters",
     "score_predictions",
 ]
@@ -73,6 +75,8 @@ class Population(Protocol):
     def layer_sizes(self) -> tuple[int, ...]: ...
 
     def logits(self, X: np.ndarray) -> np.ndarray: ...
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray: ...
 
     def loss(self, X: np.ndarray, y: np.ndarray) -> np.ndarray: ...
 
@@ -145,7 +149,7 @@ def score_predictions(pred0: np.ndarray, pred1: np.ndarray, name: str = "") -> A
 # ------------------------------------------------------------------------------------------------
 
 
-def _check_population(pop: Any, what: str) -> None:
+def _check_population(pop: Population, what: str) -> None:
     for attr in ("weights", "biases", "n_models", "layer_sizes"):
         if not hasattr(pop, attr):
             raise DistPrivacyError(
@@ -156,7 +160,9 @@ def _check_population(pop: Any, what: str) -> None:
         raise DistPrivacyError(f"{what} holds no models; give a population with at least one")
 
 
-def _check_pair(pop0: Any, pop1: Any, what: str = "the adversary's populations") -> None:
+def _check_pair(
+    pop0: Population, pop1: Population, what: str = "the adversary's populations"
+) -> None:
     _check_population(pop0, f"{what} (G0)")
     _check_population(pop1, f"{what} (G1)")
     if tuple(pop0.layer_sizes) != tuple(pop1.layer_sizes):
@@ -171,7 +177,7 @@ def _check_fitted(obj: Any, attr: str) -> None:
         raise DistPrivacyError(f"{type(obj).__name__} is not fitted; call fit(pop0, pop1) first")
 
 
-def _check_arch(obj: Any, pop: Any) -> None:
+def _check_arch(obj: Any, pop: Population) -> None:
     _check_population(pop, "the population to attack")
     if tuple(pop.layer_sizes) != tuple(obj.layer_sizes_):
         raise DistPrivacyError(
@@ -216,10 +222,10 @@ class _ModelAttack(ABC):
     name = "attack"
 
     @abstractmethod
-    def predict(self, pop: Any) -> np.ndarray:
+    def predict(self, pop: Population) -> np.ndarray:
         """0/1 guess (G0/G1) for each model of ``pop``."""
 
-    def score(self, pop0: Any, pop1: Any) -> AttackScore:
+    def score(self, pop0: Population, pop1: Population) -> AttackScore:
         """Accuracy on the victim's models from G0 (``pop0``) and G1 (``pop1``)."""
         return score_predictions(self.predict(pop0), self.predict(pop1), self.name)
 
@@ -248,7 +254,7 @@ class LossTest(_ModelAttack):
         self.data0 = data0
         self.data1 = data1
 
-    def fit(self, pop0: Any = None, pop1: Any = None) -> LossTest:
+    def fit(self, pop0: Population | None = None, pop1: Population | None = None) -> LossTest:
         X0, y0 = _check_data(self.data0, "data0")
         X1, y1 = _check_data(self.data1, "data1", X0.shape[1])
         if pop0 is not None or pop1 is not None:
@@ -262,14 +268,14 @@ class LossTest(_ModelAttack):
         self._data = (X0, y0, X1, y1)
         return self
 
-    def losses(self, pop: Any) -> np.ndarray:
+    def losses(self, pop: Population) -> np.ndarray:
         """(m, 2): each model's loss on D0 and on D1."""
         _check_fitted(self, "n_features_in_")
         _check_population(pop, "the population to attack")
         X0, y0, X1, y1 = self._data
         return np.stack([pop.loss(X0, y0), pop.loss(X1, y1)], axis=1)
 
-    def predict(self, pop: Any) -> np.ndarray:
+    def predict(self, pop: Population) -> np.ndarray:
         L = self.losses(pop)
         return (L[:, 0] > L[:, 1]).astype(int)
 
@@ -342,12 +348,12 @@ class ThresholdTest(_ModelAttack):
         self.n_select = n_select
         self.random_state = random_state
 
-    def _stats(self, pop: Any) -> np.ndarray:
+    def _stats(self, pop: Population) -> np.ndarray:
         X0, y0, X1, y1 = self._data
         f = pop.accuracy if self.statistic == "accuracy" else pop.loss
         return np.stack([f(X0, y0), f(X1, y1)], axis=1)
 
-    def fit(self, pop0: Any, pop1: Any) -> ThresholdTest:
+    def fit(self, pop0: Population, pop1: Population) -> ThresholdTest:
         if self.statistic not in ("accuracy", "loss"):
             raise DistPrivacyError(
                 f"statistic must be 'accuracy' or 'loss', got {self.statistic!r}"
@@ -370,7 +376,7 @@ class ThresholdTest(_ModelAttack):
         self.layer_sizes_ = tuple(pop0.layer_sizes)
         return self
 
-    def predict(self, pop: Any) -> np.ndarray:
+    def predict(self, pop: Population) -> np.ndarray:
         _check_fitted(self, "k_")
         _check_arch(self, pop)
         s = self._stats(pop)[:, self.k_]
@@ -382,7 +388,7 @@ class ThresholdTest(_ModelAttack):
 # ------------------------------------------------------------------------------------------------
 
 
-def canonical_parameters(pop: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def canonical_parameters(pop: Population) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Weights and biases with every hidden layer's neurons in a canonical order.
 
     Hidden neurons can be permuted without changing the function a network computes; sorting
@@ -401,7 +407,7 @@ def canonical_parameters(pop: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
     return W, b
 
 
-def _flat_canonical(pop: Any) -> np.ndarray:
+def _flat_canonical(pop: Population) -> np.ndarray:
     W, b = canonical_parameters(pop)
     m = W[0].shape[0]
     return np.concatenate([p.reshape(m, -1) for pair in zip(W, b, strict=True) for p in pair], 1)
@@ -423,10 +429,10 @@ class _FeatureMetaClassifier(_ModelAttack):
         self.random_state = random_state
 
     @abstractmethod
-    def _features(self, pop: Any) -> np.ndarray:
+    def _features(self, pop: Population) -> np.ndarray:
         """Features of each model, (m, p)."""
 
-    def fit(self, pop0: Any, pop1: Any) -> _FeatureMetaClassifier:
+    def fit(self, pop0: Population, pop1: Population) -> _FeatureMetaClassifier:
         from sklearn.base import clone
 
         _check_pair(pop0, pop1)
@@ -441,13 +447,13 @@ class _FeatureMetaClassifier(_ModelAttack):
         self.classifier_ = est.fit(F, y)
         return self
 
-    def decision_function(self, pop: Any) -> np.ndarray:
+    def decision_function(self, pop: Population) -> np.ndarray:
         """P(G1 | model) per model."""
         _check_fitted(self, "classifier_")
         _check_arch(self, pop)
         return self.classifier_.predict_proba(self._features(pop))[:, 1]
 
-    def predict(self, pop: Any) -> np.ndarray:
+    def predict(self, pop: Population) -> np.ndarray:
         return (self.decision_function(pop) > 0.5).astype(int)
 
 
@@ -472,7 +478,7 @@ class SortedWeightsMetaClassifier(_FeatureMetaClassifier):
 
     name = "meta-classifier (sorted weights)"
 
-    def _features(self, pop: Any) -> np.ndarray:
+    def _features(self, pop: Population) -> np.ndarray:
         return _flat_canonical(pop)
 
 
@@ -493,7 +499,7 @@ class BlackBoxMetaClassifier(_FeatureMetaClassifier):
         super().__init__(classifier, random_state)
         self.query = query
 
-    def _features(self, pop: Any) -> np.ndarray:
+    def _features(self, pop: Population) -> np.ndarray:
         Q = np.asarray(self.query, dtype=float)
         if Q.ndim != 2 or Q.shape[0] == 0 or not np.isfinite(Q).all():
             raise DistPrivacyError(
@@ -669,7 +675,7 @@ class PermutationInvariantNetwork(_ModelAttack):
                 f"task must be 'classification' or 'regression', got {self.task!r}"
             )
 
-    def _inputs(self, pop: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    def _inputs(self, pop: Population) -> tuple[list[np.ndarray], list[np.ndarray]]:
         W = [
             np.asarray(w, dtype=float) / s for w, s in zip(pop.weights, self.w_scales_, strict=True)
         ]
@@ -756,7 +762,7 @@ class PermutationInvariantNetwork(_ModelAttack):
         self.params_ = params
         self.loss_curve_ = np.array(losses)
 
-    def fit(self, pop0: Any, pop1: Any) -> PermutationInvariantNetwork:
+    def fit(self, pop0: Population, pop1: Population) -> PermutationInvariantNetwork:
         """Train to tell the adversary's G0 models (label 0) from its G1 models (label 1)."""
         _check_pair(pop0, pop1)
         if self.task != "classification":
@@ -766,7 +772,7 @@ class PermutationInvariantNetwork(_ModelAttack):
         y = np.r_[np.zeros(pop0.n_models), np.ones(pop1.n_models)]
         return self.fit_arrays([pop0, pop1], y)
 
-    def decision_function(self, pop: Any) -> np.ndarray:
+    def decision_function(self, pop: Population) -> np.ndarray:
         """Raw output per model: the logit of G1 (classification) or the prediction
         (regression, on the target's scale)."""
         _check_fitted(self, "params_")
@@ -777,7 +783,7 @@ class PermutationInvariantNetwork(_ModelAttack):
             return out * self.target_scale_ + self.target_mean_
         return out
 
-    def predict(self, pop: Any) -> np.ndarray:
+    def predict(self, pop: Population) -> np.ndarray:
         out = self.decision_function(pop)
         if self.task == "regression":
             return out
@@ -822,7 +828,7 @@ class RatioRegressor:
         self.network_.fit_arrays(list(pops), self._ratios(pops, ratios))
         return self
 
-    def predict(self, pop: Any) -> np.ndarray:
+    def predict(self, pop: Population) -> np.ndarray:
         """Predicted α per model."""
         _check_fitted(self, "network_")
         return self.network_.predict(pop)
