@@ -84,6 +84,11 @@ def test_local_distp_cli_text_and_json(tmp_path, capsys):
     assert main([*args, "--base-epsilon", "3", "--samples", "5000", "--json"]) == 0
     tup = json.loads(capsys.readouterr().out)
     assert tup["distp_method"] == "monte-carlo"
+    assert main([*args, "--samples", "5000", "--at", "0.1,0.5", "--json"]) == 0
+    prof = json.loads(capsys.readouterr().out)["profile"]
+    assert prof["method"] == "monte-carlo" and len(prof["delta_upper"]) == 2
+    assert main(["local", "distp", "--grid", "4", "--param", "2", "--at", "0,0.1"]) == 0
+    assert "δ(0.1) = " in capsys.readouterr().out
     assert tup["distp_epsilon_upper"] >= tup["distp_epsilon"]
     csv = tmp_path / "pair.csv"
     assert main(["local", "city", "--grid", "5", "--seed", "3", "--out", str(csv)]) == 0
@@ -105,6 +110,7 @@ def test_local_distp_cli_text_and_json(tmp_path, capsys):
         (["local", "distp", "--param", "-1"], "epsilon must be a positive"),
         (["local", "distp", "--mechanism", "gaussian"], "--param is required"),
         (["local", "distp", "--param", "1", "--delta", "2"], "delta must be in"),
+        (["local", "distp", "--param", "1", "--at", "x"], "cannot read --at"),
     ],
 )
 def test_cli_bad_inputs(args, match, capsys):

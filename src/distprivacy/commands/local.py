@@ -119,7 +119,10 @@ def city(side: int, seed: int, out: str) -> None:
 @click.option("--grid", "side", type=int, default=16, show_default=True, help="Grid side.")
 @click.option("--pair", type=click.Path(dir_okay=False), default=None, help="CSV of λ0, λ1.")
 @click.option("--delta", type=float, default=1e-3, show_default=True)
-@click.option("--samples", type=int, default=200_000, show_default=True, help="Monte Carlo N.")
+@click.option(
+    "--at", "at", default=None, help="Also print the profile δ(ε) at these ε, e.g. 0.1,0.5,1."
+)
+@click.option("--samples", type=int, default=400_000, show_default=True, help="Monte Carlo N.")
 @click.option("--seed", type=int, default=0, show_default=True, help="City and MC seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def distp(
@@ -130,12 +133,13 @@ def distp(
     side: int,
     pair: str | None,
     delta: float,
+    at: str | None,
     samples: int,
     seed: int,
     as_json: bool,
 ) -> None:
     """Exact DistP ε(δ) of a mechanism for a pair of location distributions, with SQL."""
-    from distprivacy.local.distp import distp_epsilon
+    from distprivacy.local.distp import distp_epsilon, distp_profile
     from distprivacy.local.domains import clustered_city, grid
     from distprivacy.local.mechanisms import check_k
     from distprivacy.local.utility import bayes_factor_reading, service_quality_loss
@@ -157,6 +161,14 @@ def distp(
     eb = math.inf if base_epsilon is None else base_epsilon
     mech = _mechanism(name, param_v, g, k, eb)
     res = distp_epsilon(mech, lam0, lam1, delta, n_samples=samples, rng=seed)
+    profile = None
+    if at is not None:
+        try:
+            points = [float(x) for x in at.split(",") if x.strip()]
+        except ValueError:
+            msg = f"cannot read --at {at!r}; give numbers like 0.1,0.5,1"
+            raise DistPrivacyError(msg) from None
+        profile = distp_profile(mech, lam0, lam1, points, n_samples=samples, rng=seed)
     pi = (lam0 + lam1) / 2
     out = {
         "mechanism": getattr(mech, "name", name),
@@ -167,6 +179,8 @@ def distp(
         "theorem": _theorem(name, mech, param_v, lam0, lam1, g, delta),
         "bayes_factor": bayes_factor_reading(res.guaranteed, delta)["text"],
     }
+    if profile is not None:
+        out["profile"] = profile.to_dict()
     if as_json:
         click.echo(json.dumps(out, default=float))
         return
@@ -179,3 +193,9 @@ def distp(
     th = out["theorem"]
     click.echo(f"  theorem: ε = {th['epsilon']:.4g}, δ = {th['delta']:g}  ({th['source']})")
     click.echo(f"  Bayes factor: {out['bayes_factor']}")
+    if profile is not None:
+        for i, (e, d) in enumerate(zip(profile.epsilons, profile.delta, strict=True)):
+            extra = ""
+            if profile.delta_upper is not None:
+                extra = f"  (≤ {profile.delta_upper[i]:.4g} at {profile.confidence:g})"
+            click.echo(f"  δ({e:g}) = {d:.6g}{extra}  [{profile.method}]")

@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 DEFAULT_ENUMERATION_LIMIT = 300_000
-DEFAULT_MC_SAMPLES = 200_000
+DEFAULT_MC_SAMPLES = 400_000
 DEFAULT_ALPHA = 1e-3
 #: Fixed ε grid on which a Monte-Carlo ε(δ) is certified (chosen before sampling).
 CERTIFICATION_GRID = np.geomspace(1e-3, 20.0, 600)
