@@ -1,7 +1,7 @@
 """Finite input domains, 2-D location grids with a metric, validated distributions over them.
 
-Kawamoto & Murakami (ESORICS 2019, "Local obfuscation mechanisms for hiding probability
-distributions"; our copy ``004``) work with a finite input set X, a ground metric d on it, and
+Kawamoto & Murakami ("Differentially Private Obfuscation Mechanisms for Hiding Probability
+Distributions"; our copy ``004``) work with a finite input set X, a ground metric d on it, and
 pairs (λ, λ′) of input distributions to be made indistinguishable. Here:
 
 * :class:`Domain` — n points in R^dim with a metric (``"euclidean"``, ``"manhattan"`` or
