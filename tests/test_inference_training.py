@@ -312,3 +312,13 @@ def test_memory_limit_bounds_the_working_set():
 
     chunk = _chunk_size(64, 500, pop.layer_sizes, 4, 200, 4, limit)
     assert 1 < chunk < 16  # the limit did force several chunks
+
+
+def test_model_seeds():
+    assert model_seeds(3, 5)[:2] == model_seeds(3, 2)  # a prefix does not depend on m
+    assert len(set(model_seeds(3, 1000))) == 1000
+    assert model_seeds([4, 5], 2) == [4, 5]
+    with pytest.raises(DistPrivacyError, match="seed must be ≥ 0"):
+        model_seeds(-1, 2)
+    with pytest.raises(DistPrivacyError, match="one non-negative integer per model"):
+        model_seeds([1, -2], 2)

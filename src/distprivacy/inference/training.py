@@ -28,8 +28,10 @@ The mathematics is exactly scikit-learn's ``MLPClassifier(solver="adam")`` for a
 Randomness: model ``k`` draws its initial parameters and then its shuffling schedule (one
 permutation of its rows per epoch, ``Generator.permuted``) from its own generator
 ``np.random.default_rng(seeds[k])``. A model therefore comes out the same whether it is trained
-alone or among any other models and in any chunk; the only loop over models draws these
-numbers (a handful of vectorised calls per model), everything else is array operations.
+alone or among any other models, in any chunk and with any number of threads (bit for bit on
+a given machine and NumPy/BLAS build; across builds, to floating-point rounding). The only loop
+over models draws these numbers (a handful of vectorised calls per model); everything else is
+array operations.
 
 Precision: float32 by default (parameters, optimiser state, activations): twice the arithmetic
 throughput and half the memory traffic of float64, ample for models this small. Pass
