@@ -112,7 +112,7 @@ def stratified_split(
     tuple of ndarray
         Sorted row positions of each part; together they cover every row exactly once. In
         each stratum the part sizes are its size times the shares, rounded by largest
-        remainders.
+        remainders (ties broken at random).
     """
     if not isinstance(data, pd.DataFrame):
         raise DistPrivacyError(f"data must be a pandas DataFrame, got {type(data).__name__}")
@@ -135,7 +135,10 @@ def stratified_split(
     exact = sizes[:, None] * sh[None, :]
     alloc = np.floor(exact).astype(np.int64)
     short = sizes - alloc.sum(axis=1)
-    rank = np.argsort(np.argsort(-(exact - alloc), axis=1, kind="stable"), axis=1)
+    # ties between equal remainders are broken at random (not always for the first part)
+    remainder = np.round(exact - alloc, 12)
+    order_parts = np.lexsort((rng.random(exact.shape), -remainder), axis=-1)
+    rank = np.argsort(order_parts, axis=1)
     alloc += rank < short[:, None]
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     part_of = np.empty(len(data), dtype=np.int64)
