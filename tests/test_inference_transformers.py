@@ -218,3 +218,11 @@ def test_bad_sampling_requests(transformer, kwargs, message):
 def test_data_must_be_a_frame():
     with pytest.raises(DistPrivacyError, match="pandas DataFrame"):
         IdentityTransformer().sample(np.zeros((5, 2)), n=2, n_datasets=1, seed=0)
+
+
+def test_rows_within_a_dataset_are_in_random_order():
+    df = _toy()
+    f = (df["g"] == "a").to_numpy()
+    idx = RatioTransformer("g==a", 0.5, label="y==1").sample(df, n=200, n_datasets=300, seed=14)
+    first_half = f[idx[:, :100]].mean()  # would be 0 if rows were grouped by stratum
+    assert abs(first_half - 0.5) < 0.02

@@ -139,7 +139,8 @@ class DistributionTransformer(ABC):
         seed: int | np.random.Generator | None = None,
     ) -> np.ndarray:
         """``(n_datasets, n)`` row positions into ``data`` (restricted to ``rows`` if given):
-        ``n_datasets`` independent datasets from G(pool), rows distinct within a dataset."""
+        ``n_datasets`` independent datasets from G(pool), rows distinct within a dataset and
+        in random order."""
 
     @abstractmethod
     def describe(self) -> dict:
@@ -308,7 +309,8 @@ class RatioTransformer(DistributionTransformer):
             _uniform_subsets(g, int(k), n_datasets, rng)
             for g, k in zip(plan["groups"], plan["counts"].ravel(), strict=True)
         ]
-        return np.concatenate(parts, axis=1)
+        out = np.concatenate(parts, axis=1)
+        return rng.permuted(out, axis=1, out=out)  # rows in random order, not by stratum
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,8 +378,10 @@ class FunctionTransformer(DistributionTransformer):
         rng = _rng(seed)
         positive = w[w > 0]
         if np.all(positive == positive[0]):  # a filter: uniform on the kept rows
-            return _uniform_subsets(pool[w > 0], n, n_datasets, rng)
-        return _weighted_subsets(pool, w, n, n_datasets, rng)
+            out = _uniform_subsets(pool[w > 0], n, n_datasets, rng)
+        else:
+            out = _weighted_subsets(pool, w, n, n_datasets, rng)
+        return rng.permuted(out, axis=1, out=out)
 
 
 @dataclass(frozen=True)
@@ -392,7 +396,9 @@ class IdentityTransformer(DistributionTransformer):
         pool = _pool(data, rows)
         if pool.size < n:
             raise DistPrivacyError(f"the pool has {pool.size} rows but datasets need n={n}")
-        return _uniform_subsets(pool, n, n_datasets, _rng(seed))
+        rng = _rng(seed)
+        out = _uniform_subsets(pool, n, n_datasets, rng)
+        return rng.permuted(out, axis=1, out=out)
 
 
 def max_dataset_size(
