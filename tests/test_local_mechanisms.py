@@ -198,7 +198,6 @@ def test_rr_sql_closed_form():
         (lambda: ExponentialMechanism(grid(3), -1), "positive"),
         (lambda: SnappedGaussian(grid(3), 0), "sigma"),
         (lambda: planar_laplace_sample(np.zeros((2, 2)), -1.0, rng=0), "positive"),
-        (lambda: RandomizedResponse(4, 1.0).sample([0], rng=None), "seed"),
         (lambda: as_generator("x"), "seed"),
         (lambda: grid(0), "positive integer"),
         (lambda: Domain(np.zeros((3, 2)), metric="chebyshev"), "unknown metric"),

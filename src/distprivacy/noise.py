@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
@@ -84,6 +85,106 @@ class SecureNoise:
 
     def standard_laplace(self, size: int) -> np.ndarray:
         return self._draw(int(size), "laplace")
+
+
+class SecureGenerator:
+    """The part of :class:`numpy.random.Generator`'s interface that local samplers use, driven
+    by the OS's cryptographically secure generator (``os.urandom``) and OpenDP's samplers.
+
+    ``random`` gives 53-bit uniform doubles on [0, 1); ``integers`` is exactly uniform
+    (rejection of the 64-bit words above the largest multiple of the range, redrawn in one
+    vectorised step); ``choice`` with probabilities inverts the CDF at a secure uniform;
+    ``gamma`` with an integer shape k is a sum of k exponentials −log(1 − U); ``laplace`` and
+    ``standard_normal`` come from OpenDP (:class:`SecureNoise`). Floating-point transforms of
+    secure draws are post-processing. Not reproducible by design: for experiments pass a seed.
+    """
+
+    secure = True
+
+    def __init__(self) -> None:
+        self._noise: SecureNoise | None = None
+
+    @property
+    def _opendp(self) -> SecureNoise:
+        if self._noise is None:
+            self._noise = SecureNoise()
+        return self._noise
+
+    @staticmethod
+    def _count(size: int | tuple[int, ...] | None) -> tuple[tuple[int, ...], int]:
+        shape = () if size is None else (size,) if isinstance(size, int | np.integer) else size
+        shape = tuple(int(s) for s in shape)
+        return shape, math.prod(shape)
+
+    @staticmethod
+    def _words(n: int) -> np.ndarray:
+        return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
+
+    def random(self, size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        """Uniform doubles on [0, 1) with 53 random bits each."""
+        shape, n = self._count(size)
+        return ((self._words(n) >> np.uint64(11)) * 2.0**-53).reshape(shape)
+
+    def uniform(
+        self, low: float = 0.0, high: float = 1.0, size: int | tuple[int, ...] | None = None
+    ) -> np.ndarray:
+        """Uniform on [low, high)."""
+        return low + (high - low) * self.random(size)
+
+    def integers(
+        self, low: int, high: int | None = None, size: int | tuple[int, ...] | None = None
+    ) -> np.ndarray:
+        """Exactly uniform integers on [low, high) (``high`` exclusive, as NumPy's)."""
+        if high is None:
+            low, high = 0, low
+        span = int(high) - int(low)
+        if span <= 0:
+            raise DistPrivacyError(f"integers needs low < high, got [{low}, {high})")
+        shape, n = self._count(size)
+        limit = (2**64 // span) * span  # words ≥ limit would bias the remainder
+        words = self._words(n)
+        bad = words >= np.uint64(limit) if limit < 2**64 else np.zeros(n, dtype=bool)
+        while bad.any():
+            words[bad] = self._words(int(bad.sum()))
+            bad = words >= np.uint64(limit)
+        return (int(low) + (words % np.uint64(span)).astype(np.int64)).reshape(shape)
+
+    def choice(
+        self,
+        a: int,
+        size: int | tuple[int, ...] | None = None,
+        p: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Draws from range(a), uniform or with probabilities ``p`` (inverse CDF)."""
+        if p is None:
+            return self.integers(0, int(a), size)
+        cdf = np.cumsum(np.asarray(p, dtype=float))
+        cdf[-1] = 1.0
+        shape, _ = self._count(size)
+        return np.searchsorted(cdf, self.random(shape), side="right").reshape(shape)
+
+    def standard_normal(self, size: int | tuple[int, ...] | None = None) -> np.ndarray:
+        shape, n = self._count(size)
+        return self._opendp.standard_normal(n).reshape(shape)
+
+    def laplace(
+        self, loc: float = 0.0, scale: float = 1.0, size: int | tuple[int, ...] | None = None
+    ) -> np.ndarray:
+        shape, n = self._count(size)
+        return loc + scale * self._opendp.standard_laplace(n).reshape(shape)
+
+    def gamma(
+        self, shape: float, scale: float = 1.0, size: int | tuple[int, ...] | None = None
+    ) -> np.ndarray:
+        """Gamma with an integer shape k (an Erlang variable: k exponentials summed)."""
+        k = int(shape)
+        if k != shape or k < 1:
+            raise DistPrivacyError(
+                f"the secure gamma sampler needs an integer shape ≥ 1, got {shape}"
+            )
+        out_shape, n = self._count(size)
+        u = self.random((k, n))
+        return (scale * -np.log1p(-u).sum(axis=0)).reshape(out_shape)
 
 
 def resolve_source(rng: int | np.random.Generator | NoiseSource | None) -> NoiseSource:

@@ -12,9 +12,9 @@ accurate to ~1e-13).
 The tupling mechanism (notes, "The tupling mechanism") outputs a (k+1)-tuple: the base
 mechanism's output at a uniformly random position among k dummies drawn i.i.d. from ν.
 
-Randomness: every sampler takes ``rng`` (an int seed or a NumPy Generator) and is reproducible
-bit for bit. These samplers are for simulation and experiments; they are not cryptographically
-secure, so ``rng=None`` is refused.
+Randomness: every sampler takes ``rng``. The default, ``None``, is a real obfuscation: draws
+come from the OS's cryptographically secure generator (:class:`distprivacy.noise.SecureGenerator`).
+An int seed or a NumPy Generator gives reproducible draws, bit for bit, for experiments.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from scipy import special
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import Domain, check_distribution
+from distprivacy.noise import SecureGenerator
 
 __all__ = [
     "ExponentialMechanism",
@@ -74,15 +75,20 @@ def check_k(k: int) -> int:
     return int(k)
 
 
-def as_generator(rng: int | np.random.Generator | None) -> np.random.Generator:
-    """An int seed or a Generator → Generator; None is refused (simulation samplers)."""
-    if isinstance(rng, np.random.Generator):
+Rng = int | np.random.Generator | SecureGenerator | None
+
+
+def as_generator(rng: Rng) -> np.random.Generator | SecureGenerator:
+    """None → a secure generator (real releases); an int seed or a Generator → a NumPy
+    Generator (reproducible experiments)."""
+    if rng is None:
+        return SecureGenerator()
+    if isinstance(rng, np.random.Generator | SecureGenerator):
         return rng
     if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise DistPrivacyError(
-        "rng must be an int seed or a numpy Generator (local samplers simulate; they are not "
-        f"cryptographically secure), got {type(rng).__name__}"
+        f"rng must be None (secure), an int seed or a numpy Generator, got {type(rng).__name__}"
     )
 
 
@@ -148,7 +154,7 @@ class FiniteMechanism:
         p = check_distribution(lam, self.n_inputs, "input distribution")
         return p @ self.matrix_
 
-    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
         """Obfuscate each input index in ``x`` (inverse-CDF on its row; vectorised)."""
         g = as_generator(rng)
         xi = _indices(x, self.n_inputs)
@@ -204,7 +210,7 @@ class RandomizedResponse(FiniteMechanism):
         other = (1.0 - keep) / (self.n - 1)
         return other + (keep - other) * p
 
-    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
         """Keep or replace by a uniform other value (O(1) per input)."""
         g = as_generator(rng)
         xi = _indices(x, self.n)
@@ -242,18 +248,14 @@ class ExponentialMechanism(FiniteMechanism):
 # ---------------------------------------------------------------------------------------------
 
 
-def laplace_1d_sample(
-    x: ArrayLike, epsilon: float, *, rng: int | np.random.Generator
-) -> np.ndarray:
+def laplace_1d_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> np.ndarray:
     """y = x + Lap(1/ε): density (ε/2)e^{−ε|y−x|}, ε·|·|-XDP (004 §V; notes "Laplace and W∞")."""
     eps = check_positive(epsilon, "epsilon")
     xa = np.asarray(x, dtype=float)
     return xa + as_generator(rng).laplace(0.0, 1.0 / eps, size=xa.shape)
 
 
-def planar_laplace_sample(
-    x: ArrayLike, epsilon: float, *, rng: int | np.random.Generator
-) -> np.ndarray:
+def planar_laplace_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> np.ndarray:
     """Planar Laplace (Andrés et al. 2013): density (ε²/2π)e^{−ε‖y−x‖₂}, ε·‖·‖₂-XDP.
 
     Polar sampling: angle uniform, radius ~ Gamma(2, 1/ε). ``x`` has shape (..., 2).
@@ -268,7 +270,7 @@ def planar_laplace_sample(
     return xa + np.stack([r * np.cos(theta), r * np.sin(theta)], axis=-1)
 
 
-def gaussian_sample(x: ArrayLike, sigma: float, *, rng: int | np.random.Generator) -> np.ndarray:
+def gaussian_sample(x: ArrayLike, sigma: float, *, rng: Rng = None) -> np.ndarray:
     """y = x + N(0, σ²I) (isotropic, any dimension; the last axis holds coordinates)."""
     s = check_positive(sigma, "sigma")
     xa = np.asarray(x, dtype=float)
@@ -444,7 +446,7 @@ class SnappedLaplace(FiniteMechanism):
         P = table[ix[None, :, None, :], iy[:, None, :, None]].reshape(rows * cols, rows * cols)
         return P / P.sum(axis=1, keepdims=True)
 
-    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
         """Draw continuous Laplace noise around each input cell centre and snap."""
         xi = _indices(x, self.domain.size)
         centres = self.domain.points[xi]
@@ -487,7 +489,7 @@ class SnappedGaussian(FiniteMechanism):
             P = np.einsum("bj,ai->baji", Py, Px).reshape(rows * cols, rows * cols)
         return P / P.sum(axis=1, keepdims=True)
 
-    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
         """Draw continuous Gaussian noise around each input cell centre and snap."""
         xi = _indices(x, self.domain.size)
         centres = self.domain.points[xi]
@@ -537,13 +539,13 @@ class TuplingMechanism:
                 )
         self.name = f"Tupling(k={self.k}, {base.name})"
 
-    def sample(self, x: ArrayLike, *, rng: int | np.random.Generator) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
         """Outputs of shape (len(x), k+1); returns the tuples (positions of the real entry are
         not returned — see :meth:`sample_with_position`)."""
         return self.sample_with_position(x, rng=rng)[0]
 
     def sample_with_position(
-        self, x: ArrayLike, *, rng: int | np.random.Generator
+        self, x: ArrayLike, *, rng: Rng = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(tuples (n, k+1), position of the real entry in each)."""
         g = as_generator(rng)
