@@ -37,7 +37,9 @@ def pops(adult_dir, tmp_path_factory):
         ("v0", "victim", 0.5, 0),
         ("v1", "victim", 0.0, 1),
     ):
-        pop, loaded = train_or_load(game, population_settings(cfg, "sex", role, ratio, b, 0), None)
+        pop, loaded = train_or_load(
+            game, population_settings(cfg, "sex", role, ratio, b, game), None
+        )
         assert not loaded
         pop.save(d / f"{name}.npz")
     return d
@@ -55,7 +57,7 @@ def test_cli_train_matches_the_library(pops, adult_dir):
 
     game = load_game_data(load_adult(adult_dir), 0)
     cfg = Config(n_victim=12, n_adversary=12, n_train=100, epochs=2)
-    ref, _ = train_or_load(game, population_settings(cfg, "sex", "adversary", 0.5, 0, 0), None)
+    ref, _ = train_or_load(game, population_settings(cfg, "sex", "adversary", 0.5, 0, game), None)
     cli = ModelPopulation.load(pops / "a0.npz")
     for a, b in zip(cli.weights, ref.weights, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -66,7 +66,7 @@ def test_populations_are_reused_only_when_settings_match(quick_run, adult_dir):
     out, _, _ = quick_run
     cfg = mi.Config.quick(0)
     game = mi.load_game_data(load_adult(adult_dir), 0)
-    settings = mi.population_settings(cfg, "sex", "victim", 0.0, 1, 0)
+    settings = mi.population_settings(cfg, "sex", "victim", 0.0, 1, game)
     pop, loaded = mi.train_or_load(game, settings, out / "populations")
     assert loaded
     fresh, loaded_again = mi.train_or_load(game, settings, None)

@@ -127,7 +127,7 @@ def train(
     if not out.parent.is_dir():
         raise DistPrivacyError(f"directory {out.parent} does not exist; create it first")
     game = _game(data, seed)
-    settings = population_settings(cfg, prop, role, ratio, b, seed)
+    settings = population_settings(cfg, prop, role, ratio, b, game)
     pop, _ = train_or_load(game, settings, None, reuse=False)
     path = pop.save(out)
     summary = {

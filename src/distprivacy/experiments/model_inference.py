@@ -215,10 +215,26 @@ def population_seed(seed: int, prop: str, role: str, ratio: float, b: int) -> in
     return int(np.random.SeedSequence(key).generate_state(1, dtype=np.uint32)[0])
 
 
+def _fingerprint(*arrays: np.ndarray) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
 def population_settings(
-    cfg: Config, prop: str, role: str, ratio: float, b: int, split_seed: int
+    cfg: Config, prop: str, role: str, ratio: float, b: int, game: GameData
 ) -> dict[str, Any]:
-    """What a saved population must match to be reused."""
+    """What a saved population must match to be reused: the settings, plus fingerprints of
+    the data split and of a small sample of the dataset sampler (so a population made by
+    another version of the split or the sampler is retrained, not silently reused)."""
+    split_seed = game.split_seed
+    rows = getattr(game.splits, f"{role}_train")
+    probe = _transformer(prop, ratio).sample(
+        game.data, n=min(20, cfg.n_train), n_datasets=2, rows=rows, seed=0
+    )
     return {
         "property": prop,
         "predicate": PROPERTIES[prop][0],
@@ -233,6 +249,11 @@ def population_settings(
         "batch_size": cfg.batch_size,
         "lr": cfg.lr,
         "split_seed": int(split_seed),
+        "split_fingerprint": _fingerprint(
+            *(getattr(game.splits, f) for f in ("victim_train", "victim_test")),
+            *(getattr(game.splits, f) for f in ("adversary_train", "adversary_test")),
+        ),
+        "sampler_fingerprint": _fingerprint(probe),
         "seed": population_seed(cfg.seed, prop, role, ratio, b),
     }
 
@@ -420,7 +441,7 @@ class _Run:
     def pop(self, prop: str, role: str, ratio: float, b: int):
         key = (prop, role, round(float(ratio), 6), b)
         if key not in self.cache:
-            settings = population_settings(self.cfg, prop, role, ratio, b, self.game.split_seed)
+            settings = population_settings(self.cfg, prop, role, ratio, b, self.game)
             self.progress(f"population {prop} {role} α={ratio:g}")
             t0 = time.perf_counter()
             pop, loaded = train_or_load(self.game, settings, self.pop_dir, self.reuse)
