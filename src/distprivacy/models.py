@@ -19,9 +19,7 @@ All fitted models expose ``thetas_``, ``means_`` (T, m), ``covariances_`` (T, m,
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.files import read_mapping_file
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
 
@@ -418,20 +417,9 @@ def load_model_file(path: str | Path) -> GaussianModel:
          "pairs": [["a", "b"]]}
     """
     p = Path(path)
-    if not p.is_file():
-        raise DistPrivacyError(f"model file {str(p)!r} not found; give a JSON or TOML file")
-    try:
-        if p.suffix.lower() == ".toml":
-            raw = tomllib.loads(p.read_text())
-        elif p.suffix.lower() == ".json":
-            raw = json.loads(p.read_text())
-        else:
-            raise DistPrivacyError(f"model file {p.name!r} must end in .json or .toml")
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-        msg = str(e).splitlines()[0]
-        raise DistPrivacyError(f"model file {p.name!r} is not valid: {msg}") from None
+    raw = read_mapping_file(p, "model file")
     src = f"model file {p.name!r}"
-    if not isinstance(raw, dict) or "thetas" not in raw or "pairs" not in raw:
+    if "thetas" not in raw or "pairs" not in raw:
         raise DistPrivacyError(f"{src} needs 'thetas' and 'pairs' entries (see the README)")
     thetas = raw["thetas"]
     try:

@@ -18,9 +18,7 @@ algorithm of Koller & Friedman, *Probabilistic Graphical Models*, Alg. 3.1).
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.files import read_mapping_file
 
 #: Largest number of cells :meth:`DiscreteBayesNet.joint` builds.
 MAX_JOINT_CELLS = 5_000_000
@@ -504,20 +503,7 @@ def networks_from_dict(raw: Mapping[str, Any]) -> list[DiscreteBayesNet]:
 
 def load_networks(path: str | Path) -> list[DiscreteBayesNet]:
     """Read Θ (one network or a list, see :func:`networks_from_dict`) from JSON or TOML."""
-    p = Path(path)
-    if not p.is_file():
-        raise DistPrivacyError(f"network file {str(p)!r} not found")
-    try:
-        if p.suffix.lower() == ".toml":
-            raw = tomllib.loads(p.read_text())
-        elif p.suffix.lower() == ".json":
-            raw = json.loads(p.read_text())
-        else:
-            raise DistPrivacyError(f"network file {p.name!r} must end in .json or .toml")
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        msg = str(e).splitlines()[0]
-        raise DistPrivacyError(f"network file {p.name!r} is not valid: {msg}") from None
-    return networks_from_dict(raw)
+    return networks_from_dict(read_mapping_file(path, "network file"))
 
 
 __all__ = [

@@ -48,6 +48,7 @@ from scipy import special
 from distprivacy.accounting import check_delta, check_epsilon
 from distprivacy.attribute.framework import AttributeFramework
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.files import read_mapping_file
 from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
 
 RULES = ("exact", "classic")
@@ -997,23 +998,4 @@ class GaussianProblem:
 def read_problem_file(path: str) -> dict[str, Any]:
     """The raw problem of a JSON (.json) or TOML (.toml) file, for :meth:`GaussianProblem.
     from_dict`."""
-    import json
-    import tomllib
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise DistPrivacyError(f"problem file {path!r} not found")
-    try:
-        if p.suffix.lower() == ".toml":
-            raw = tomllib.loads(p.read_text())
-        elif p.suffix.lower() == ".json":
-            raw = json.loads(p.read_text())
-        else:
-            raise DistPrivacyError(f"problem file {p.name!r} must end in .json or .toml")
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-        msg = str(e).splitlines()[0]
-        raise DistPrivacyError(f"cannot parse {p.name}: {msg}") from None
-    if not isinstance(raw, dict):
-        raise DistPrivacyError(f"problem file {p.name!r} must hold an object / table")
-    return raw
+    return read_mapping_file(path, "problem file")
