@@ -182,7 +182,7 @@ def test_through_the_entry_point(capsys):
     assert "noise: none" in capsys.readouterr().out
     assert main([*base, "--epsilon", "-1", "--n-records", "200"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: epsilon must be finite and > 0") and err.count("\n") == 1
+    assert err.startswith("error: epsilon must be a positive number") and err.count("\n") == 1
 
 
 def test_secret_values_restrict_the_protected_pairs():

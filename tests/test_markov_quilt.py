@@ -383,8 +383,8 @@ def test_pinned_quilt_above_epsilon_is_refused():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"epsilon": 0}, "epsilon must be finite and > 0"),
-        ({"epsilon": -1}, "epsilon must be finite and > 0"),
+        ({"epsilon": 0}, "epsilon must be a positive number"),
+        ({"epsilon": -1}, "epsilon must be a positive number"),
         ({"secrets": "shoe"}, "unknown secret attribute 'shoe'"),
         ({"query": "count:shoe>3"}, "the query reads 'shoe', which is not an attribute"),
         ({"query": "median:height"}, "cannot parse query"),

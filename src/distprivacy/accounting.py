@@ -22,15 +22,20 @@ from distprivacy.exceptions import DistPrivacyError
 CALIBRATION_RULES = ("exact", "classic")
 
 
+def check_positive(value: float, name: str) -> float:
+    """Validate a finite number > 0 (ε, σ, a scale, …); ``name`` is used in the error."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DistPrivacyError(f"{name} must be a number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise DistPrivacyError(f"{name} must be a positive number, got {value!r}")
+    return v
+
+
 def check_epsilon(epsilon: float) -> float:
     """Validate ε > 0 (finite)."""
-    try:
-        e = float(epsilon)
-    except (TypeError, ValueError):
-        raise DistPrivacyError(f"epsilon must be a number, got {epsilon!r}") from None
-    if not (math.isfinite(e) and e > 0):
-        raise DistPrivacyError(f"epsilon must be a positive number, got {epsilon!r}")
-    return e
+    return check_positive(epsilon, "epsilon")
 
 
 def check_delta(delta: float, *, allow_zero: bool = False) -> float:

@@ -45,27 +45,22 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from distprivacy.accounting import check_delta, check_epsilon
+from distprivacy.accounting import (
+    CALIBRATION_RULES,
+    check_delta,
+    check_epsilon,
+    check_rule,
+    classic_c,
+)
 from distprivacy.attribute.framework import AttributeFramework
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.files import read_mapping_file
 from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
 
-RULES = ("exact", "classic")
+RULES = CALIBRATION_RULES
 PAIR_READINGS = ("sup", "centres")
 THEOREM = "Zhang, Ohrimenko & Cummings 2022, Alg. 1 / Thm 1 (privacy), Thm 2 (accuracy)"
 _MAX_BOX_ENTRIES = 16  # 2**16 vertices at most when Θ is a box of covariance entries
-
-
-def classic_c(delta: float) -> float:
-    """c = √(2 ln(1.25/δ)) of Algorithm 1."""
-    return math.sqrt(2.0 * math.log(1.25 / check_delta(delta)))
-
-
-def _check_rule(rule: str) -> str:
-    if rule not in RULES:
-        raise DistPrivacyError(f"unknown calibration rule {rule!r}; use exact or classic")
-    return rule
 
 
 def _as_matrix(x: ArrayLike, name: str) -> np.ndarray:
@@ -418,7 +413,7 @@ class AttributeGaussianMechanism:
     def __init__(self, *, epsilon: float, delta: float, rule: str = "exact") -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta)
-        self.rule = _check_rule(rule)
+        self.rule = check_rule(rule)
 
     @property
     def multiplier(self) -> float:

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from distprivacy.accounting import check_epsilon
 from distprivacy.attribute.bayesnet import DiscreteBayesNet, discretized_normal_cpt
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
@@ -650,13 +651,7 @@ class AttributeQuiltMechanism:
         if len(set(secrets)) != len(secrets):
             raise DistPrivacyError(f"a secret attribute is repeated: {list(secrets)}")
         self.secrets = net.check_nodes(secrets, "secret attribute")
-        try:
-            eps = float(epsilon)
-        except (TypeError, ValueError):
-            raise DistPrivacyError(f"epsilon must be a number, got {epsilon!r}") from None
-        if not (math.isfinite(eps) and eps > 0):
-            raise DistPrivacyError(f"epsilon must be finite and > 0, got {epsilon}")
-        self.epsilon = eps
+        self.epsilon = check_epsilon(epsilon)
         self.quilts = {str(k): tuple(v) for k, v in (quilts or {}).items()}
         for s in self.quilts:
             if s not in self.secrets:

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
+from distprivacy.accounting import check_positive
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import Domain, check_distribution
 from distprivacy.noise import SecureGenerator
@@ -53,17 +54,6 @@ _ROW_TOL = 1e-9
 # ---------------------------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def check_positive(value: float, name: str) -> float:
-    """A finite number > 0 (ε, σ, …)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise DistPrivacyError(f"{name} must be a positive number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise DistPrivacyError(f"{name} must be a positive finite number, got {value!r}")
-    return v
 
 
 def check_k(k: int) -> int:
