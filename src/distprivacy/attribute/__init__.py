@@ -23,3 +23,42 @@ Modules
 ``bayesnet``, ``markov_quilt``
     The Attribute-Private Markov Quilt Mechanism (Alg. 2, Thm 3, Thm 4) on Bayesian networks.
 """
+
+from distprivacy.attribute.bayesnet import DiscreteBayesNet, load_networks
+from distprivacy.attribute.framework import (
+    DatasetAttributeFramework,
+    DistributionalAttributeFramework,
+    Secret,
+    SecretPair,
+)
+from distprivacy.attribute.gaussian import (
+    APGMCalibration,
+    AttributeGaussianMechanism,
+    GaussianProblem,
+    GaussianTheta,
+)
+from distprivacy.attribute.markov_quilt import (
+    AttributeQuiltMechanism,
+    QuiltCalibration,
+    markov_quilts,
+    max_influence,
+)
+from distprivacy.attribute.pufferfish import PufferfishWassersteinMechanism
+
+__all__ = [
+    "APGMCalibration",
+    "AttributeGaussianMechanism",
+    "AttributeQuiltMechanism",
+    "DatasetAttributeFramework",
+    "DiscreteBayesNet",
+    "DistributionalAttributeFramework",
+    "GaussianProblem",
+    "GaussianTheta",
+    "PufferfishWassersteinMechanism",
+    "QuiltCalibration",
+    "Secret",
+    "SecretPair",
+    "load_networks",
+    "markov_quilts",
+    "max_influence",
+]
