@@ -413,3 +413,13 @@ def reproduce(
         )
     click.echo(f"model-inference: {result['timings']['total']:.2f} s")
     click.echo(f"Wrote {out_dir}/ and the report {result['report']}")
+
+
+@models.command(name="render")
+@click.argument("out_dir", type=click.Path())
+def render(out_dir: str) -> None:
+    """Rebuild report.md and the PNGs of a finished reproduction from its CSVs (no
+    recomputation)."""
+    from distprivacy.experiments.model_inference import render as rebuild
+
+    click.echo(f"Wrote {rebuild(out_dir)}")
