@@ -90,3 +90,14 @@ def test_bad_configs():
         with pytest.raises(DistPrivacyError, match=text) as e:
             cfg.validate()
         assert "\n" not in str(e.value)
+
+
+def test_render_rebuilds_the_same_report(quick_run, tmp_path):
+    out, _, _ = quick_run
+    before = (out / "report.md").read_text()
+    (out / "figure1.png").unlink()
+    assert mi.render(out) == out / "report.md"
+    assert (out / "report.md").read_text() == before
+    assert (out / "figure1.png").stat().st_size > 10_000
+    with pytest.raises(DistPrivacyError, match=r"no run\.json"):
+        mi.render(tmp_path)
