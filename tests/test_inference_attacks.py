@@ -246,6 +246,16 @@ def test_pin_is_reproducible_and_learns():
     assert p1.loss_curve_[-1] < p1.loss_curve_[0]
 
 
+def test_pin_early_stopping_keeps_the_best_held_out_epoch():
+    a0, a1 = mlp_population(60, 1), mlp_population(60, 2, 0.8)
+    p = PermutationInvariantNetwork(epochs=6, validation_fraction=0.25, random_state=0)
+    p.fit(a0, a1)
+    assert p.validation_curve_.shape == (6,)
+    assert p.best_epoch_ == 1 + int(np.argmin(p.validation_curve_))
+    with pytest.raises(DistPrivacyError, match="validation_fraction"):
+        PermutationInvariantNetwork(validation_fraction=1.0).fit(a0, a1)
+
+
 def test_ratio_regression_recovers_alpha():
     ratios = [0.0, 0.25, 0.5, 0.75, 1.0]
     train = [mlp_population(80, 100 + i, shift=1.2 * r, ratio=r) for i, r in enumerate(ratios)]

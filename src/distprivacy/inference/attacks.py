@@ -631,6 +631,10 @@ class PermutationInvariantNetwork(_ModelAttack):
     hidden, rep : int
         Width of φ's hidden layer and of each neuron's representation (Suri & Evans' code: 64, 8).
     epochs, batch_size, lr, weight_decay : training settings.
+    validation_fraction : float
+        Share of the training models held out (at random) for early stopping: the parameters
+        of the epoch with the least held-out loss are kept (``best_epoch_``); 0 trains on all
+        models for ``epochs`` epochs.
     task : {"classification", "regression"}
     random_state : int, Generator or None
         Initialisation and minibatch order.
@@ -647,9 +651,11 @@ class PermutationInvariantNetwork(_ModelAttack):
         batch_size: int = 64,
         lr: float = 3e-3,
         weight_decay: float = 1e-4,
+        validation_fraction: float = 0.0,
         task: str = "classification",
         random_state: int | np.random.Generator | None = None,
     ) -> None:
+        self.validation_fraction = validation_fraction
         self.hidden = hidden
         self.rep = rep
         self.epochs = epochs
@@ -668,6 +674,9 @@ class PermutationInvariantNetwork(_ModelAttack):
             v = getattr(self, name)
             if not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
                 raise DistPrivacyError(f"{name} must be a finite number ≥ 0, got {v!r}")
+        v = self.validation_fraction
+        if not isinstance(v, int | float) or not 0 <= v < 1:
+            raise DistPrivacyError(f"validation_fraction must be in [0, 1), got {v!r}")
         if self.lr == 0:
             raise DistPrivacyError("lr must be positive, got 0")
         if self.task not in ("classification", "regression"):
@@ -725,29 +734,36 @@ class PermutationInvariantNetwork(_ModelAttack):
             self._train(Ws, bs, t, n)
         return self
 
+    def _loss(self, out: np.ndarray, t: np.ndarray) -> float:
+        if self.task == "classification":
+            return float(np.mean(np.logaddexp(0, out) - t * out))
+        return float(0.5 * np.mean((out - t) ** 2))
+
     def _train(self, Ws: list[np.ndarray], bs: list[np.ndarray], t: np.ndarray, n: int) -> None:
         rng = _rng(self.random_state)
         params = [
             p.astype(np.float32) for p in _pin_init(self.layer_sizes_, self.hidden, self.rep, rng)
         ]
+        perm = rng.permutation(n)
+        n_val = round(self.validation_fraction * n) if n >= 10 else 0
+        val, train = perm[:n_val], perm[n_val:]
         m1 = [np.zeros_like(p) for p in params]
         m2 = [np.zeros_like(p) for p in params]
         beta1, beta2, eps = 0.9, 0.999, 1e-8
         step = 0
-        losses = []
-        for _ in range(self.epochs):
-            order = rng.permutation(n)
+        losses, val_losses = [], []
+        best = (math.inf, 0, [p.copy() for p in params])
+        for epoch in range(self.epochs):
+            order = train[rng.permutation(train.size)]
             total = 0.0
-            for start in range(0, n, self.batch_size):
+            for start in range(0, train.size, self.batch_size):
                 idx = order[start : start + self.batch_size]
                 out, caches, z = _pin_forward(params, [w[idx] for w in Ws], [x[idx] for x in bs])
                 if self.task == "classification":
-                    p = 0.5 * (1 + np.tanh(out / 2))
-                    g = (p - t[idx]) / idx.size
-                    total += float(np.sum(np.logaddexp(0, out) - t[idx] * out))
+                    g = (0.5 * (1 + np.tanh(out / 2)) - t[idx]) / idx.size
                 else:
                     g = (out - t[idx]) / idx.size
-                    total += float(0.5 * np.sum((out - t[idx]) ** 2))
+                total += self._loss(out, t[idx]) * idx.size
                 grads = _pin_backward(params, [w[idx] for w in Ws], caches, z, g)
                 step += 1
                 for k, (p_, g_) in enumerate(zip(params, grads, strict=True)):
@@ -758,9 +774,20 @@ class PermutationInvariantNetwork(_ModelAttack):
                     mh = m1[k] / (1 - beta1**step)
                     vh = m2[k] / (1 - beta2**step)
                     params[k] = p_ - self.lr * mh / (np.sqrt(vh) + eps)
-            losses.append(total / n)
-        self.params_ = params
+            losses.append(total / train.size)
+            if n_val:
+                out, _, _ = _pin_forward(params, [w[val] for w in Ws], [x[val] for x in bs])
+                val_losses.append(self._loss(out, t[val]))
+                if val_losses[-1] < best[0]:
+                    best = (val_losses[-1], epoch + 1, [p.copy() for p in params])
+        if n_val:
+            self.params_ = best[2]
+            self.best_epoch_ = best[1]
+        else:
+            self.params_ = params
+            self.best_epoch_ = self.epochs
         self.loss_curve_ = np.array(losses)
+        self.validation_curve_ = np.array(val_losses)
 
     def fit(self, pop0: Population, pop1: Population) -> PermutationInvariantNetwork:
         """Train to tell the adversary's G0 models (label 0) from its G1 models (label 1)."""
