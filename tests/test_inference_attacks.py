@@ -308,3 +308,40 @@ def test_bad_inputs_have_one_line_errors(leaky_linear, leaky_mlp):
     fitted = SortedWeightsMetaClassifier().fit(a0, a1)
     with pytest.raises(DistPrivacyError, match="fitted on models with layers"):
         fitted.predict(leaky_linear["adv"][0])
+
+
+# ------------------------------------------------------------------------------- end to end
+def _trained(ratio: float, m: int, seed: int, n: int = 200):
+    """Models trained (batched, distprivacy.inference.training) on data where the share of a
+    binary property p changes the labelling rule: y = 1[x1 + 2·p·x2 > 0]."""
+    from distprivacy.inference.training import train_population
+
+    rng = np.random.default_rng(seed)
+    p = (rng.random((m, n)) < ratio).astype(float)
+    x = rng.standard_normal((m, n, 2))
+    X = np.concatenate([p[..., None], x], axis=2)
+    y = (x[..., 0] + 2 * p * x[..., 1] > 0).astype(int)
+    return train_population(X, y, hidden=(6,), epochs=15, batch_size=50, lr=1e-2, seed=seed)
+
+
+def _data(ratio: float, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    p = (rng.random(n) < ratio).astype(float)
+    x = rng.standard_normal((n, 2))
+    return np.column_stack([p, x]), (x[:, 0] + 2 * p * x[:, 1] > 0).astype(int)
+
+
+@pytest.mark.parametrize(("r1", "check"), [(0.9, near_perfect), (0.1, at_chance)])
+def test_attacks_on_trained_models(r1, check):
+    """Near 100 % when G1 holds 90 % of the property against 10 % for G0; chance when both are
+    at 10 % (the guesses are then independent of the labels: exact binomial band)."""
+    adv = (_trained(0.1, 80, 1), _trained(r1, 80, 2))
+    vic = (_trained(0.1, 100, 3), _trained(r1, 100, 4))
+    d0, d1 = _data(0.1, 400, 5), _data(r1, 400, 6)
+    for attack in (
+        LossTest(d0, d1),
+        ThresholdTest(d0, d1, random_state=0),
+        PermutationInvariantNetwork(epochs=20, random_state=0),
+        BlackBoxMetaClassifier(d0[0][:20], random_state=0),
+    ):
+        assert check(attack.fit(*adv).score(*vic)), attack.name
