@@ -324,6 +324,7 @@ def _floats(text: str, what: str) -> tuple[float, ...]:
     default=None,
     help="Models per distribution for the victim and for the adversary (default 1000).",
 )
+@click.option("--n-train", type=int, default=None, help="Rows per training set (default 1000).")
 @click.option("--alphas", default=None, help="G1 ratios, e.g. 0,0.5,1 (default 0, 0.1, …, 1).")
 @click.option("--properties", default=None, help="sex,race (default both).")
 @click.option("--repetitions", type=int, default=None, help="Repetitions of the attacks (5).")
@@ -353,6 +354,7 @@ def _floats(text: str, what: str) -> tuple[float, ...]:
 def reproduce(
     out_dir: str,
     n_models: int | None,
+    n_train: int | None,
     alphas: str | None,
     properties: str | None,
     repetitions: int | None,
@@ -380,6 +382,8 @@ def reproduce(
     }
     if n_models is not None:
         changes.update(n_victim=n_models, n_adversary=n_models)
+    if n_train is not None:
+        changes["n_train"] = n_train
     if alphas is not None:
         changes["alphas"] = _floats(alphas, "--alphas")
     if properties is not None:
