@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import stats
 
 from distprivacy.exceptions import DistPrivacyError
 
@@ -89,13 +88,13 @@ class Population(Protocol):
 
 
 def accuracy_interval(correct: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Clopper–Pearson (exact binomial) interval for an accuracy of ``correct`` out of ``n``."""
+    """Clopper–Pearson (exact binomial) interval for an accuracy of ``correct`` out of ``n``
+    (:func:`distprivacy.inference.game.binomial_ci`)."""
+    from distprivacy.inference.game import binomial_ci
+
     if n <= 0:
         raise DistPrivacyError("an accuracy needs at least one prediction; got none")
-    a = (1 - level) / 2
-    lo = 0.0 if correct == 0 else float(stats.beta.ppf(a, correct, n - correct + 1))
-    hi = 1.0 if correct == n else float(stats.beta.ppf(1 - a, correct + 1, n - correct))
-    return lo, hi
+    return binomial_ci(int(correct), int(n), level=level, method="clopper-pearson")
 
 
 @dataclass(frozen=True)
@@ -207,13 +206,9 @@ def _check_data(data: Any, name: str, d_in: int | None = None) -> tuple[np.ndarr
 
 
 def _rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None or isinstance(random_state, int | np.integer):
-        return np.random.default_rng(random_state)
-    raise DistPrivacyError(
-        f"random_state must be an int seed, a numpy Generator or None, got {type(random_state)}"
-    )
+    from distprivacy.models import as_generator
+
+    return as_generator(random_state)
 
 
 class _ModelAttack(ABC):
