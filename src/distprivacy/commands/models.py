@@ -20,7 +20,8 @@ _DATA_ATTACKS = {"loss", "threshold", "black-box"}
 
 @click.group(name="models")
 def models() -> None:
-    """Distribution inference on trained models: train populations, attack, defend."""
+    """Distribution inference on trained models: train populations, attack them, reproduce
+    Suri & Evans on Census with the output defence."""
 
 
 def _hidden(text: str) -> tuple[int, ...]:
@@ -367,8 +368,8 @@ def reproduce(
     seed: int,
     data: str | None,
 ) -> None:
-    """Suri & Evans §3 on Census with chosen sizes (``distprivacy reproduce model-inference``
-    runs the defaults)."""
+    """Suri & Evans §3 on Census, with the defence, at chosen sizes ('distprivacy reproduce
+    model-inference' runs the defaults)."""
     import dataclasses
 
     from distprivacy.experiments.model_inference import Config, run
