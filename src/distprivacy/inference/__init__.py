@@ -8,3 +8,55 @@ Modules: :mod:`~distprivacy.inference.population` (a stack of trained models),
 (splits, dataset sampling, advantage), :mod:`~distprivacy.inference.transformers`
 (distribution transformers G0, G1), :mod:`~distprivacy.inference.features` (Adult encoder).
 """
+
+from distprivacy.inference.attacks import (
+    AttackScore,
+    BlackBoxMetaClassifier,
+    LossTest,
+    PermutationInvariantNetwork,
+    RatioRegressor,
+    SortedWeightsMetaClassifier,
+    ThresholdTest,
+)
+from distprivacy.inference.defence import (
+    OutputStatistic,
+    calibrate_defences,
+    evaluate_defences,
+    fit_output_model,
+    range_dp_calibration,
+)
+from distprivacy.inference.features import TabularEncoder, adult_encoder
+from distprivacy.inference.game import advantage, sample_datasets, split_game, train_models
+from distprivacy.inference.population import ModelPopulation
+from distprivacy.inference.training import train_population
+from distprivacy.inference.transformers import (
+    FunctionTransformer,
+    IdentityTransformer,
+    RatioTransformer,
+)
+
+__all__ = [
+    "AttackScore",
+    "BlackBoxMetaClassifier",
+    "FunctionTransformer",
+    "IdentityTransformer",
+    "LossTest",
+    "ModelPopulation",
+    "OutputStatistic",
+    "PermutationInvariantNetwork",
+    "RatioRegressor",
+    "RatioTransformer",
+    "SortedWeightsMetaClassifier",
+    "TabularEncoder",
+    "ThresholdTest",
+    "adult_encoder",
+    "advantage",
+    "calibrate_defences",
+    "evaluate_defences",
+    "fit_output_model",
+    "range_dp_calibration",
+    "sample_datasets",
+    "split_game",
+    "train_models",
+    "train_population",
+]
