@@ -1,4 +1,4 @@
-"""Benchmark of ``distprivacy reproduce all`` at the paper's settings.
+"""Benchmark of ``distprivacy reproduce paper`` (the main paper's targets) at its settings.
 
 Run: ``python bench/bench_reproduce.py [--data DIR] [--out DIR]``. Prints the time of each stage,
 the whole, and the peak memory (resident set size) of the process. For comparison, the issue
@@ -29,7 +29,7 @@ def main() -> None:
     data = load_adult(args.data)
     load = time.perf_counter() - t
     out = args.out or tempfile.mkdtemp(prefix="distprivacy-bench-")
-    result = reproduce(data, ["all"], out, Config())
+    result = reproduce(data, ["paper"], out, Config())
     timings = {"load data": load, **result["timings"]}
     print(f"{'stage':<10} {'seconds':>8}  vs the notebook (times quoted in the issue)")
     for k, v in timings.items():

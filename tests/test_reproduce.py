@@ -143,3 +143,11 @@ def test_target_groups_resolve_in_order_without_repeats():
         *[t for t in TARGETS if t != "audit"],
         "local-distp",
     ]
+
+
+def test_the_paper_function_runs_only_the_papers_targets(adult, tmp_path):
+    from distprivacy.exceptions import DistPrivacyError
+    from distprivacy.experiments.reproduce import reproduce
+
+    with pytest.raises(DistPrivacyError, match="local-distp is not a target of the main paper"):
+        reproduce(adult, ["local-distp"], tmp_path)

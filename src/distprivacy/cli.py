@@ -726,7 +726,7 @@ def reproduce(
         frame = load_adult(data)
         cfg = Config.quick(seed) if quick else Config(seed=seed)
         command = " ".join(
-            ["distprivacy reproduce", *paper_names, "--out", out_dir]
+            ["distprivacy reproduce", *targets, "--out", out_dir]
             + (["--report", report_path] if report_path else [])
             + (["--quick"] if quick else [])
             + ([f"--seed {seed}"] if seed else [])

@@ -168,7 +168,14 @@ def reproduce(
     -------
     dict with ``frames``, ``timings`` (seconds per stage and ``total``) and ``report`` (path).
     """
-    names = resolve_targets(targets)
+    # This function runs the main paper's targets; ``all`` here means all of those.
+    names = resolve_targets(["paper" if t.strip().lower() == "all" else t for t in targets])
+    extra = [n for n in names if n in EXTRA_TARGETS]
+    if extra:
+        raise DistPrivacyError(
+            f"{', '.join(extra)} is not a target of the main paper; run it with run_extra() "
+            "or `distprivacy reproduce`"
+        )
     cfg = config or Config()
     out = Path(out_dir)
     report = Path(report_path) if report_path else out / "report.md"
