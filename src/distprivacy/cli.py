@@ -23,6 +23,7 @@ from distprivacy import __version__
 from distprivacy.accounting import check_delta, check_epsilon, check_rule
 from distprivacy.audit import ATTACKS as AUDIT_ATTACKS
 from distprivacy.audit import DEFAULT_ATTACKS
+from distprivacy.commands import adult_data_option
 from distprivacy.datasets import load_data, load_table
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms import MECHANISMS, Calibration, make_mechanism
@@ -695,12 +696,7 @@ def audit(
 )
 @click.option("--quick", is_flag=True, help="Small repetition counts and grids (seconds).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--data",
-    type=click.Path(),
-    default=None,
-    help="Directory with adult.data/adult.test (default: fetched and cached).",
-)
+@adult_data_option
 def reproduce(
     targets: tuple[str, ...],
     out_dir: str,

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from distprivacy.commands import adult_data_option
 from distprivacy.exceptions import DistPrivacyError
 
 ATTACKS = ("loss", "threshold", "sorted-weights", "pin", "black-box")
@@ -86,12 +87,7 @@ def _game(data: str | None, split_seed: int):
     show_default=True,
     help="Seeds the data split and the population (as the reproduction does).",
 )
-@click.option(
-    "--data",
-    type=click.Path(),
-    default=None,
-    help="Directory with adult.data/adult.test (default: fetched and cached).",
-)
+@adult_data_option
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def train(
     prop: str,
@@ -197,12 +193,7 @@ def _settings(pop: Any, path: str) -> dict[str, Any]:
 )
 @click.option("--pin-epochs", type=int, default=30, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--data",
-    type=click.Path(),
-    default=None,
-    help="Directory with adult.data/adult.test (default: fetched and cached).",
-)
+@adult_data_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def attack(
     adversary: tuple[str, str],
@@ -346,12 +337,7 @@ def _floats(text: str, what: str) -> tuple[float, ...]:
 )
 @click.option("--quick", is_flag=True, help="The small settings CI runs (seconds).")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--data",
-    type=click.Path(),
-    default=None,
-    help="Directory with adult.data/adult.test (default: fetched and cached).",
-)
+@adult_data_option
 def reproduce(
     out_dir: str,
     n_models: int | None,
