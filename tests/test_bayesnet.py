@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from bayes_reference import brute_joint, random_network
 
 from distprivacy.attribute.bayesnet import (
     DiscreteBayesNet,
@@ -18,33 +19,6 @@ from distprivacy.attribute.bayesnet import (
     networks_from_dict,
 )
 from distprivacy.exceptions import DistPrivacyError
-
-
-def random_network(seed: int, m: int = 5, edge_p: float = 0.5) -> DiscreteBayesNet:
-    """A random DAG (edges from earlier to later nodes) with Dirichlet(1) CPTs."""
-    rng = np.random.default_rng(seed)
-    names = [f"x{k}" for k in range(m)]
-    cards = rng.integers(2, 4, size=m)
-    domains = {v: list(range(int(c))) for v, c in zip(names, cards, strict=True)}
-    parents = {names[j]: [names[i] for i in range(j) if rng.random() < edge_p] for j in range(m)}
-    cpts = {}
-    for v in names:
-        shape = (*(len(domains[p]) for p in parents[v]), len(domains[v]))
-        cpts[v] = rng.dirichlet(np.ones(shape[-1]), size=shape[:-1])
-    return DiscreteBayesNet(domains, parents, cpts, name=f"random{seed}")
-
-
-def brute_joint(net: DiscreteBayesNet) -> dict[tuple[int, ...], float]:
-    """P(assignment) = Π P(v | parents) by enumerating every assignment (itertools)."""
-    out = {}
-    for combo in itertools.product(*(range(len(net.domains[v])) for v in net.names)):
-        a = dict(zip(net.names, combo, strict=True))
-        p = 1.0
-        for v in net.names:
-            p *= float(net.cpts[v][(*(a[q] for q in net.parents[v]), a[v])])
-        out[combo] = p
-    return out
-
 
 CHAIN = DiscreteBayesNet(
     {"a": [0, 1], "b": [0, 1], "c": [0, 1]},

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from bayes_reference import brute_joint, random_network
 from scipy import special, stats
 
 from distprivacy.attribute.bayesnet import DiscreteBayesNet
@@ -30,24 +31,6 @@ from distprivacy.spec import Predicate
 
 
 # ------------------------------------------------------------------ brute force (tests only)
-def random_network(seed: int, m: int = 5, edge_p: float = 0.5, zeros: bool = False):
-    rng = np.random.default_rng(seed)
-    names = [f"x{k}" for k in range(m)]
-    cards = rng.integers(2, 4, size=m)
-    domains = {v: list(range(int(c))) for v, c in zip(names, cards, strict=True)}
-    parents = {names[j]: [names[i] for i in range(j) if rng.random() < edge_p] for j in range(m)}
-    cpts = {}
-    for v in names:
-        shape = (*(len(domains[p]) for p in parents[v]), len(domains[v]))
-        t = rng.dirichlet(np.ones(shape[-1]), size=shape[:-1])
-        if zeros and parents[v]:
-            flat = t.reshape(-1, shape[-1])
-            flat[0] = 0.0
-            flat[0, 0] = 1.0  # one row deterministic: zero probabilities appear
-        cpts[v] = t
-    return DiscreteBayesNet(domains, parents, cpts, name=f"r{seed}")
-
-
 def perturbed(net: DiscreteBayesNet, seed: int) -> DiscreteBayesNet:
     """Same graph, other CPTs (a second θ for Θ)."""
     rng = np.random.default_rng(seed)
@@ -56,17 +39,6 @@ def perturbed(net: DiscreteBayesNet, seed: int) -> DiscreteBayesNet:
         new = t * rng.uniform(0.5, 1.5, size=t.shape)
         cpts[v] = new / new.sum(axis=-1, keepdims=True)
     return DiscreteBayesNet(net.domains, net.parents, cpts, name=net.name + "'")
-
-
-def brute_joint(net):
-    out = {}
-    for combo in itertools.product(*(range(len(net.domains[v])) for v in net.names)):
-        a = dict(zip(net.names, combo, strict=True))
-        p = 1.0
-        for v in net.names:
-            p *= float(net.cpts[v][(*(a[q] for q in net.parents[v]), a[v])])
-        out[combo] = p
-    return out
 
 
 def brute_tables(net, secret, targets):
