@@ -93,16 +93,28 @@ def random_model(seed: int, m: int = 4, T: int = 3, equal_cov: bool = True) -> G
 @pytest.mark.parametrize("equal_cov", [True, False])
 @pytest.mark.parametrize("name", ["ExpM-G", "DirM-G", "EigM-G"])
 def test_gaussian_mechanisms_satisfy_corollary_a2_and_a1(seed, equal_cov, name):
-    """ExpM/DirM satisfy Thm 4.2's σ ≥ cΔ/ε; EigM certifies Cor. A.2, which implies Cor. A.1."""
+    """ExpM satisfies Thm 4.2's σ ≥ cΔ/ε; DirM the same in unit-free coordinates (each
+    statistic divided by its scale s_k): Z/s has variance (cΔ'/ε)² on the span of the scaled
+    differences. EigM certifies Cor. A.1; with common eigenvectors it is the paper's mechanism,
+    which meets Cor. A.2 (which implies Cor. A.1)."""
     model = random_model(seed, equal_cov=equal_cov)
     eps = 0.5
     cal = make_mechanism(name, eps, DELTA, "classic").calibrate(model)
     d2 = float(np.linalg.norm(model.mean_differences(), axis=1).max())
     if name == "EigM-G":
-        assert corollary_a2_holds(model.covariances_, cal.noise_covariance, d2, eps, DELTA)
+        if equal_cov:
+            assert corollary_a2_holds(model.covariances_, cal.noise_covariance, d2, eps, DELTA)
         assert corollary_a1_holds(
             model.means_, model.covariances_, model.pair_indices_, cal.noise_covariance, eps, DELTA
         )
+    elif name == "DirM-G":
+        s = model.statistic_scales()
+        D = model.mean_differences() / s
+        V = np.linalg.svd(D, full_matrices=False)[2]
+        V = V[np.linalg.svd(D, compute_uv=False) > 1e-10 * np.linalg.norm(D, 2)].T
+        sigma = classic_c(DELTA) * float(np.linalg.norm(D, axis=1).max()) / eps
+        expected = (V * sigma**2) @ V.T * np.outer(s, s)
+        np.testing.assert_allclose(cal.noise_covariance, expected, rtol=1e-9, atol=1e-9 * sigma)
     else:
         assert np.allclose(cal.noise.scales, classic_c(DELTA) * d2 / eps)
 
@@ -214,7 +226,9 @@ def test_directional_one_and_several_directions():
     assert lap2.noise.scales == pytest.approx([sens, sens])
     assert lap2.sensitivity == pytest.approx(sens)
     g = make_mechanism("DirM-G", 1.0, DELTA, "classic").calibrate(two)
-    assert g.noise.scales == pytest.approx([classic_c(DELTA) * 5.0] * 2)  # Δ_E,2 = ‖(3,0,−4)‖
+    # Unit-free DirM-G: Cov(Z) = (cΔ'/ε)² s P s with P the projection on the scaled span; here
+    # the differences span the coordinates 0 and 2, so noise acts there only.
+    assert np.count_nonzero(g.noise.scales > 1e-9) == 2
     # No noise in the direction orthogonal to the differences.
     assert g.noise_covariance[1, 1] == pytest.approx(0.0, abs=1e-12)
 

@@ -135,6 +135,49 @@ class FModel:
     def theta_label(self, t: int) -> str:
         return f"p={self.thetas_[t]:g}"
 
+    def statistic_scales(self) -> np.ndarray:
+        """Each statistic's own scale s_k: its sampling standard deviation under f_θ (root of
+        the mean over θ of Var_θ F_k); for a statistic without sampling variance, the largest
+        mean difference over Ψ; else its largest |E F_k|; else 1.
+
+        Unit-free utilities divide by it: rescale a statistic by c and its s_k scales by c."""
+        self._check_fitted()
+        s = np.sqrt(np.maximum(np.mean(np.diagonal(self.covariances_, axis1=1, axis2=2), 0), 0))
+        d = np.abs(self.mean_differences()).max(axis=0)
+        s = np.where(s > 0, s, d)
+        s = np.where(s > 0, s, np.abs(self.means_).max(axis=0))
+        return np.where(s > 0, s, 1.0)
+
+    def statistic_levels(self) -> np.ndarray:
+        """Each statistic's typical magnitude: the mean over θ of |E_θ F_k| (the denominator of
+        a relative error)."""
+        self._check_fitted()
+        return np.abs(self.means_).mean(axis=0)
+
+    def check_finite(self, source: str = "the model") -> None:
+        """Refuse (naming the statistic) a model whose moments or samples are not finite:
+        a NaN or an overflow must never reach a calibration."""
+        names = self.statistic_names_
+        if self.samples_ is not None:
+            for t, x in enumerate(self.samples_):
+                bad = ~np.isfinite(x)
+                if bad.any():
+                    k = int(np.argmax(bad.mean(axis=0)))
+                    share = float(bad[:, k].mean())
+                    raise DistPrivacyError(
+                        f"{source}: statistic {names[k]!r} is NaN or infinite on {share:.1%} of "
+                        f"the sampled datasets under {self.theta_label(t)} (e.g. a mean over an "
+                        "empty group, or an overflow); change the statistic or the subset size"
+                    )
+        for what, arr in (("mean", self.means_), ("variance", self.covariances_)):
+            if not np.isfinite(arr).all():
+                bad = ~np.isfinite(arr.reshape(arr.shape[0], arr.shape[1], -1)).any(axis=(0, 2))
+                k = int(np.flatnonzero(bad)[0])
+                raise DistPrivacyError(
+                    f"{source}: the {what} of statistic {names[k]!r} is not finite (NaN or "
+                    "overflow); rescale the column (e.g. thousands of dollars) or drop it"
+                )
+
     def covariance_mismatch(self) -> float:
         """Largest relative Frobenius difference ‖Σ_θi − Σ_θj‖ / max ‖Σ‖ over the pairs.
 
@@ -250,6 +293,7 @@ class ExactModel(FModel):
         self.record_sensitivities_ = query.record_sensitivities(data, spec.n)
         self.n_ = spec.n
         self.method_ = "exact"
+        self.check_finite("exact moments")
         return self
 
 
@@ -316,6 +360,7 @@ class MonteCarloModel(FModel):
         self.record_sensitivities_ = query.record_sensitivities(data, spec.n)
         self.n_ = spec.n
         self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
+        self.check_finite("Monte-Carlo model")
         return self
 
 

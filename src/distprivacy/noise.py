@@ -301,12 +301,14 @@ class NoiseDistribution:
 
     @classmethod
     def gaussian_from_covariance(cls, cov: np.ndarray) -> NoiseDistribution:
-        """Gaussian noise with a given covariance (its eigenbasis and square-root eigenvalues)."""
+        """Gaussian noise with a given covariance (its eigenbasis and square-root eigenvalues;
+        directions with zero or rounding-negative eigenvalues carry no noise and are dropped)."""
         cov = np.asarray(cov, dtype=float)
         w, V = np.linalg.eigh((cov + cov.T) / 2)
-        if w[0] < -1e-9 * max(1.0, abs(w[-1])):
+        if w.size and w[0] < -1e-9 * max(1.0, abs(w[-1])):
             raise DistPrivacyError("noise covariance must be positive semidefinite")
-        return cls("gaussian", V, np.sqrt(np.clip(w, 0.0, None)))
+        keep = w > 0
+        return cls("gaussian", V[:, keep], np.sqrt(w[keep]))
 
     @property
     def dim(self) -> int:

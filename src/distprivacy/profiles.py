@@ -86,8 +86,12 @@ __all__ = [
     "gdp_delta",
     "gdp_epsilon",
     "gdp_mu",
+    "loss_profile",
     "mu_for_accuracy",
+    "profile_upper_bound",
     "total_variation",
+    "common_support",
+    "gaussian_profile_psd",
 ]
 
 _RELEVANT_RATIO = 100.0  # β²/λ² above which a component's factor of |φ| decays below e^{-50}
@@ -816,3 +820,209 @@ def total_variation(
         TV ∈ [0, 1].
     """
     return gaussian_profile(mean_p, cov_p, mean_q, cov_q, 0.0)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Singular covariances: supports, and a rigorous upper bound for screening
+# ---------------------------------------------------------------------------------------------
+
+#: Eigenvalues below this (after each coordinate is scaled so that its larger variance is 1)
+#: are exact zeros: linear dependencies between statistics, or no noise in that direction.
+RANK_RTOL = 1e-12
+#: Mean differences along a common zero-variance direction below this (in the same scaled
+#: coordinates, relative to max(1, ‖d‖)) are rounding; above it, the supports differ.
+SUPPORT_RTOL = 1e-10
+
+
+@dataclass(frozen=True)
+class CommonSupport:
+    """Two Gaussians reduced to the affine subspace that supports both (see
+    :func:`common_support`).
+
+    Attributes
+    ----------
+    same : bool
+        Whether P and Q have the same affine support (else δ_{P‖Q}(ε) = 1 for every ε: one of
+        them puts all its mass on a set the other gives probability 0).
+    reason : str
+        Why the supports differ ("" when they agree).
+    mean_p, cov_p, mean_q, cov_q : ndarray
+        The two laws in coordinates of the common support (dimension r ≥ 0; positive definite).
+    """
+
+    same: bool
+    reason: str
+    mean_p: np.ndarray
+    cov_p: np.ndarray
+    mean_q: np.ndarray
+    cov_q: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        return int(self.mean_p.size)
+
+
+def _check_psd_pair(
+    mean_p: ArrayLike, cov_p: ArrayLike, mean_q: ArrayLike, cov_q: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    mp = np.atleast_1d(_as_array(mean_p, "mean_p"))
+    mq = np.atleast_1d(_as_array(mean_q, "mean_q"))
+    if mp.ndim != 1 or mq.ndim != 1 or mp.size == 0 or mp.shape != mq.shape:
+        raise DistPrivacyError(
+            f"means must be vectors of the same length m ≥ 1, got shapes {mp.shape}, {mq.shape}"
+        )
+    m = mp.size
+    out = []
+    for name, value in (("cov_p", cov_p), ("cov_q", cov_q)):
+        c = _as_array(value, name)
+        if c.ndim == 0 and m == 1:
+            c = c.reshape(1, 1)
+        if c.shape != (m, m):
+            raise DistPrivacyError(f"{name} has shape {c.shape}; expected ({m}, {m}) for m = {m}")
+        if not np.allclose(c, c.T, rtol=1e-10, atol=1e-12 * float(np.max(np.abs(c), initial=0))):
+            raise DistPrivacyError(f"{name} is not symmetric; pass a symmetric covariance")
+        out.append((c + c.T) / 2)
+    return mp, out[0], mq, out[1]
+
+
+def common_support(
+    mean_p: ArrayLike, cov_p: ArrayLike, mean_q: ArrayLike, cov_q: ArrayLike
+) -> CommonSupport:
+    """Reduce P = N(mean_p, cov_p) and Q = N(mean_q, cov_q), covariances positive
+    *semi*definite, to the affine subspace supporting both.
+
+    δ_{P‖Q} is invariant under an invertible affine map applied to both laws, so each coordinate
+    is first divided by the larger of its two standard deviations (this makes every decision
+    below independent of the statistics' units). Then, with C = A + B:
+
+    * a direction v with vᵀCv ≤ ``RANK_RTOL`` carries no variance under P nor Q: if the means
+      differ along it (beyond ``SUPPORT_RTOL``) the supports are disjoint, else it is dropped;
+    * on the rest, if A or B alone is singular, P's and Q's supports differ (one is a proper
+      subspace of, or crosses, the other);
+    * otherwise both are positive definite there and the profile is that of the reduced pair.
+
+    Raises
+    ------
+    DistPrivacyError
+        Non-finite entries, shapes, asymmetric or indefinite covariances.
+    """
+    mp, A, mq, B = _check_psd_pair(mean_p, cov_p, mean_q, cov_q)
+    m = mp.size
+    for name, c in (("cov_p", A), ("cov_q", B)):
+        scale = np.sqrt(np.maximum(np.diag(c), 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.where(scale > 0, 1 / np.where(scale > 0, scale, 1), 0.0)
+        w = np.linalg.eigvalsh(c * np.outer(inv, inv))
+        if np.any(np.diag(c) < 0) or (w.size and w[0] < -1e-8):
+            raise DistPrivacyError(
+                f"{name} is not positive semidefinite (smallest scaled eigenvalue "
+                f"{w[0] if w.size else float(np.min(np.diag(c))):.3g})"
+            )
+    d = mp - mq
+    sd = np.sqrt(np.maximum(np.maximum(np.diag(A), np.diag(B)), 0.0))
+    empty = np.zeros(0)
+
+    def differ(reason: str) -> CommonSupport:
+        return CommonSupport(False, reason, empty, np.zeros((0, 0)), empty, np.zeros((0, 0)))
+
+    const = sd == 0
+    if np.any(const):
+        size = np.maximum(np.maximum(np.abs(mp), np.abs(mq)), 1e-300)
+        if np.any(np.abs(d[const]) > 1e-12 * size[const]):
+            k = int(np.flatnonzero(const & (np.abs(d) > 1e-12 * size))[0])
+            return differ(f"output {k} is constant under both laws but with different values")
+    keep = ~const
+    if not np.any(keep):
+        z = np.zeros(0)
+        return CommonSupport(True, "", z, np.zeros((0, 0)), z.copy(), np.zeros((0, 0)))
+    s = sd[keep]
+    As = A[np.ix_(keep, keep)] / np.outer(s, s)
+    Bs = B[np.ix_(keep, keep)] / np.outer(s, s)
+    ds = d[keep] / s
+    w, V = np.linalg.eigh((As + Bs) / 2)
+    null = w <= RANK_RTOL
+    if np.any(null):
+        along = V[:, null].T @ ds
+        if np.any(np.abs(along) > SUPPORT_RTOL * max(1.0, float(np.linalg.norm(ds)))):
+            return differ(
+                "the means differ along a direction in which neither law varies (the noise "
+                "does not cover it)"
+            )
+    W = V[:, ~null]
+    Ar, Br = W.T @ As @ W, W.T @ Bs @ W
+    Ar, Br = (Ar + Ar.T) / 2, (Br + Br.T) / 2
+    for name, c in (("P", Ar), ("Q", Br)):
+        if c.size and np.linalg.eigvalsh(c)[0] <= RANK_RTOL:
+            return differ(
+                f"{name} has no variance in a direction in which the other law varies (their "
+                "supports differ; the noise does not cover it)"
+            )
+    del m
+    return CommonSupport(True, "", W.T @ (mp[keep] / s), Ar, W.T @ (mq[keep] / s), Br)
+
+
+def gaussian_profile_psd(
+    mean_p: ArrayLike,
+    cov_p: ArrayLike,
+    mean_q: ArrayLike,
+    cov_q: ArrayLike,
+    epsilon: float,
+    *,
+    atol: float = 1e-10,
+) -> tuple[float, float]:
+    """δ_{P‖Q}(ε) for Gaussians with positive *semi*definite covariances.
+
+    Different affine supports give δ = 1 at every ε (:func:`common_support`); on a common
+    support the exact profile of the reduced pair (:func:`gaussian_profile`); on a support of
+    dimension 0 (two equal point masses) δ = 0.
+
+    Returns
+    -------
+    (float, float)
+        δ(ε) and its absolute error bound.
+    """
+    eps = _check_epsilon(epsilon)
+    sup = common_support(mean_p, cov_p, mean_q, cov_q)
+    if not sup.same:
+        return 1.0, 0.0
+    if sup.dim == 0:
+        return 0.0, 0.0
+    return gaussian_profile(sup.mean_p, sup.cov_p, sup.mean_q, sup.cov_q, eps, atol=atol)
+
+
+def loss_profile(loss: PrivacyLoss, epsilon: float, *, atol: float = 1e-10) -> tuple[float, float]:
+    """δ(ε) of a privacy loss and its absolute error bound (the computation behind
+    :func:`gaussian_profile`, for callers that reuse one :class:`PrivacyLoss`).
+
+    Raises
+    ------
+    DistPrivacyError
+        Invalid ε or atol, or the requested accuracy was not reached.
+    """
+    return _profile(loss, _check_epsilon(epsilon), _check_atol(atol))
+
+
+def _log_bound_constant(s: np.ndarray) -> np.ndarray:
+    """log c(s), c(s) = max_x (1 − e^{−x})₊ e^{−sx} = s^s / (1 + s)^{1+s}."""
+    return s * np.log(s) - (1 + s) * np.log1p(s)
+
+
+def profile_upper_bound(loss: PrivacyLoss, epsilon: float) -> float:
+    """A rigorous upper bound on δ(ε), cheap enough to screen many pairs.
+
+    (1 − e^{ε−L})₊ ≤ c(s) e^{s(L−ε)} for every s > 0 with c(s) = s^s/(1 + s)^{1+s} (the
+    maximum over x of (1 − e^{−x}) e^{−sx}, attained at e^{−x} = s/(1 + s)), so
+    δ(ε) ≤ c(s) e^{−sε} E[e^{sL}] with the moment generating function of the quadratic form
+    E[e^{sL}] = e^{sγ} Π_k (1 − sλ_k)^{−½} exp(s²β_k²/(2(1 − sλ_k))) (s λ_k < 1). Any s gives
+    a valid bound; the minimum over a logarithmic grid of s is returned (never below the true
+    δ; capped at 1).
+    """
+    lam, b2 = loss.lambdas, loss.betas**2
+    lam_max = float(np.max(lam)) if lam.size else 0.0
+    s_max = 1e6 if lam_max <= 0 else min(1e6, (1 - 1e-9) / lam_max)
+    s = np.geomspace(min(1e-6, s_max / 2), s_max, 240)[:, None]
+    z = 1 - s * lam
+    log_mgf = s[:, 0] * loss.gamma + np.sum(-0.5 * np.log(z) + s * s * b2 / (2 * z), axis=1)
+    log_b = _log_bound_constant(s[:, 0]) - s[:, 0] * epsilon + log_mgf
+    best = float(np.min(log_b))
+    return 1.0 if not best < 0 else math.exp(best)

@@ -17,8 +17,10 @@ from distprivacy.mechanisms.base import covariance_assumption, delta_e, not_appl
 from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
+    certify_top_up,
     max_mahalanobis,
     pair_covariances,
+    top_up_shape,
 )
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
@@ -50,6 +52,7 @@ class NoNoise(GaussianMechanism):
     name = "NoNoise"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.4"
     requires_invertible = True
+    no_noise_fix = True
 
     def _noise(self, model: FModel, mu: float, convention: Convention):
         pairs = pair_covariances(model, convention)
@@ -75,38 +78,42 @@ class EigenvectorGaussian(GaussianMechanism):
     Chen & Ohrimenko (2023), Theorem 4.5 (via Cor. A.2): σ_k² = max_S max(0, T − v_kᵀ S v_k),
     Σ_Z = Σ_k σ_k² v_k v_kᵀ, S ranging over the covariances the pairs' conditions use. The theorem
     assumes every Σ_θ has the same eigenvectors; on real data they differ slightly, so the library
-    takes the eigenvectors of their average, then *certifies* Cor. A.2 (λ_min(S + Σ_Z) ≥ T for
-    every S) and, if it fails, adds the shortfall as isotropic variance (``details["top_up"]``).
-    With common eigenvectors this is exactly the paper's mechanism (top-up 0).
+    takes the eigenvectors of their average and then *certifies* the condition the guarantee
+    needs, Cor. A.1 (dᵀ(S + Σ_Z)⁻¹d ≤ μ*² for every pair and covariance S, which Cor. A.2
+    implies); if it fails, the least τ·R is added, R the model-shaped top-up of
+    :func:`~distprivacy.mechanisms.gaussian.top_up_shape` (``details["top_up"]`` = τ). With
+    common eigenvectors this is exactly the paper's mechanism (τ = 0). Like the paper's, T is
+    one variance for every direction in raw units: EigM-G is not unit-equivariant (DauM-G,
+    DirM-G and OptM-G are).
     """
 
     name = "EigM-G"
-    theorem = "Chen & Ohrimenko 2023, Theorem 4.5 (certified by Corollary A.2)"
+    theorem = "Chen & Ohrimenko 2023, Theorem 4.5 (certified by Corollary A.1)"
 
     def _noise(self, model: FModel, mu: float, convention: Convention):
         d2 = delta_e(model, 2)
         T = (d2 / mu) ** 2
-        S = np.array([c for _, covs in pair_covariances(model, convention) for c in covs])
+        pairs = pair_covariances(model, convention)
+        S = np.array([c for _, covs in pairs for c in covs])
         _, V = np.linalg.eigh(S.mean(axis=0))
         lam = np.einsum("ik,tij,jk->tk", V, S, V)  # v_kᵀ S v_k
         var = np.maximum(0.0, T - lam).max(axis=0)
-        short = T - np.linalg.eigvalsh(S + ((V * var) @ V.T)[None])[:, 0].min()
-        top_up = float(short) if short > 1e-9 * max(T, 1e-300) else 0.0
-        var = var + top_up
+        Sigma, top_up = certify_top_up(pairs, mu, (V * var) @ V.T, top_up_shape(model))
         cov_text, cov_warn = _cov_text(model, convention)
         warns = [cov_warn]
         if top_up > 0:
             warns.append(
-                f"the eigenvectors of Σ_θ differ across θ; added isotropic variance {top_up:.4g} "
-                "so that Cor. A.2 holds for every θ"
+                "the eigenvectors of Σ_θ differ across θ; added "
+                f"{top_up:.4g} × (the average covariance of F + the mean differences' outer "
+                "products) so that Cor. A.1 holds for every θ"
             )
-        return NoiseDistribution("gaussian", V, np.sqrt(var)), {
+        return NoiseDistribution.gaussian_from_covariance(Sigma), {
             "sensitivity": d2,
             "sensitivity_label": "Δ_E,2",
             "assumptions": (
                 _GAUSSIAN,
                 cov_text,
-                "the eigenvectors of Σ_θ are the same for every θ (else certified by Cor. A.2)",
+                "the eigenvectors of Σ_θ are the same for every θ (else certified by Cor. A.1)",
             ),
             "warnings": warns,
             "details": {
@@ -153,8 +160,9 @@ class DauM(GaussianMechanism):
     Parameters
     ----------
     v : array (m,), optional
-        The direction. Default: the leading right-singular vector of the mean differences (for a
-        single pair, their direction). When a difference is not parallel to v, σ²_ij is the
+        The direction. Default: the leading right-singular vector of the mean differences, each
+        statistic divided by its own scale (:meth:`FModel.statistic_scales`) and mapped back
+        (for a single pair, or parallel differences, their direction — the paper's v). When a difference is not parallel to v, σ²_ij is the
         smallest variance satisfying Cor. A.1 for it (see :func:`daum_variance`); if no variance
         along v can, the mechanism is not applicable.
     """
@@ -182,9 +190,15 @@ class DauM(GaussianMechanism):
             if nv == 0:
                 raise not_applicable(self.name, "v must be non-zero")
             return self.v / nv
-        D = model.mean_differences()
+        # The leading direction of the mean differences in unit-free coordinates (each
+        # statistic divided by its own scale), mapped back: rescaling a statistic rescales v's
+        # component, so the noise it gets rescales with it. For one pair (or parallel
+        # differences) this is the paper's v = d/‖d‖.
+        s = model.statistic_scales()
+        D = model.mean_differences() / s
         _, _, Vt = np.linalg.svd(D, full_matrices=False)
-        v = Vt[0]
+        v = Vt[0] * s
+        v = v / np.linalg.norm(v)
         return v if v[np.argmax(np.abs(v))] > 0 else -v
 
     def _noise(self, model: FModel, mu: float, convention: Convention):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from distprivacy.accounting import check_delta, check_epsilon, check_rule
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
@@ -80,6 +81,57 @@ class Calibration:
     warnings: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
     accounting: Mapping[str, Any] = field(default_factory=dict)
+    statistic_scales: np.ndarray | None = None
+    statistic_levels: np.ndarray | None = None
+
+    @property
+    def noise_sd(self) -> np.ndarray:
+        """Standard deviation of each released statistic's noise (in the statistic's units)."""
+        return np.sqrt(np.maximum(np.diag(self.noise_covariance), 0.0))
+
+    @property
+    def relative_error(self) -> np.ndarray:
+        """Noise SD over the statistic's typical magnitude (mean over θ of |E F_k|); NaN where
+        that is 0."""
+        if self.statistic_levels is None:
+            return np.full(len(self.statistic_names), np.nan)
+        lv = np.asarray(self.statistic_levels, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(lv > 0, self.noise_sd / np.where(lv > 0, lv, 1.0), np.nan)
+
+    @property
+    def noise_to_sampling(self) -> np.ndarray:
+        """Noise SD over the statistic's own sampling SD under f_θ (its scale s_k)."""
+        if self.statistic_scales is None:
+            return np.full(len(self.statistic_names), np.nan)
+        return self.noise_sd / np.asarray(self.statistic_scales, dtype=float)
+
+    def utility_cost(self, utility: str = "scaled") -> float:
+        """The noise's cost under a utility: ``scaled`` Σ_k Var(Z_k)/s_k² (unit-free),
+        ``l2`` E‖Z‖₂ (raw units, the paper's)."""
+        if utility == "l2":
+            return self.expected_l2_error
+        if self.statistic_scales is None:
+            raise DistPrivacyError("this calibration carries no statistic scales")
+        return float(np.sum(self.noise_sd**2 / np.asarray(self.statistic_scales) ** 2))
+
+    def per_statistic(self) -> list[dict[str, Any]]:
+        """Per statistic: name, noise SD, relative error, noise SD over sampling SD."""
+        return [
+            {
+                "statistic": n,
+                "noise_sd": float(sd),
+                "relative_error": _jsonable(float(re)),
+                "noise_to_sampling_sd": _jsonable(float(ns)),
+            }
+            for n, sd, re, ns in zip(
+                self.statistic_names,
+                self.noise_sd,
+                self.relative_error,
+                self.noise_to_sampling,
+                strict=True,
+            )
+        ]
 
     @property
     def mu(self) -> float | None:
@@ -202,6 +254,10 @@ class Calibration:
                 "max_attack_accuracy": self.max_attack_accuracy,
                 "delta_achieved": self.delta_achieved,
                 "accounting": dict(self.accounting),
+                "per_statistic": self.per_statistic(),
+                "utility_scaled": (
+                    self.utility_cost("scaled") if self.statistic_scales is not None else None
+                ),
             }
         )
 
@@ -261,7 +317,11 @@ class Mechanism(ABC):
                 f"{self.name} needs samples of F under each θ; fit a Monte-Carlo model "
                 "(--modeling auto or monte-carlo) or give samples in the model file"
             )
-        return self._calibrate(model)
+        model.check_finite()
+        # Small-matrix numerics: one BLAS thread is 10-20x faster than a pool (measured on the
+        # 2-core machine under load: bench/bench_core.py).
+        with threadpool_limits(limits=1):
+            return self._calibrate(model)
 
     @abstractmethod
     def _calibrate(self, model: FModel) -> Calibration: ...
@@ -274,6 +334,8 @@ class Mechanism(ABC):
             delta=self.delta,
             noise=noise,
             statistic_names=tuple(model.statistic_names_),
+            statistic_scales=model.statistic_scales(),
+            statistic_levels=model.statistic_levels(),
             **kw,
         )
 
@@ -283,14 +345,18 @@ def delta_e(model: FModel, ord: float) -> float:
     return float(np.linalg.norm(model.mean_differences(), ord=ord, axis=1).max())
 
 
-def difference_span(model: FModel, rtol: float = 1e-10) -> np.ndarray:
-    """Orthonormal basis (m × r) of the span of the mean differences (§4.2)."""
-    D = model.mean_differences()
+def row_span(D: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """Orthonormal basis (m × r) of the row span of D (singular values above rtol × the
+    largest)."""
     _, s, Vt = np.linalg.svd(D, full_matrices=False)
     if s.size == 0 or s[0] == 0:
         return np.zeros((D.shape[1], 0))
-    r = int(np.sum(s > rtol * s[0]))
-    return Vt[:r].T
+    return Vt[: int(np.sum(s > rtol * s[0]))].T
+
+
+def difference_span(model: FModel, rtol: float = 1e-10) -> np.ndarray:
+    """Orthonormal basis (m × r) of the span of the mean differences (§4.2)."""
+    return row_span(model.mean_differences(), rtol)
 
 
 def covariance_assumption(model: FModel, threshold: float = 0.1) -> tuple[str, str | None]:

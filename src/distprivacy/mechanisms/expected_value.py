@@ -11,6 +11,7 @@ from distprivacy.mechanisms.base import (
     covariance_assumption,
     delta_e,
     difference_span,
+    row_span,
 )
 from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
@@ -113,22 +114,36 @@ class DirectionalGaussian(GaussianMechanism):
     modified to use Gaussian noise") and the multi-direction extension: σ = Δ_E,2 / μ* (classic:
     c Δ_E,2 / ε) on an orthonormal basis V of span{μ_i − μ_j}; since ‖Vᵀb‖₂ = ‖b‖₂ for b in the
     span, this is the Gaussian mechanism of Theorem 4.2 restricted to span(V).
+
+    The construction is carried out in unit-free coordinates x_k/s_k (s_k each statistic's own
+    scale, :meth:`FModel.statistic_scales`) and mapped back: the guarantee is unchanged (an
+    invertible linear map applied to F and Z alike is post-processing both ways), and
+    rescaling a statistic rescales its noise and nothing else. For a single pair, or parallel
+    mean differences, this is exactly the paper's Z = Y·d/μ*.
     """
 
     name = "DirM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.3 (Gaussian variant, §4.2)"
 
     def _noise(self, model: FModel, mu: float, convention: str):
-        V = difference_span(model)
-        d2 = delta_e(model, 2)
+        s = model.statistic_scales()
+        D = model.mean_differences() / s
+        V = row_span(D)
+        d2 = float(np.linalg.norm(D, axis=1).max())
         sigma = d2 / mu
+        cov = (V * sigma**2) @ V.T * np.outer(s, s)
         cov_text, cov_warn = covariance_assumption(model)
-        return NoiseDistribution("gaussian", V, np.full(V.shape[1], sigma)), {
-            "sensitivity": d2,
+        return NoiseDistribution.gaussian_from_covariance(cov), {
+            "sensitivity": delta_e(model, 2),
             "sensitivity_label": "Δ_E,2",
             "assumptions": (_TRANSLATION, cov_text),
             "warnings": [cov_warn],
-            "details": {"sigma": sigma, "directions": V.T, "n_directions": V.shape[1]},
+            "details": {
+                "sigma_unit_free": sigma,
+                "statistic_scales": s,
+                "directions_unit_free": V.T,
+                "n_directions": V.shape[1],
+            },
         }
 
     def _guarantee_mu(self, model, noise, mu_star, convention) -> float:

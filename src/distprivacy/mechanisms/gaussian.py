@@ -42,18 +42,23 @@ from distprivacy.mechanisms.base import Calibration, Mechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import (
-    gaussian_profile,
+    PrivacyLoss,
+    common_support,
+    loss_profile,
     gdp_accuracy,
     gdp_delta,
     gdp_epsilon,
     gdp_mu,
     mu_for_accuracy,
+    profile_upper_bound,
 )
 
 Convention = str  # "own" (each member's covariance) or "average" (one per pair)
 
 #: How the unequal fitted covariances of a pair are treated (see :class:`GaussianMechanism`).
 COVARIANCE_MODES = ("fitted", "pooled")
+#: How noise is costed when a mechanism chooses between noises (see :class:`GaussianMechanism`).
+UTILITIES = ("scaled", "l2")
 
 
 def pair_covariances(model: FModel, convention: Convention) -> list[tuple[np.ndarray, list]]:
@@ -71,23 +76,231 @@ def pair_covariances(model: FModel, convention: Convention) -> list[tuple[np.nda
     return out
 
 
+def _standardiser(covs: list[np.ndarray], d: np.ndarray) -> np.ndarray:
+    """Per-coordinate scales making a Mahalanobis computation independent of units: the largest
+    standard deviation of the coordinate, else |d_k|, else 1."""
+    var = np.max(np.array([np.diag(c) for c in covs]), axis=0)
+    s = np.sqrt(np.maximum(var, 0.0))
+    s = np.where(s > 0, s, np.abs(d))
+    return np.where(s > 0, s, 1.0)
+
+
 def max_mahalanobis(
     pairs: list[tuple[np.ndarray, list]], noise_covariance: np.ndarray | None
 ) -> float:
     """max over pairs and their covariances of √(dᵀ (S + Σ_Z)⁻¹ d); ∞ if d is not in the range
-    of a singular S + Σ_Z."""
+    of a singular S + Σ_Z, and ∞ (fail closed) if any entry is not finite.
+
+    Each coordinate is divided by its own scale first (the value is invariant under that, and
+    the rank decision then does not depend on the statistics' units)."""
     worst = 0.0
     for d, covs in pairs:
-        for S in covs:
-            C = S if noise_covariance is None else S + noise_covariance
-            w, V = np.linalg.eigh((C + C.T) / 2)
-            y = V.T @ d
+        Cs = [S if noise_covariance is None else S + noise_covariance for S in covs]
+        if not np.isfinite(d).all() or not all(np.isfinite(C).all() for C in Cs):
+            return math.inf
+        sc = _standardiser(Cs, d)
+        ds = d / sc
+        for C in Cs:
+            Cn = C / np.outer(sc, sc)
+            w, V = np.linalg.eigh((Cn + Cn.T) / 2)
+            y = V.T @ ds
             tol = 1e-12 * max(float(w[-1]), 1e-300)
-            if np.any((w <= tol) & (np.abs(y) > 1e-9 * max(float(np.abs(d).max()), 1e-300))):
+            if np.any((w <= tol) & (np.abs(y) > 1e-9 * max(float(np.abs(ds).max()), 1e-300))):
                 return math.inf
             keep = w > tol
-            worst = max(worst, float(np.sum(y[keep] ** 2 / w[keep])))
+            value = float(np.sum(y[keep] ** 2 / w[keep]))
+            if not math.isfinite(value):
+                return math.inf
+            worst = max(worst, value)
     return math.sqrt(worst)
+
+
+def top_up_shape(model: FModel) -> np.ndarray:
+    """R = S̄ + Ḡ: the average covariance of F over θ plus the average outer product of the
+    protected pairs' mean differences.
+
+    Every top-up τ·R is shaped in the geometry of the model (rescale a statistic by c and its
+    row and column of R scale by c, so its noise does and nothing else moves), never isotropic
+    in raw units. As τ → ∞ any pair's two output laws share the support range(R) ⊇ range(S_θ)
+    + span(d) and their divergence tends to 0, so a large enough τ always verifies."""
+    S = model.covariances_.mean(axis=0)
+    D = model.mean_differences()
+    G = D.T @ D / max(len(D), 1)
+    R = S + G
+    return (R + R.T) / 2
+
+
+def certify_top_up(
+    pairs: list[tuple[np.ndarray, list]], mu: float, Sigma: np.ndarray, R: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """Make a candidate noise covariance meet Cor. A.1 (max Mahalanobis ≤ μ) *by computation*:
+    symmetrise, clip negative eigenvalues (solver rounding) to 0, then add the least τ·R that
+    makes every condition hold (τ = 0 when none fails). R is :func:`top_up_shape`: the top-up
+    is shaped by the model, never isotropic in raw units.
+
+    Returns
+    -------
+    (ndarray, float)
+        The certified covariance and τ.
+    """
+    w, V = np.linalg.eigh((Sigma + Sigma.T) / 2)
+    Sigma = (V * np.clip(w, 0.0, None)) @ V.T
+    if max_mahalanobis(pairs, Sigma) <= mu:
+        return Sigma, 0.0
+    hi = 1e-12
+    while max_mahalanobis(pairs, Sigma + hi * R) > mu:
+        hi *= 4
+        if hi > 1e12:
+            raise NotApplicableError(
+                "no top-up of the noise meets the condition of Cor. A.1 (a mean difference "
+                "lies outside every covariance's range)"
+            )
+    lo = 0.0 if hi == 1e-12 else hi / 4
+    for _ in range(60):
+        if hi - lo <= 1e-6 * hi:
+            break
+        mid = (lo + hi) / 2
+        if max_mahalanobis(pairs, Sigma + mid * R) <= mu:
+            hi = mid
+        else:
+            lo = mid
+    return Sigma + hi * R, hi
+
+
+def _pair_problem(model: FModel, Z: np.ndarray, i: int, j: int):
+    return (model.means_[i], model.covariances_[i] + Z, model.means_[j], model.covariances_[j] + Z)
+
+
+class _PairProfile:
+    """One ordered pair's output laws under a noise: support check, privacy loss, bounds."""
+
+    def __init__(self, model: FModel, Z: np.ndarray, i: int, j: int) -> None:
+        self.pair = (i, j)
+        self.loss: PrivacyLoss | None = None
+        self.reason = ""
+        try:
+            sup = common_support(*_pair_problem(model, Z, i, j))
+        except DistPrivacyError as exc:
+            self.reason = str(exc)
+            self.value_if_disjoint = 1.0
+            return
+        if not sup.same:
+            self.reason = sup.reason
+            self.value_if_disjoint = 1.0
+        elif sup.dim == 0:
+            self.value_if_disjoint = 0.0
+        else:
+            try:
+                self.loss = PrivacyLoss.from_gaussians(
+                    sup.mean_p, sup.cov_p, sup.mean_q, sup.cov_q
+                )
+            except DistPrivacyError as exc:
+                self.reason = str(exc)
+                self.value_if_disjoint = 1.0
+
+    def bound(self, epsilon: float) -> float:
+        """A rigorous upper bound on δ(ε) (1 when nothing better is known)."""
+        if self.loss is None:
+            return self.value_if_disjoint
+        return profile_upper_bound(self.loss, epsilon)
+
+    def exact(self, epsilon: float, atol: float) -> tuple[float, float]:
+        """(δ(ε) + its error bound, error bound); falls back to the rigorous bound when the
+        integral does not reach the accuracy (fail closed: never below the true δ)."""
+        if self.loss is None:
+            return self.value_if_disjoint, 0.0
+        for tol in (atol, 1e-7):
+            try:
+                value, err = loss_profile(self.loss, epsilon, atol=tol)
+                return min(1.0, value + err), err
+            except DistPrivacyError:
+                continue
+        return self.bound(epsilon), 0.0
+
+
+def fitted_profile(
+    model: FModel,
+    noise_covariance: np.ndarray,
+    epsilon: float,
+    *,
+    delta_target: float | None = None,
+    tv_target: float | None = None,
+    accuracy: bool = True,
+    atol: float = 1e-10,
+) -> dict[str, Any]:
+    """The exact privacy profile of the fitted Gaussians N(μ_θ, Σ_θ + Σ_Z), worst ordered pair.
+
+    Singular covariances are handled exactly (:func:`distprivacy.profiles.common_support`):
+    different supports give δ = 1. Pairs are screened with a rigorous upper bound
+    (:func:`distprivacy.profiles.profile_upper_bound`) and the exact Gil-Pelaez profile is
+    computed only where the bound does not already settle the question (branch and bound: the
+    reported maximum is exact). Anything that cannot be computed counts at its rigorous bound
+    (at worst 1), never as "not violating".
+
+    Parameters
+    ----------
+    delta_target, tv_target : float, optional
+        Search mode: stop at the first pair shown to exceed the target (``violated`` is set).
+    accuracy : bool
+        Also compute the maximum attack accuracy (1 + TV)/2 (TV = δ(0)).
+
+    Returns
+    -------
+    dict
+        ``delta_at_epsilon`` (an upper bound on the worst pair's δ at ε), ``max_attack_accuracy``
+        (when computed), ``error_bound``, ``violated`` (search mode), ``worst_pair``,
+        ``support_mismatch`` (the reason, if a pair's supports differ), ``pairs_exact`` (how
+        many needed the integral).
+    """
+    Z = np.asarray(noise_covariance, dtype=float)
+    pairs = [_PairProfile(model, Z, i, j) for i, j in model.pair_indices_]
+    out: dict[str, Any] = {
+        "delta_at_epsilon": 0.0,
+        "max_attack_accuracy": 0.5 if accuracy or tv_target is not None else None,
+        "error_bound": 0.0,
+        "violated": False,
+        "worst_pair": None,
+        "support_mismatch": next((p.reason for p in pairs if p.reason), None),
+        "pairs_exact": 0,
+    }
+
+    def worst(eps: float, target: float | None, tol: float) -> tuple[float, float, Any, bool]:
+        bounds = np.array([p.bound(eps) for p in pairs])
+        order = np.argsort(-bounds, kind="stable")
+        best, best_err, who = 0.0, 0.0, None
+        for k in order:
+            b = float(bounds[k])
+            if target is not None:
+                if b <= target:
+                    break
+            elif b <= best:
+                break
+            value, err = pairs[k].exact(eps, tol)
+            out["pairs_exact"] += 1
+            if value > best:
+                best, best_err, who = value, err, pairs[k].pair
+            if target is not None and value > target:
+                return best, best_err, who, True
+        if target is not None and who is None and len(order):
+            # Every pair is settled by its bound: report the largest bound (valid, ≤ target).
+            k = int(order[0])
+            best, who = float(bounds[k]), pairs[k].pair
+        return best, best_err, who, False
+
+    if delta_target is not None or tv_target is None:
+        tol = atol if delta_target is None else min(atol * 100, 1e-4 * delta_target)
+        dlt, err, who, bad = worst(epsilon, delta_target, max(tol, 1e-12))
+        out.update(delta_at_epsilon=dlt, error_bound=err, worst_pair=who, violated=bad)
+        if bad:
+            return out
+    if accuracy or tv_target is not None:
+        tv, err, who, bad = worst(0.0, tv_target, atol)
+        out["max_attack_accuracy"] = min(1.0, (1 + tv) / 2)
+        out["error_bound"] = max(out["error_bound"], err)
+        if out["worst_pair"] is None:
+            out["worst_pair"] = who
+        out["violated"] = bad
+    return out
 
 
 class GaussianMechanism(Mechanism):
@@ -111,6 +324,11 @@ class GaussianMechanism(Mechanism):
         top-up. ``pooled``: the paper's modelling assumption (one covariance per pair, the
         average of the two fits); the unequal-covariance profile is still computed and reported
         (with a warning when it falls short), but not enforced. The classic rule never enforces.
+    utility : {"scaled", "l2"}
+        How noise is costed when the mechanism has a choice (which fix of an unequal-covariance
+        shortfall, OptM-G's objective): ``scaled`` (default) Σ_k Var(Z_k)/s_k², each
+        statistic's noise variance relative to its own sampling variance s_k² (unit-free);
+        ``l2`` the paper's raw E‖Z‖₂ (mixed units).
     check_profile : bool
         False skips computing the unequal-covariance profile (only with ``pooled`` or the
         classic rule; faster, for experiments that do not report it).
@@ -132,8 +350,14 @@ class GaussianMechanism(Mechanism):
         max_accuracy: float | None = None,
         covariances: str = "fitted",
         check_profile: bool = True,
+        utility: str = "scaled",
     ) -> None:
         self.calibration = check_rule(calibration)
+        if utility not in UTILITIES:
+            raise DistPrivacyError(
+                f"unknown utility {utility!r}; use one of {', '.join(UTILITIES)}"
+            )
+        self.utility = utility
         if not check_profile and calibration == "exact" and covariances == "fitted":
             raise DistPrivacyError(
                 "covariances='fitted' needs the unequal-covariance profile; use "
@@ -207,55 +431,41 @@ class GaussianMechanism(Mechanism):
 
     # Accounting --------------------------------------------------------------------------------
 
+    def noise_cost(self, model: FModel, noise: NoiseDistribution) -> float:
+        """The cost the mechanism minimises when it has a choice: Σ_k Var(Z_k)/s_k² (``scaled``)
+        or E‖Z‖₂ (``l2``)."""
+        if self.utility == "l2":
+            return noise.expected_l2_error
+        s = model.statistic_scales()
+        return float(np.sum(np.diag(noise.covariance) / s**2))
+
     def _model_profile(
         self, model: FModel, noise: NoiseDistribution, full: bool = True
-    ) -> dict[str, Any] | None:
-        """Exact profile of the fitted Gaussians with unequal covariances (worst ordered pair):
-        δ at ε (with its numerical error bound), and the maximum attack accuracy (1 + TV)/2.
-
-        The integral is evaluated to absolute accuracy 1e-10, or 1e-7 when that is out of
-        reach; the reported δ is the computed value plus its error bound (an upper bound). If
-        neither accuracy is reached, the entry ``failed`` says why and only the shared-covariance
-        figure stands (the calibration then carries a warning saying so). ``full=False`` skips
-        the accuracy (used inside the searches, when only δ at ε decides)."""
-        Z = noise.covariance
-        worst: dict[str, Any] = {
-            "delta_at_epsilon": 0.0,
-            "max_attack_accuracy": 0.5,
-            "error_bound": 0.0,
-        }
-        for i, j in model.pair_indices_:
-            P = (model.means_[i], model.covariances_[i] + Z)
-            Q = (model.means_[j], model.covariances_[j] + Z)
-            first = 1e-10 if full else min(1e-8, 1e-4 * self.delta)
-            for atol in (first, 1e-7):
-                try:
-                    dlt, err = gaussian_profile(*P, *Q, self.epsilon, atol=atol)
-                    tv, tv_err = (
-                        gaussian_profile(*P, *Q, 0.0, atol=atol)
-                        if full or not self._epsilon_given
-                        else (0.0, 0.0)
-                    )
-                    break
-                except DistPrivacyError as exc:
-                    reason = str(exc)
-            else:
-                return {"failed": reason}
-            worst["delta_at_epsilon"] = max(worst["delta_at_epsilon"], min(1.0, dlt + err))
-            worst["error_bound"] = max(worst["error_bound"], err, tv_err)
-            worst["max_attack_accuracy"] = max(
-                worst["max_attack_accuracy"], min(1.0, (1 + tv + tv_err) / 2)
+    ) -> dict[str, Any]:
+        """Exact profile of the fitted Gaussians with unequal covariances (worst ordered pair;
+        :func:`fitted_profile`). ``full=False`` is the search mode: it stops at the first pair
+        shown to miss the target."""
+        if full:
+            return fitted_profile(model, noise.covariance, self.epsilon)
+        if self._epsilon_given:
+            # Relative slack 1e-9: noise that meets μ* exactly (DauM, EigM, OptM do by design)
+            # must not count as a violation through rounding or the integral's error bound.
+            target = self.delta * (1 + 1e-9)
+            return fitted_profile(
+                model, noise.covariance, self.epsilon, delta_target=target, accuracy=False
             )
-        return worst
+        tv = (2 * gdp_accuracy(self.target_mu()) - 1) * (1 + 1e-9)
+        return fitted_profile(model, noise.covariance, self.epsilon, tv_target=tv)
 
     def _violates(self, profile: dict[str, Any] | None, mu_star: float) -> bool:
-        if profile is None or "failed" in profile:
+        if profile is None:
             return False
-        # Relative slack 1e-9: noise that meets μ* exactly (DauM, EigM, OptM do by design)
-        # must not count as a violation through rounding or the integral's error bound.
+        if profile.get("violated"):
+            return True
         if self._epsilon_given:
             return profile["delta_at_epsilon"] > self.delta * (1 + 1e-9)
-        return profile["max_attack_accuracy"] > gdp_accuracy(mu_star) * (1 + 1e-9)
+        acc = profile.get("max_attack_accuracy")
+        return acc is not None and acc > gdp_accuracy(mu_star) * (1 + 1e-9)
 
     def _tighten_mu(self, model: FModel, mu_star: float, conv: Convention):
         """Strategy 1: the mechanism's own noise at a lowered μ* (bisection; first bracketed in
@@ -273,6 +483,8 @@ class GaussianMechanism(Mechanism):
             hi = 0.8 * mu_star
         for _ in range(40):
             mid = (lo + hi) / 2
+            if mid <= 1e-6 * mu_star:
+                break
             try:
                 n_mid, kw_mid = self._noise(model, mid, conv)
             except NotApplicableError:
@@ -288,25 +500,25 @@ class GaussianMechanism(Mechanism):
         return best
 
     def _tighten_top_up(self, model: FModel, noise: NoiseDistribution, mu_star: float):
-        """Strategy 2: the mechanism's noise at μ* plus the least isotropic τ·I (bisection;
-        δ(ε) is non-increasing in τ, adding noise being post-processing)."""
+        """Strategy 2: the mechanism's noise at μ* plus the least τ·R, R = :func:`top_up_shape`
+        (τ is unit-free; bisection, δ(ε) being non-increasing in τ: adding independent noise is
+        post-processing). None if no τ ≤ 1e6 verifies."""
         Z = noise.covariance
-        eye = np.eye(model.dim)
+        R = top_up_shape(model)
 
         def with_tau(tau: float):
-            n = NoiseDistribution.gaussian_from_covariance(Z + tau * eye)
+            n = NoiseDistribution.gaussian_from_covariance(Z + tau * R)
             return n, self._model_profile(model, n, full=False)
 
-        scale = float(np.mean([np.trace(c) for c in model.covariances_])) / model.dim
-        hi = 1e-3 * max(scale, 1e-300)
-        for _ in range(80):
+        hi = 1e-3
+        while True:
             n_hi, p_hi = with_tau(hi)
             if not self._violates(p_hi, mu_star):
                 break
             hi *= 4
-        else:  # pragma: no cover - the covariance ratio tends to 1 as τ grows
-            return None
-        lo = 0.0
+            if hi > 1e6:
+                return None
+        lo = 0.0 if hi == 1e-3 else hi / 4
         for _ in range(40):
             if hi - lo <= 2e-3 * hi:
                 break
@@ -318,58 +530,79 @@ class GaussianMechanism(Mechanism):
                 hi, n_hi, p_hi = mid, n_mid, p_mid
         return n_hi, p_hi, hi
 
+    def _fix(self, model: FModel, noise: NoiseDistribution, kw: dict, mu_star: float, conv):
+        """Meet the target under the fitted covariances: the cheaper (by :meth:`noise_cost`) of
+        the mechanism's own noise at a lowered μ* and a model-shaped top-up."""
+        lowered = None if self.no_noise_fix else self._tighten_mu(model, mu_star, conv)
+        topped = None if self.no_noise_fix else self._tighten_top_up(model, noise, mu_star)
+        options = []
+        if lowered is not None:
+            options.append((self.noise_cost(model, lowered[0]), "lower", lowered))
+        if topped is not None:
+            options.append((self.noise_cost(model, topped[0]), "top-up", topped))
+        if not options:
+            prof = self._model_profile(model, noise)
+            why = prof.get("support_mismatch") or (
+                f"δ = {prof['delta_at_epsilon']:.3g} at ε = {self.epsilon:g}"
+            )
+            raise NotApplicableError(
+                f"{self.name} is not applicable: no noise of its form meets the target under the "
+                f"fitted covariances ({why})"
+            )
+        _, how, best = min(options, key=lambda o: o[0])
+        warnings_: list[str] = []
+        if how == "lower":
+            noise, kw, _, mu_used = best
+            warnings_ += [w for w in kw.pop("warnings", ()) if w]
+            warnings_.append(
+                "the fitted covariances of a pair differ; meeting the target under them "
+                f"needed μ* lowered from {mu_star:.4g} to {mu_used:.4g} (more noise)"
+            )
+        else:
+            noise, _, tau = best
+            mu_used = mu_star
+            kw.setdefault("details", {})["unequal_covariance_top_up"] = tau
+            warnings_.append(
+                "the fitted covariances of a pair differ; meeting the target under them needed "
+                f"{tau:.4g} × (the average covariance of F + the mean differences' outer "
+                "products) added to the noise (cheaper than lowering μ*)"
+            )
+        return noise, kw, mu_used, warnings_
+
+    #: NoNoise cannot be fixed by adding noise: it refuses instead.
+    no_noise_fix: ClassVar[bool] = False
+
     def _calibrate(self, model: FModel) -> Calibration:
         if self.requires_invertible:
             model.require_invertible()
         mu_star = self.target_mu()
         conv = self.convention
         noise, kw = self._noise(model, mu_star, conv)
-        profile = (
-            self._model_profile(model, noise)
-            if self.checks_model_profile and self.check_profile
-            else None
-        )
         mu_used = mu_star
         warnings_: list[str] = [w for w in kw.pop("warnings", ()) if w]
         enforce = self.calibration == "exact" and self.covariances == "fitted"
-        if enforce and self._violates(profile, mu_star):
-            lowered = self._tighten_mu(model, mu_star, conv)
-            topped = self._tighten_top_up(model, noise, mu_star)
-            options = []
-            if lowered is not None:
-                options.append((lowered[0].expected_l2_error, "lower", lowered))
-            if topped is not None:
-                options.append((topped[0].expected_l2_error, "top-up", topped))
-            if not options:
-                raise NotApplicableError(
-                    f"{self.name} is not applicable: no noise of its form meets the target once "
-                    "the fitted covariances' difference is accounted for"
-                )
-            _, how, best = min(options, key=lambda o: o[0])
-            if how == "lower":
-                noise, kw, _, mu_used = best
-                warnings_ += [w for w in kw.pop("warnings", ()) if w]
-                warnings_.append(
-                    "the fitted covariances of a pair differ; meeting the target under them "
-                    f"needed μ* lowered from {mu_star:.4g} to {mu_used:.4g} (more noise)"
-                )
-            else:
-                noise, _, tau = best
-                kw.setdefault("details", {})["unequal_covariance_top_up"] = tau
-                warnings_.append(
-                    "the fitted covariances of a pair differ; meeting the target under them "
-                    f"needed isotropic variance {tau:.4g} added to the noise (cheaper than "
-                    "lowering μ*)"
-                )
-            profile = self._model_profile(model, noise)  # with the accuracy
-        if profile is not None and "failed" in profile:
-            warnings_.append(
-                "the exact unequal-covariance profile could not be computed ("
-                + profile["failed"]
-                + "); only the shared-covariance guarantee is reported"
+        check = self.checks_model_profile and self.check_profile
+        if enforce and check and self._violates(self._model_profile(model, noise, False), mu_star):
+            noise, kw, mu_used, more = self._fix(model, noise, kw, mu_star, conv)
+            warnings_ += more
+        profile = self._model_profile(model, noise) if check else None
+        if enforce and check and self._violates(profile, mu_star):  # pragma: no cover - guard
+            raise NotApplicableError(
+                f"{self.name} is not applicable: the noise found could not be verified against "
+                "the fitted covariances"
             )
-            profile = None
+        if profile is not None and profile.get("support_mismatch") and not enforce:
+            warnings_.append(
+                "under the fitted covariances a pair's output laws have different supports ("
+                + profile["support_mismatch"]
+                + "): the guarantee rests entirely on the equal-covariance assumption"
+            )
         mu = self._guarantee_mu(model, noise, mu_used, conv)
+        if not math.isfinite(mu):
+            raise NotApplicableError(
+                f"{self.name} is not applicable: the noise does not cover a mean difference of "
+                "a protected pair (μ = ∞)"
+            )
         acct = self._accounting(mu, mu_star, mu_used, profile)
         if self.calibration == "classic" and (caveat := classic_warning(self.epsilon)):
             warnings_.append(caveat)

@@ -12,8 +12,8 @@ random models).
 
 The solver's answer is not trusted: Σ_Z is symmetrised and its negative eigenvalues (solver
 tolerance) set to zero, then the constraints are *certified* by direct computation; if any
-violation remains, the smallest isotropic top-up τ·I that removes it is added (reported in
-``details``).
+violation remains, the smallest top-up τ·R that removes it is added, R the model-shaped
+matrix of :func:`~distprivacy.mechanisms.gaussian.top_up_shape` (reported in ``details``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from distprivacy.mechanisms.adversarial import _GAUSSIAN, _cov_text
 from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
+    certify_top_up,
     max_mahalanobis,
     pair_covariances,
+    top_up_shape,
 )
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
@@ -70,30 +72,6 @@ def _solve_sdp(
     raise NotApplicableError(f"OptM-G is not applicable: the SDP solver failed ({last})")
 
 
-def _certify(
-    pairs: list[tuple[np.ndarray, list]], mu: float, Sigma: np.ndarray
-) -> tuple[np.ndarray, float]:
-    """Project to the PSD cone and add the least τ·I making every constraint hold."""
-    w, V = np.linalg.eigh((Sigma + Sigma.T) / 2)
-    Sigma = (V * np.clip(w, 0.0, None)) @ V.T
-    if max_mahalanobis(pairs, Sigma) <= mu:
-        return Sigma, 0.0
-    eye = np.eye(Sigma.shape[0])
-    hi = 1e-12 * max(1.0, float(np.trace(Sigma)))
-    while max_mahalanobis(pairs, Sigma + hi * eye) > mu:
-        hi *= 4
-        if hi > 1e30:  # pragma: no cover - cannot happen for finite d
-            raise DistPrivacyError("OptM-G: could not certify the solution")
-    lo = 0.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if max_mahalanobis(pairs, Sigma + mid * eye) <= mu:
-            hi = mid
-        else:
-            lo = mid
-    return Sigma + hi * eye, hi
-
-
 class OptimalGaussian(GaussianMechanism):
     """OptM-G: minimum expected squared L2 error Gaussian noise (an SDP; module docstring).
 
@@ -102,8 +80,14 @@ class OptimalGaussian(GaussianMechanism):
     epsilon, delta, calibration, mu, max_accuracy
         As for every Gaussian mechanism (:class:`~distprivacy.mechanisms.GaussianMechanism`).
     weights : array (m,) or (m, m), optional
-        W in tr(W Σ_Z): per-statistic weights (a positive vector, or a PSD matrix); default the
-        identity (expected squared L2 error).
+        W in tr(W Σ_Z): per-statistic weights (a positive vector, or a PSD matrix). Default by
+        ``utility``: ``scaled`` (default) W = diag(1/s_k²), s_k each statistic's own sampling
+        scale (:meth:`FModel.statistic_scales`) — each statistic's noise variance relative to
+        its own scale, unit-free (rescale a statistic by c and its noise rescales by c, nothing
+        else moves); ``l2`` the identity (the paper's expected squared L2 error, mixed units).
+
+    The program is solved in unit-free coordinates (each statistic divided by s_k), which also
+    keeps it well conditioned when dollars sit next to proportions.
     """
 
     name = "OptM-G"
@@ -123,9 +107,12 @@ class OptimalGaussian(GaussianMechanism):
         super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
         self.weights = None if weights is None else np.asarray(weights, dtype=float)
 
-    def _weight_matrix(self, m: int) -> np.ndarray:
+    def _weight_matrix(self, model: FModel) -> np.ndarray:
+        m = model.dim
         if self.weights is None:
-            return np.eye(m)
+            if self.utility == "l2":
+                return np.eye(m)
+            return np.diag(1.0 / model.statistic_scales() ** 2)
         W = np.diag(self.weights) if self.weights.ndim == 1 else self.weights
         if W.shape != (m, m) or not np.isfinite(W).all():
             raise DistPrivacyError(f"OptM-G weights must be {m} numbers or an {m}×{m} matrix")
@@ -134,13 +121,22 @@ class OptimalGaussian(GaussianMechanism):
         return W
 
     def _noise(self, model: FModel, mu: float, convention: Convention):
-        W = self._weight_matrix(model.dim)
+        W = self._weight_matrix(model)
         pairs = pair_covariances(model, convention)
+        m = model.dim
         if max_mahalanobis(pairs, None) <= mu:
-            Sigma, solver, status, tau = np.zeros((model.dim,) * 2), "none needed", "optimal", 0.0
+            Sigma, solver, status, tau = np.zeros((m, m)), "none needed", "optimal", 0.0
         else:
-            raw, solver, status = _solve_sdp(pairs, mu, W)
-            Sigma, tau = _certify(pairs, mu, raw)
+            # Unit-free coordinates x/s: S → S/(s sᵀ), d → d/s, W → s W s, Σ = s Σ' s.
+            sc = model.statistic_scales()
+            outer = np.outer(sc, sc)
+            scaled = [(d / sc, [S / outer for S in covs]) for d, covs in pairs]
+            raw, solver, status = _solve_sdp(scaled, mu, W * outer)
+            Sigma, tau = certify_top_up(scaled, mu, raw, top_up_shape(model) / outer)
+            Sigma = Sigma * outer
+            if max_mahalanobis(pairs, Sigma) > mu * (1 + 1e-9):
+                Sigma, more = certify_top_up(pairs, mu, Sigma, top_up_shape(model))
+                tau += more
         cov_text, cov_warn = _cov_text(model, convention)
         q = max_mahalanobis(pairs, Sigma)
         return NoiseDistribution.gaussian_from_covariance(Sigma), {
@@ -150,6 +146,7 @@ class OptimalGaussian(GaussianMechanism):
             "warnings": [cov_warn],
             "details": {
                 "objective": float(np.trace(W @ Sigma)),
+                "utility": "weights" if self.weights is not None else self.utility,
                 "solver": solver,
                 "status": status,
                 "certified_max_mu": q if math.isfinite(q) else None,
