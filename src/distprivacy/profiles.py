@@ -80,8 +80,10 @@ from distprivacy.exceptions import DistPrivacyError
 
 __all__ = [
     "PrivacyLoss",
+    "common_support",
     "gaussian_epsilon",
     "gaussian_profile",
+    "gaussian_profile_psd",
     "gdp_accuracy",
     "gdp_delta",
     "gdp_epsilon",
@@ -90,8 +92,6 @@ __all__ = [
     "mu_for_accuracy",
     "profile_upper_bound",
     "total_variation",
-    "common_support",
-    "gaussian_profile_psd",
 ]
 
 _RELEVANT_RATIO = 100.0  # β²/λ² above which a component's factor of |φ| decays below e^{-50}

@@ -44,11 +44,11 @@ from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import (
     PrivacyLoss,
     common_support,
-    loss_profile,
     gdp_accuracy,
     gdp_delta,
     gdp_epsilon,
     gdp_mu,
+    loss_profile,
     mu_for_accuracy,
     profile_upper_bound,
 )
