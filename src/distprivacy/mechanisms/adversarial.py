@@ -163,8 +163,9 @@ class DauM(GaussianMechanism):
         The direction. Default: the leading right-singular vector of the mean differences, each
         statistic divided by its own scale (:meth:`FModel.statistic_scales`) and mapped back
         (for a single pair, or parallel differences, their direction — the paper's v). When a
-        difference is not parallel to v, σ²_ij is the smallest variance satisfying Cor. A.1 for it (see :func:`daum_variance`); if no variance
-        along v can, the mechanism is not applicable.
+        difference is not parallel to v, σ²_ij is the smallest variance satisfying Cor. A.1
+        for it (see :func:`daum_variance`); if no variance along v can, the mechanism is not
+        applicable.
     """
 
     name = "DauM-G"

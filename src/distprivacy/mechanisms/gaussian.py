@@ -191,9 +191,7 @@ class _PairProfile:
             self.value_if_disjoint = 0.0
         else:
             try:
-                self.loss = PrivacyLoss.from_gaussians(
-                    sup.mean_p, sup.cov_p, sup.mean_q, sup.cov_q
-                )
+                self.loss = PrivacyLoss.from_gaussians(sup.mean_p, sup.cov_p, sup.mean_q, sup.cov_q)
             except DistPrivacyError as exc:
                 self.reason = str(exc)
                 self.value_if_disjoint = 1.0
