@@ -13,6 +13,8 @@ from scipy import stats
 
 from distprivacy.audit import (
     ATTACKS,
+    AttackAudit,
+    AuditResult,
     audit,
     audit_model,
     clopper_pearson,
@@ -313,3 +315,45 @@ def test_cli_audit_of_a_mechanism_does_not_depend_on_the_others_listed(
     assert main([*base, "--mechanism", "ExpM-L", "--mechanism", "DauM-G"]) == 0
     listed = json.loads(capsys.readouterr().out)["audits"][1]
     assert listed["mechanism"] == "DauM-G" and listed == alone
+
+
+def _accuracy_only_result(lower: float, bound: float) -> AuditResult:
+    """An audit whose attack's accuracy interval starts at ``lower`` while its ε lower bound
+    stays below the claim (the case the ε check alone misses)."""
+    attack = AttackAudit(
+        attack="likelihood-ratio",
+        threshold=0.0,
+        tpr=0.7,
+        fpr=0.3,
+        tpr_interval=(0.69, 0.71),
+        fpr_interval=(0.29, 0.31),
+        epsilon_lower_bound=0.5,
+        accuracy=lower + 0.01,
+        accuracy_interval=(lower, lower + 0.02),
+        n_test=20_000,
+    )
+    return AuditResult("DauM-G", 1.0, 1e-3, (0.45, 0.55), bound, 0.05, (attack,))
+
+
+def test_accuracy_interval_above_the_bound_refutes():
+    """An accuracy interval wholly above the claimed maximum accuracy refutes the claim even
+    when no attack's ε lower bound exceeds the claimed ε."""
+    bad = _accuracy_only_result(lower=0.70, bound=0.62)
+    assert bad.accuracy_exceeded and not bad.epsilon_exceeded and bad.refuted
+    assert bad.to_dict()["refuted"] is True
+    ok = _accuracy_only_result(lower=0.60, bound=0.62)
+    assert not ok.accuracy_exceeded and not ok.refuted
+
+
+def test_cli_audit_accuracy_above_bound_exits_1(capsys, adult_dir, monkeypatch):
+    """The CLI exits 1 (and says REFUTED) when only the accuracy check fails."""
+    import distprivacy.audit as audit_module
+
+    def fake(cal, *args, **kwargs):
+        return _accuracy_only_result(lower=0.99, bound=cal.max_attack_accuracy)
+
+    monkeypatch.setattr(audit_module, "audit_model", fake)
+    monkeypatch.setenv("DISTPRIVACY_DATA", str(adult_dir))
+    rc = main(["audit", "--mechanism", "DauM-G", "--modeling", "exact", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 1 and d["refuted"] == ["DauM-G"]

@@ -170,9 +170,9 @@ def _finite_or_none(x: float) -> float | None:
 class AuditResult:
     """The audit of one calibration on one pair (θ_a, θ_b).
 
-    ``refuted`` is True when some attack's ε lower bound exceeds the claimed ε;
-    ``accuracy_exceeded`` when some attack's accuracy interval lies wholly above the
-    calibration's bound on any attacker's accuracy.
+    ``refuted`` is True when the claim is contradicted either way: some attack's ε lower bound
+    exceeds the claimed ε (``epsilon_exceeded``), or some attack's accuracy interval lies
+    wholly above the calibration's bound on any attacker's accuracy (``accuracy_exceeded``).
     """
 
     mechanism: str
@@ -189,8 +189,12 @@ class AuditResult:
         return max((a.epsilon_lower_bound for a in self.attacks), default=-math.inf)
 
     @property
-    def refuted(self) -> bool:
+    def epsilon_exceeded(self) -> bool:
         return self.epsilon_lower_bound > self.claimed_epsilon * (1 + 1e-12)
+
+    @property
+    def refuted(self) -> bool:
+        return self.epsilon_exceeded or self.accuracy_exceeded
 
     @property
     def accuracy_exceeded(self) -> bool:
@@ -209,6 +213,7 @@ class AuditResult:
             "alpha": self.alpha,
             "epsilon_lower_bound": _finite_or_none(self.epsilon_lower_bound),
             "refuted": self.refuted,
+            "epsilon_exceeded": self.epsilon_exceeded,
             "accuracy_bound": self.accuracy_bound,
             "best_accuracy": self.best_accuracy,
             "accuracy_exceeded": self.accuracy_exceeded,

@@ -171,7 +171,7 @@ class FModel:
                     )
         for what, arr in (("mean", self.means_), ("variance", self.covariances_)):
             if not np.isfinite(arr).all():
-                bad = ~np.isfinite(arr.reshape(arr.shape[0], arr.shape[1], -1)).any(axis=(0, 2))
+                bad = (~np.isfinite(arr.reshape(arr.shape[0], arr.shape[1], -1))).any(axis=(0, 2))
                 k = int(np.flatnonzero(bad)[0])
                 raise DistPrivacyError(
                     f"{source}: the {what} of statistic {names[k]!r} is not finite (NaN or "
