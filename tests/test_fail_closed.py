@@ -87,7 +87,7 @@ def test_pooled_mode_never_claims_an_infinite_mu():
     model = GaussianModel(
         ["a", "b"], [[0, 0], [1, 1]], [np.diag([1.0, 0]), np.diag([1.0, 0])], [("a", "b")]
     )
-    with pytest.raises(NotApplicableError, match="singular|not applicable"):
+    with pytest.raises(NotApplicableError, match=r"singular|not applicable"):
         make_mechanism("NoNoise", EPS, DELTA, covariances="pooled").calibrate(model)
 
 
