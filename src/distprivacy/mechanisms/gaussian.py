@@ -44,6 +44,7 @@ from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import (
     PrivacyLoss,
     common_support,
+    gaussian_pair_losses,
     gdp_accuracy,
     gdp_delta,
     gdp_epsilon,
@@ -76,43 +77,48 @@ def pair_covariances(model: FModel, convention: Convention) -> list[tuple[np.nda
     return out
 
 
-def _standardiser(covs: list[np.ndarray], d: np.ndarray) -> np.ndarray:
-    """Per-coordinate scales making a Mahalanobis computation independent of units: the largest
-    standard deviation of the coordinate, else |d_k|, else 1."""
-    var = np.max(np.array([np.diag(c) for c in covs]), axis=0)
-    s = np.sqrt(np.maximum(var, 0.0))
-    s = np.where(s > 0, s, np.abs(d))
-    return np.where(s > 0, s, 1.0)
+def _stack(pairs: list[tuple[np.ndarray, list]]) -> tuple[np.ndarray, np.ndarray]:
+    """Every (mean difference, covariance) condition of ``pairs`` as arrays (K, m), (K, m, m)."""
+    D = np.array([d for d, covs in pairs for _ in covs], dtype=float)
+    S = np.array([c for _, covs in pairs for c in covs], dtype=float)
+    return D, S
+
+
+def mahalanobis_all(
+    pairs: list[tuple[np.ndarray, list]], noise_covariance: np.ndarray | None
+) -> np.ndarray:
+    """√(dᵀ (S + Σ_Z)⁻¹ d) for every condition of ``pairs`` (vectorised); ∞ where d is not in
+    the range of a singular S + Σ_Z, and ∞ (fail closed) where anything is not finite.
+
+    Each condition's coordinates are divided by their own scale first (the value is invariant
+    under that, and the rank decision then does not depend on the statistics' units)."""
+    D, S = _stack(pairs)
+    C = S if noise_covariance is None else S + np.asarray(noise_covariance, dtype=float)[None]
+    finite = np.isfinite(D).all(axis=1) & np.isfinite(C).all(axis=(1, 2))
+    D = np.where(finite[:, None], D, 0.0)
+    C = np.where(finite[:, None, None], C, 0.0)
+    sc = np.sqrt(np.maximum(np.diagonal(C, axis1=1, axis2=2), 0.0))
+    sc = np.where(sc > 0, sc, np.abs(D))
+    sc = np.where(sc > 0, sc, 1.0)
+    ds = D / sc
+    Cn = C / (sc[:, :, None] * sc[:, None, :])
+    w, V = np.linalg.eigh((Cn + np.swapaxes(Cn, 1, 2)) / 2)
+    y = np.einsum("kij,ki->kj", V, ds)
+    tol = 1e-12 * np.maximum(w[:, -1], 1e-300)[:, None]
+    big = 1e-9 * np.maximum(np.abs(ds).max(axis=1), 1e-300)[:, None]
+    uncovered = ((w <= tol) & (np.abs(y) > big)).any(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = np.sum(np.where(w > tol, y**2 / np.where(w > tol, w, 1.0), 0.0), axis=1)
+    q = np.where(uncovered | ~finite | ~np.isfinite(q), np.inf, q)
+    return np.sqrt(q)
 
 
 def max_mahalanobis(
     pairs: list[tuple[np.ndarray, list]], noise_covariance: np.ndarray | None
 ) -> float:
-    """max over pairs and their covariances of √(dᵀ (S + Σ_Z)⁻¹ d); ∞ if d is not in the range
-    of a singular S + Σ_Z, and ∞ (fail closed) if any entry is not finite.
-
-    Each coordinate is divided by its own scale first (the value is invariant under that, and
-    the rank decision then does not depend on the statistics' units)."""
-    worst = 0.0
-    for d, covs in pairs:
-        Cs = [S if noise_covariance is None else S + noise_covariance for S in covs]
-        if not np.isfinite(d).all() or not all(np.isfinite(C).all() for C in Cs):
-            return math.inf
-        sc = _standardiser(Cs, d)
-        ds = d / sc
-        for C in Cs:
-            Cn = C / np.outer(sc, sc)
-            w, V = np.linalg.eigh((Cn + Cn.T) / 2)
-            y = V.T @ ds
-            tol = 1e-12 * max(float(w[-1]), 1e-300)
-            if np.any((w <= tol) & (np.abs(y) > 1e-9 * max(float(np.abs(ds).max()), 1e-300))):
-                return math.inf
-            keep = w > tol
-            value = float(np.sum(y[keep] ** 2 / w[keep]))
-            if not math.isfinite(value):
-                return math.inf
-            worst = max(worst, value)
-    return math.sqrt(worst)
+    """max over pairs and their covariances of √(dᵀ (S + Σ_Z)⁻¹ d) (:func:`mahalanobis_all`);
+    ∞ if some d is not covered or anything is not finite."""
+    return float(np.max(mahalanobis_all(pairs, noise_covariance), initial=0.0))
 
 
 def top_up_shape(model: FModel) -> np.ndarray:
@@ -229,11 +235,13 @@ def fitted_profile(
     """The exact privacy profile of the fitted Gaussians N(μ_θ, Σ_θ + Σ_Z), worst ordered pair.
 
     Singular covariances are handled exactly (:func:`distprivacy.profiles.common_support`):
-    different supports give δ = 1. Pairs are screened with a rigorous upper bound
-    (:func:`distprivacy.profiles.profile_upper_bound`) and the exact Gil-Pelaez profile is
-    computed only where the bound does not already settle the question (branch and bound: the
-    reported maximum is exact). Anything that cannot be computed counts at its rigorous bound
-    (at worst 1), never as "not violating".
+    different supports give δ = 1. The losses of all pairs are formed at once with one scaled
+    factorisation per θ (:func:`distprivacy.profiles.gaussian_pair_losses`), each pair is
+    bracketed by rigorous lower and upper bounds (:meth:`LossBatch.bounds`), and the exact
+    Gil-Pelaez profile is computed only where the bounds do not settle the question (branch and
+    bound: the reported maximum is exact, or a rigorous upper bound within the integral's
+    accuracy). Anything that cannot be computed counts at its rigorous upper bound (at worst 1),
+    never as "not violating".
 
     Parameters
     ----------
@@ -251,38 +259,71 @@ def fitted_profile(
         many needed the integral).
     """
     Z = np.asarray(noise_covariance, dtype=float)
-    pairs = [_PairProfile(model, Z, i, j) for i, j in model.pair_indices_]
+    first = np.array([i for i, _ in model.pair_indices_])
+    second = np.array([j for _, j in model.pair_indices_])
+    C = model.covariances_ + Z[None]
+    if np.isfinite(C).all() and np.isfinite(model.means_).all():
+        batch, ok = gaussian_pair_losses(model.means_, C, first, second)
+    else:
+        batch, ok = None, np.zeros(first.size, dtype=bool)
+    slow = {k: _PairProfile(model, Z, int(first[k]), int(second[k])) for k in np.flatnonzero(~ok)}
     out: dict[str, Any] = {
         "delta_at_epsilon": 0.0,
         "max_attack_accuracy": 0.5 if accuracy or tv_target is not None else None,
         "error_bound": 0.0,
         "violated": False,
         "worst_pair": None,
-        "support_mismatch": next((p.reason for p in pairs if p.reason), None),
+        "support_mismatch": next((p.reason for p in slow.values() if p.reason), None),
         "pairs_exact": 0,
     }
 
-    def worst(eps: float, target: float | None, tol: float) -> tuple[float, float, Any, bool]:
-        bounds = np.array([p.bound(eps) for p in pairs])
-        order = np.argsort(-bounds, kind="stable")
+    def bounds(eps: float) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.zeros(first.size)
+        up = np.ones(first.size)
+        if batch is not None and ok.any():
+            lo_b, up_b = batch.bounds(eps)
+            lo[ok], up[ok] = lo_b[ok], up_b[ok]
+        for k, p in slow.items():
+            up[k] = p.bound(eps)
+            lo[k] = p.value_if_disjoint if p.loss is None else 0.0
+        return lo, up
+
+    def exact(k: int, eps: float, tol: float) -> tuple[float, float]:
+        out["pairs_exact"] += 1
+        if k in slow:
+            return slow[k].exact(eps, tol)
+        loss = batch.loss(k)  # type: ignore[union-attr]
+        for t in (tol, 1e-7):
+            try:
+                value, err = loss_profile(loss, eps, atol=t)
+                return min(1.0, value + err), err
+            except DistPrivacyError:
+                continue
+        return float(bounds(eps)[1][k]), 0.0
+
+    def worst(eps: float, target: float | None, tol: float):
+        lo, up = bounds(eps)
+        pair = lambda k: (int(first[k]), int(second[k]))  # noqa: E731
+        if target is not None and (lo > target).any():
+            k = int(np.argmax(lo))
+            return float(lo[k]), 0.0, pair(k), True
+        order = np.argsort(-up, kind="stable")
         best, best_err, who = 0.0, 0.0, None
         for k in order:
-            b = float(bounds[k])
-            if target is not None:
-                if b <= target:
-                    break
-            elif b <= best:
+            b = float(up[k])
+            if (target is not None and b <= target) or (target is None and b <= best):
                 break
-            value, err = pairs[k].exact(eps, tol)
-            out["pairs_exact"] += 1
+            value, err = exact(int(k), eps, tol)
             if value > best:
-                best, best_err, who = value, err, pairs[k].pair
+                best, best_err, who = value, err, pair(k)
             if target is not None and value > target:
                 return best, best_err, who, True
-        if target is not None and who is None and len(order):
-            # Every pair is settled by its bound: report the largest bound (valid, ≤ target).
-            k = int(order[0])
-            best, who = float(bounds[k]), pairs[k].pair
+        if target is not None and len(order):
+            # Every remaining pair is settled by its upper bound (≤ target): report the
+            # largest of those bounds and of the exact values (valid, and ≤ target).
+            rest = [float(up[k]) for k in order if float(up[k]) <= target]
+            if rest and rest[0] > best:
+                best, who = rest[0], pair(int(order[len(order) - len(rest)]))
         return best, best_err, who, False
 
     if delta_target is not None or tv_target is None:

@@ -28,6 +28,7 @@ from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
     certify_top_up,
+    mahalanobis_all,
     max_mahalanobis,
     pair_covariances,
     top_up_shape,
@@ -70,6 +71,36 @@ def _solve_sdp(
             return s * np.asarray(Sigma.value), solver, prob.status
         last = prob.status
     raise NotApplicableError(f"OptM-G is not applicable: the SDP solver failed ({last})")
+
+
+def _solve_with_cuts(
+    pairs: list[tuple[np.ndarray, list]], mu: float, W: np.ndarray
+) -> tuple[np.ndarray, str, str, int]:
+    """The SDP over every condition, solved by constraint generation: solve with the few
+    conditions hardest without noise, add the conditions the solution breaks, repeat. When no
+    condition is broken the relaxed optimum is feasible for the full program, hence optimal
+    for it; many pairs (a fine grid of values) then cost a few small SDPs instead of one large.
+
+    Returns
+    -------
+    (ndarray, str, str, int)
+        Σ_Z, solver, status, and the number of conditions in the last program.
+    """
+    conditions = [(d, [S]) for d, covs in pairs for S in covs]
+    m = W.shape[0]
+    order = np.argsort(-mahalanobis_all(conditions, None), kind="stable")
+    batch = max(4, 2 * m)
+    active = list(order[:batch])
+    for _ in range(25):
+        Sigma, solver, status = _solve_sdp([conditions[k] for k in active], mu, W)
+        q = mahalanobis_all(conditions, Sigma)
+        broken = [int(k) for k in np.argsort(-q, kind="stable") if q[k] > mu * (1 + 1e-6)]
+        broken = [k for k in broken if k not in set(active)]
+        if not broken:
+            return Sigma, solver, status, len(active)
+        active += broken[:batch]
+    Sigma, solver, status = _solve_sdp(conditions, mu, W)
+    return Sigma, solver, status, len(conditions)
 
 
 class OptimalGaussian(GaussianMechanism):
@@ -126,12 +157,13 @@ class OptimalGaussian(GaussianMechanism):
         m = model.dim
         if max_mahalanobis(pairs, None) <= mu:
             Sigma, solver, status, tau = np.zeros((m, m)), "none needed", "optimal", 0.0
+            n_cons = 0
         else:
             # Unit-free coordinates x/s: S → S/(s sᵀ), d → d/s, W → s W s, Σ = s Σ' s.
             sc = model.statistic_scales()
             outer = np.outer(sc, sc)
             scaled = [(d / sc, [S / outer for S in covs]) for d, covs in pairs]
-            raw, solver, status = _solve_sdp(scaled, mu, W * outer)
+            raw, solver, status, n_cons = _solve_with_cuts(scaled, mu, W * outer)
             Sigma, tau = certify_top_up(scaled, mu, raw, top_up_shape(model) / outer)
             Sigma = Sigma * outer
             if max_mahalanobis(pairs, Sigma) > mu * (1 + 1e-9):
@@ -149,6 +181,7 @@ class OptimalGaussian(GaussianMechanism):
                 "utility": "weights" if self.weights is not None else self.utility,
                 "solver": solver,
                 "status": status,
+                "sdp_conditions": n_cons,
                 "certified_max_mu": q if math.isfinite(q) else None,
                 "top_up": tau,
             },
