@@ -1093,7 +1093,8 @@ class LossBatch:
             lower = np.maximum(lower, closed - err)
         # Chernoff-type upper bound, on a per-pair grid of s in (0, 1/max λ).
         lam_max = np.max(lam, axis=1, initial=0.0)
-        s_max = np.where(lam_max > 0, np.minimum(1e6, (1 - 1e-9) / np.maximum(lam_max, 1e-300)), 1e6)
+        cap = (1 - 1e-9) / np.maximum(lam_max, 1e-300)
+        s_max = np.where(lam_max > 0, np.minimum(1e6, cap), 1e6)
         grid = np.geomspace(1e-9, 1.0, 96)
         s = s_max[:, None] * grid[None, :]  # (P, K)
         zz = 1 - s[:, :, None] * lam[:, None, :]
@@ -1130,7 +1131,7 @@ def gaussian_pair_losses(
     """
     means = np.asarray(means, dtype=float)
     covs = np.asarray(covariances, dtype=float)
-    T, m = means.shape
+    m = means.shape[1]
     sc = np.sqrt(np.max(np.diagonal(covs, axis1=1, axis2=2), axis=0))
     sc = np.where(sc > 0, sc, 1.0)
     C = covs / np.outer(sc, sc)
