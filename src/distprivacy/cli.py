@@ -346,7 +346,8 @@ def _noise_summary(c: Calibration) -> str:
         return "none"
     what = "σ" if n.family == "gaussian" else "b"
     d = n.scales.size
-    dirs = "all coords" if np.allclose(n.basis, np.eye(n.dim)) else f"{d} dir."
+    square = n.basis.shape == (n.dim, n.dim)
+    dirs = "all coords" if square and np.allclose(n.basis, np.eye(n.dim)) else f"{d} dir."
     if np.allclose(n.scales, n.scales[0]):
         return f"{n.family} {what}={_fmt(n.scales[0])} on {dirs}"
     return f"{n.family} {what}∈[{_fmt(n.scales.min())}, {_fmt(n.scales.max())}] on {dirs}"
