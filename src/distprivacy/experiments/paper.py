@@ -155,7 +155,8 @@ class PaperReproduction:
         key = (name, float(epsilon), float(delta), rule, covariances, check, id(model))
         if key in self._calibrations:
             return self._calibrations[key]
-        kw = {"covariances": covariances, "check_profile": check}
+        # The paper's metric is the raw E‖Z‖₂: OptM-G minimises it (utility "l2").
+        kw = {"covariances": covariances, "check_profile": check, "utility": "l2"}
         if name == "DP-G":
             cal = GroupDPGaussian(epsilon, delta, rule, group_size=1, **kw).calibrate(model)
         else:

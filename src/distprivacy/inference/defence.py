@@ -209,7 +209,8 @@ def calibrate_defences(
     for eps in epsilons:
         for name in mechanisms:
             try:
-                done.append(make_mechanism(name, eps, delta).calibrate(model))
+                # A model's outputs share one unit (probabilities): the raw L2 objective.
+                done.append(make_mechanism(name, eps, delta, utility="l2").calibrate(model))
             except NotApplicableError as e:
                 skipped[f"{name} ε={eps:g}"] = str(e).splitlines()[0]
         if dp_baseline:

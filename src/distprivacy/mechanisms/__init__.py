@@ -57,12 +57,13 @@ def make_mechanism(
     mu: float | None = None,
     max_accuracy: float | None = None,
     covariances: str = "fitted",
+    utility: str = "scaled",
 ) -> Mechanism:
     """A mechanism by shorthand (case-insensitive), e.g. ``make_mechanism("DauM-G", 1, 1e-3)``.
 
     Gaussian mechanisms also accept a target ``mu`` or ``max_accuracy`` instead of ε (exact rule;
-    δ then picks the reported point of the (ε, δ) curve), and ``covariances`` ("fitted" or
-    "pooled", see :class:`GaussianMechanism`).
+    δ then picks the reported point of the (ε, δ) curve), ``covariances`` ("fitted" or
+    "pooled") and ``utility`` ("scaled" or "l2"), see :class:`GaussianMechanism`.
     """
     lookup = {k.lower(): v for k, v in MECHANISMS.items()}
     cls = lookup.get(name.strip().lower())
@@ -70,7 +71,13 @@ def make_mechanism(
         raise DistPrivacyError(f"unknown mechanism {name!r}; choose one of {', '.join(MECHANISMS)}")
     if issubclass(cls, GaussianMechanism):
         return cls(
-            epsilon, delta, calibration, mu=mu, max_accuracy=max_accuracy, covariances=covariances
+            epsilon,
+            delta,
+            calibration,
+            mu=mu,
+            max_accuracy=max_accuracy,
+            covariances=covariances,
+            utility=utility,
         )
     if mu is not None or max_accuracy is not None:
         raise NotApplicableError(
