@@ -109,6 +109,8 @@ def train(
         population_settings,
         train_or_load,
     )
+    from distprivacy.inference.population import population_file
+    from distprivacy.outputs import check_output_file
 
     cfg = Config(
         properties=(prop,),
@@ -120,13 +122,12 @@ def train(
         seed=seed,
         alphas=(ratio,),
     ).validate()
-    out = Path(out_path)
-    if not out.parent.is_dir():
-        raise DistPrivacyError(f"directory {out.parent} does not exist; create it first")
+    for path in dict.fromkeys([Path(out_path), population_file(out_path)]):  # before training
+        check_output_file(path, option="--out", create_parents=False)
     game = _game(data, seed)
     settings = population_settings(cfg, prop, role, ratio, b, game)
     pop, _ = train_or_load(game, settings, None, reuse=False)
-    path = pop.save(out)
+    path = pop.save(out_path)
     summary = {
         "path": str(path),
         "n_models": pop.n_models,
