@@ -55,8 +55,16 @@ def _writing(folder: Path):
     return lambda: (folder / MARKER).exists()
 
 
-def _temporary(directory: Path):
-    return lambda: any(p.name.startswith(TMP_PREFIX) for p in directory.iterdir())
+def _saving(target: Path):
+    """Whether a new temporary file of ``target`` exists (its atomic save is under way; a
+    SIGKILL leaves the temporary file of the save it cut)."""
+
+    def temporaries() -> set[str]:
+        names = (p.name for p in target.parent.iterdir())
+        return {n for n in names if n.startswith(TMP_PREFIX) and n.endswith("-" + target.name)}
+
+    old = temporaries()
+    return lambda: bool(temporaries() - old)
 
 
 def _never_falsely_complete(folder: Path) -> str:
@@ -112,7 +120,7 @@ def test_killing_models_train(adult_dir, tmp_path):
         (signal.SIGKILL, "time", RNG.uniform(0.5, 2.0)),
     ]:
         proc = _cli(*args)
-        ready = _temporary(tmp_path) if trigger == "saving" else (lambda: True)
+        ready = _saving(target) if trigger == "saving" else (lambda: True)
         _kill_when(proc, sig, ready, delay)
         # The file is the old one or the new one, whole: it loads.
         again = ModelPopulation.load(target)
@@ -120,6 +128,8 @@ def test_killing_models_train(adult_dir, tmp_path):
     rc, err = _finish(_cli(*args))
     assert rc == 0, err
     final = ModelPopulation.load(target)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(TMP_PREFIX)]
+    assert leftovers == []  # the last save removed what the killed saves left
     for a, b in zip(first.weights, final.weights, strict=True):
         np.testing.assert_array_equal(a, b)
 

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -36,6 +37,16 @@ def _sha(path: Path) -> str:
 
 def _leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith(TMP_PREFIX))
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _temporary_of(pid: int, name: str) -> str:
+    return f"{TMP_PREFIX}{outputs._host()}-{pid}-abcd1234-{name}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,6 +115,19 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path):
         atomic_write(target, interrupted)
     assert target.read_text() == "old"
     assert _leftovers(tmp_path) == []
+
+
+def test_only_temporaries_of_dead_processes_are_removed(tmp_path):
+    dead = tmp_path / _temporary_of(_dead_pid(), "pop.npz")
+    alive = tmp_path / _temporary_of(os.getppid(), "pop.npz")  # a write under way elsewhere
+    other = tmp_path / _temporary_of(_dead_pid(), "other.npz")
+    foreign = tmp_path / f"{TMP_PREFIX}zzzzzz-1-abcd1234-pop.npz"  # another host's
+    for p in (dead, alive, other, foreign):
+        p.write_bytes(b"cut")
+    atomic_write(tmp_path / "pop.npz", b"whole")  # removes its own stale temporaries only
+    assert not dead.exists() and alive.exists() and other.exists() and foreign.exists()
+    assert outputs.remove_stale_temporaries(tmp_path) == [other]
+    assert alive.exists() and foreign.exists()
 
 
 def test_write_csv_and_save_figure(tmp_path):
@@ -240,7 +264,7 @@ def test_an_interrupted_run_stays_marked_and_the_next_run_completes(tmp_path):
     assert "interrupted" in marker and "KeyboardInterrupt" in marker
     assert not (out / MANIFEST).exists()
     # A killed writer's temporary file is removed by the next run, which completes.
-    (out / f"{TMP_PREFIX}abc-a.csv").write_text("cut")
+    (out / _temporary_of(_dead_pid(), "a.csv")).write_text("cut")
     with RunFolder(out, "third"):
         write_text(out / "a.csv", "third")
         write_text(out / "report.md", "third report")
@@ -251,7 +275,7 @@ def test_an_interrupted_run_stays_marked_and_the_next_run_completes(tmp_path):
 def test_cache_dirs_are_not_listed_and_keep_carries_files_over(tmp_path):
     out = tmp_path / "run"
     (out / "populations").mkdir(parents=True)
-    (out / "populations" / f"{TMP_PREFIX}x-p.npz").write_bytes(b"cut")
+    (out / "populations" / _temporary_of(_dead_pid(), "p.npz")).write_bytes(b"cut")
     with RunFolder(out, "run", cache_dirs=("populations",)):
         write_text(out / "populations" / "p.npz", "cache")
         write_text(out / "a.csv", "a")

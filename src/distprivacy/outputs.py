@@ -3,10 +3,11 @@ complete but is not.
 
 Files
     :func:`atomic_write` writes a file as a temporary file in the same directory (named
-    ``.distprivacy-tmp-XXXX-NAME``), flushed to disk (``fsync``), then renamed over the target
-    (``os.replace``, atomic on POSIX and Windows): a reader sees the old file or the new one,
-    never a cut one. :func:`write_text`, :func:`write_csv` and :func:`save_figure` are the
-    usual cases.
+    ``.distprivacy-tmp-HOST-PID-XXXX-NAME``), flushed to disk (``fsync``), then renamed over
+    the target (``os.replace``, atomic on POSIX and Windows): a reader sees the old file or the
+    new one, never a cut one. The temporary files a killed process left are removed by the
+    next write of the same file (or the next run into the folder). :func:`write_text`,
+    :func:`write_csv` and :func:`save_figure` are the usual cases.
 Folders
     :class:`RunFolder` wraps the writing of a run's outputs. On entry it writes the marker
     ``INCOMPLETE`` (which command, when, which process) and deletes the previous run's
@@ -156,7 +157,10 @@ def atomic_write(path: PathLike, content: Content, *, encoding: str = "utf-8") -
     try:
         directory.mkdir(parents=True, exist_ok=True)
         mode = _new_file_mode(target)
-        fd, tmp_name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix="-" + target.name, dir=directory)
+        _remove_stale(directory, target.name)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=_tmp_prefix(), suffix="-" + target.name, dir=directory
+        )
         tmp = Path(tmp_name)
         if callable(content):
             os.close(fd)
@@ -203,21 +207,55 @@ def save_figure(fig: Any, path: PathLike, **kwargs: Any) -> Path:
     return atomic_write(path, lambda p: fig.savefig(p, **kwargs))
 
 
-def remove_stale_temporaries(directory: PathLike) -> list[Path]:
-    """Delete the temporary files an interrupted :func:`atomic_write` left in ``directory``
-    (not recursive). Returns the removed paths."""
-    removed: list[Path] = []
-    d = Path(directory)
+def _host() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
+
+
+def _tmp_prefix() -> str:
+    """``TMP_PREFIX`` + this host and process: ``.distprivacy-tmp-HOST-PID-``."""
+    return f"{TMP_PREFIX}{_host()}-{os.getpid()}-"
+
+
+def _is_stale(name: str, host: str) -> bool:
+    """Whether a temporary file was left by a process of this host that no longer runs."""
+    parts = name[len(TMP_PREFIX) :].split("-", 2)
+    if len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
     try:
-        entries = list(d.iterdir())
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, another user's
+        return False
+    return False
+
+
+def _remove_stale(directory: Path, name: str | None = None) -> list[Path]:
+    removed: list[Path] = []
+    try:
+        entries = list(directory.iterdir())
     except OSError:
         return removed
+    host = _host()
     for p in entries:
-        if p.name.startswith(TMP_PREFIX) and p.is_file():
+        n = p.name
+        if not n.startswith(TMP_PREFIX) or (name is not None and not n.endswith("-" + name)):
+            continue
+        if _is_stale(n, host) and p.is_file():
             with contextlib.suppress(OSError):
                 p.unlink()
                 removed.append(p)
     return removed
+
+
+def remove_stale_temporaries(directory: PathLike) -> list[Path]:
+    """Delete the temporary files that interrupted writes (:func:`atomic_write`) left in
+    ``directory`` (not recursive): those of processes of this host that no longer run (a
+    write under way in another process is left alone). Returns the removed paths."""
+    return _remove_stale(Path(directory))
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,8 +269,9 @@ def _empty(path: PathLike | None) -> bool:
 
 def _probe(directory: Path, what: str, min_free: int) -> None:
     """Create, write and delete a small file in ``directory``; check its free space."""
+    _remove_stale(directory, "probe")
     try:
-        fd, name = tempfile.mkstemp(prefix=TMP_PREFIX, suffix="-probe", dir=directory)
+        fd, name = tempfile.mkstemp(prefix=_tmp_prefix(), suffix="-probe", dir=directory)
     except OSError as exc:
         raise OutputError(
             f"cannot write into {directory} ({what}): {_describe(exc)}; fix its permissions "
