@@ -296,3 +296,67 @@ def test_run_status_of_a_folder_without_a_run(tmp_path):
     assert status.state == "empty" and not status.complete
     (tmp_path / MANIFEST).write_text("{not json")
     assert run_status(tmp_path).state == "corrupt"
+
+
+# --------------------------------------------------------------------------------------------
+# The command line checks its output paths before computing
+# --------------------------------------------------------------------------------------------
+
+
+def _no_computation(monkeypatch) -> None:
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the output paths must be checked before loading any data")
+
+    import distprivacy.datasets
+
+    monkeypatch.setattr(distprivacy.datasets, "load_adult", forbidden)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--out", "{file}"], "--out {file} exists and is not a directory"),
+        (["--out", ""], "--out is empty"),
+        (["--out", "{tmp}/new", "--report", "{tmp}"], "--report {tmp} is a directory"),
+        (["--out", "{tmp}/new", "--report", ""], "--report is empty"),
+        (["--out", "{file}/sub"], "is not a directory"),
+    ],
+)
+def test_reproduce_refuses_bad_outputs_before_computing(
+    args, message, tmp_path, monkeypatch, capsys
+):
+    from distprivacy.cli import main
+
+    _no_computation(monkeypatch)
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    fill = {"file": str(file), "tmp": str(tmp_path)}
+    argv = ["reproduce", "table3", "--quick", *(a.format(**fill) for a in args)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert message.format(**fill) in err
+    assert not (tmp_path / "new").exists()
+
+
+def test_reproduce_extra_target_folder_that_is_a_file(tmp_path, monkeypatch, capsys):
+    from distprivacy.cli import main
+
+    _no_computation(monkeypatch)
+    (tmp_path / "local-distp").write_text("x")
+    assert main(["reproduce", "table3", "local-distp", "--quick", "--out", str(tmp_path)]) == 2
+    assert "local-distp exists and is not a directory" in capsys.readouterr().err
+
+
+def test_models_train_refuses_bad_outputs_before_training(tmp_path, monkeypatch, capsys):
+    from distprivacy.cli import main
+
+    _no_computation(monkeypatch)
+    base = ["models", "train", "--property", "sex", "--ratio", "0.5", "--out"]
+    for out, message in [
+        (str(tmp_path), "is a directory"),
+        ("", "--out is empty"),
+        (str(tmp_path / "missing" / "p.npz"), "does not exist; create it first"),
+    ]:
+        assert main([*base, out]) == 2
+        assert message in capsys.readouterr().err

@@ -122,8 +122,8 @@ def train(
         seed=seed,
         alphas=(ratio,),
     ).validate()
-    for path in dict.fromkeys([Path(out_path), population_file(out_path)]):  # before training
-        check_output_file(path, option="--out", create_parents=False)
+    check_output_file(out_path, option="--out", create_parents=False)  # before training
+    check_output_file(population_file(out_path), option="--out", create_parents=False)
     game = _game(data, seed)
     settings = population_settings(cfg, prop, role, ratio, b, game)
     pop, _ = train_or_load(game, settings, None, reuse=False)
