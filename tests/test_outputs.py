@@ -360,3 +360,11 @@ def test_models_train_refuses_bad_outputs_before_training(tmp_path, monkeypatch,
     ]:
         assert main([*base, out]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_models_reproduce_refuses_an_empty_out_before_training(monkeypatch, capsys):
+    from distprivacy.cli import main
+
+    _no_computation(monkeypatch)
+    assert main(["models", "reproduce", "--quick", "--out", ""]) == 2
+    assert "--out is empty" in capsys.readouterr().err

@@ -222,7 +222,7 @@ def _is_stale(name: str, host: str) -> bool:
     if len(parts) < 3 or parts[0] != host or not parts[1].isdigit():
         return False
     pid = int(parts[1])
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name != "posix":  # (on Windows os.kill(pid, 0) would kill it)
         return False
     try:
         os.kill(pid, 0)

@@ -7,7 +7,6 @@ Thin: parse options, call :mod:`distprivacy.experiments.model_inference` (data, 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -394,7 +393,7 @@ def reproduce(
 
     with Console(stderr=True).status("reproducing model-inference") as status:
         result = run(
-            Path(out_dir),
+            out_dir,
             quick=quick,
             seed=seed,
             data_dir=data,

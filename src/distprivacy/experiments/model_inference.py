@@ -624,7 +624,7 @@ def defence_frame(run: _Run) -> tuple[pd.DataFrame, dict[str, str], dict[str, An
 
 
 def run(
-    out_dir: Path,
+    out_dir: str | Path,
     *,
     quick: bool,
     seed: int,
