@@ -90,7 +90,7 @@ def test_killing_reproduce(adult_dir, tmp_path):
     if _never_falsely_complete(out) != "incomplete":
         assert run_status(out).files == before
     # Killed while writing, a random moment after the writing began.
-    for sig in (signal.SIGINT, signal.SIGKILL, signal.SIGKILL):
+    for sig in (signal.SIGINT, signal.SIGKILL):
         proc = _cli(*args)
         _kill_when(proc, sig, _writing(out), RNG.uniform(0, 0.4))
         _never_falsely_complete(out)
