@@ -40,8 +40,9 @@ def _finish(proc: subprocess.Popen) -> tuple[int, str]:
     return proc.returncode, err.decode(errors="replace")
 
 
-def _kill_when(proc: subprocess.Popen, sig: int, ready, delay: float) -> None:
-    """Send ``sig`` ``delay`` seconds after ``ready()`` first holds (or the process ends)."""
+def _kill_when(proc: subprocess.Popen, sig: int, ready, delay: float) -> bool:
+    """Send ``sig`` ``delay`` seconds after ``ready()`` first holds, unless the process has
+    ended by then; wait for it. Returns whether it was killed (did not exit with status 0)."""
     start = time.monotonic()
     while proc.poll() is None and not ready() and time.monotonic() - start < TIMEOUT:
         time.sleep(0.002)
@@ -49,6 +50,7 @@ def _kill_when(proc: subprocess.Popen, sig: int, ready, delay: float) -> None:
     if proc.poll() is None:
         proc.send_signal(sig)
     proc.communicate(timeout=TIMEOUT)
+    return proc.returncode != 0
 
 
 def _writing(folder: Path):
@@ -86,8 +88,8 @@ def test_killing_reproduce(adult_dir, tmp_path):
     before = run_status(out).files
     # Interrupted while computing (writing has not started): the previous run stays complete.
     proc = _cli(*args)
-    _kill_when(proc, signal.SIGINT, lambda: True, RNG.uniform(0.1, 0.5) * full)
-    if _never_falsely_complete(out) != "incomplete":
+    killed = _kill_when(proc, signal.SIGINT, lambda: True, RNG.uniform(0.1, 0.5) * full)
+    if killed and _never_falsely_complete(out) != "incomplete":
         assert run_status(out).files == before
     # Killed while writing, a random moment after the writing began.
     for sig in (signal.SIGINT, signal.SIGKILL):
