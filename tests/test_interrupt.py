@@ -89,7 +89,8 @@ def test_killing_reproduce(adult_dir, tmp_path):
     # Interrupted while computing (writing has not started): the previous run stays complete.
     proc = _cli(*args)
     killed = _kill_when(proc, signal.SIGINT, lambda: True, RNG.uniform(0.1, 0.5) * full)
-    if killed and _never_falsely_complete(out) != "incomplete":
+    state = _never_falsely_complete(out)
+    if killed and state != "incomplete":
         assert run_status(out).files == before
     # Killed while writing, a random moment after the writing began.
     for sig in (signal.SIGINT, signal.SIGKILL):
