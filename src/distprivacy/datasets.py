@@ -433,7 +433,7 @@ def _store_in_cache(cache: Path, blobs: dict[str, bytes]) -> str | None:
                 Path(tmp_name).unlink(missing_ok=True)
                 raise
     except OSError as exc:
-        logger.warning("could not store the Adult data in the cache %s: %s", cache, exc)
+        logger.info("could not store the Adult data in the cache %s: %s", cache, exc)
         return _describe(exc)
     logger.info("stored the Adult data in %s", cache)
     return None
@@ -459,7 +459,7 @@ def _try_fetch(
                         f"{name} from {label} failed its SHA-256 check (rejected)"
                     ) from None
         except Exception as exc:  # any failure -> next source
-            logger.warning("could not get the Adult data from %s: %s", label, _describe(exc))
+            logger.info("could not get the Adult data from %s: %s", label, _describe(exc))
             _say(f"{label} failed: {_describe(exc)}")
             failures.append(f"{label}: {_describe(exc)}")
             return None
