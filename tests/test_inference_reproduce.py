@@ -101,3 +101,20 @@ def test_render_rebuilds_the_same_report(quick_run, tmp_path):
     assert (out / "figure1.png").stat().st_size > 10_000
     with pytest.raises(DistPrivacyError, match=r"no run\.json"):
         mi.render(tmp_path)
+
+
+def test_the_run_folder_is_complete_and_render_keeps_it_so(quick_run, tmp_path):
+    from distprivacy.outputs import MARKER, run_status
+
+    out, _, _ = quick_run
+    status = run_status(out)
+    assert status.complete, status.reason
+    assert {"report.md", "run.json", "figure1.csv", "figure1.png"} <= set(status.files)
+    assert not any(f.startswith("populations/") for f in status.files)  # a cache, not listed
+    mi.render(out)
+    after = run_status(out)
+    assert after.complete and set(after.files) == set(status.files)
+    (tmp_path / "run.json").write_text("{}")
+    (tmp_path / MARKER).write_text("interrupted")
+    with pytest.raises(DistPrivacyError, match="unfinished run"):
+        mi.render(tmp_path)

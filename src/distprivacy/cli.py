@@ -710,10 +710,16 @@ def reproduce(
     accounting, audit (the main paper's §5, or ``paper`` for all of them), attribute-privacy,
     local-distp, model-inference, or all. The other papers' targets write into OUT/TARGET/."""
     from distprivacy.experiments.paper import Config
-    from distprivacy.experiments.reproduce import EXTRA_TARGETS, resolve_targets, run_extra
+    from distprivacy.experiments.reproduce import (
+        EXTRA_TARGETS,
+        check_outputs,
+        resolve_targets,
+        run_extra,
+    )
     from distprivacy.experiments.reproduce import reproduce as run
 
     names = resolve_targets(targets)
+    check_outputs(out_dir, report_path, names)  # before any computation
     paper_names = [n for n in names if n not in EXTRA_TARGETS]
     extra_names = [n for n in names if n in EXTRA_TARGETS]
     console = Console()

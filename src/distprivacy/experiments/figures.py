@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from distprivacy.experiments import reference as ref
+from distprivacy.outputs import save_figure
 
 #: One colour per mechanism (and for no defence), shared by every figure.
 MECHANISM_COLORS: dict[str, str] = {
@@ -82,8 +83,7 @@ def _figure(nrows: int, ncols: int, size: tuple[float, float], **kw: Any) -> tup
 
 def _save(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, facecolor="white")
+    save_figure(fig, path, dpi=DPI, facecolor="white")  # temporary file + rename
     fig.clear()
     return path
 

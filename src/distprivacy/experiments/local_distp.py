@@ -55,6 +55,7 @@ from distprivacy.local.mechanisms import (
     TuplingMechanism,
 )
 from distprivacy.local.utility import bayes_factor_reading, service_quality_loss
+from distprivacy.outputs import RunFolder, check_output_dir, save_figure, write_csv, write_text
 from distprivacy.profiles import gdp_epsilon
 
 COLORS = {
@@ -420,7 +421,7 @@ def _plot_city(g: Domain, lam0: np.ndarray, lam1: np.ndarray, path: Path) -> Pat
         f"Generated city ({rows}×{cols} cells of 1 km): two groups' location distributions"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 
@@ -464,7 +465,7 @@ def _plot_eps_sql(curves: pd.DataFrame, tcurves: pd.DataFrame, st: Settings, pat
     ax.legend(fontsize=8, loc="best")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 
@@ -517,7 +518,7 @@ def _plot_eps_k(tk: pd.DataFrame, equal: pd.DataFrame, st: Settings, path: Path)
     bx.legend(fontsize=7.5)
     bx.grid(alpha=0.3, which="both")
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 
@@ -727,9 +728,7 @@ def _report(
         "`theorem_checks.csv`, `timings.csv`, `city.png`, `epsilon_sql.png`, `epsilon_k.png`.",
         "",
     ]
-    path = out / "report.md"
-    path.write_text("\n".join(lines))
-    return path
+    return write_text(out / "report.md", "\n".join(lines))
 
 
 def run(
@@ -740,7 +739,9 @@ def run(
     data_dir: str | None,
     progress: Callable[[str], None],
 ) -> dict:
-    """Run the experiment and write CSVs, PNGs and ``report.md`` into ``out_dir``.
+    """Run the experiment and write CSVs, PNGs and ``report.md`` into ``out_dir`` (atomically,
+    the folder marked ``INCOMPLETE`` until its ``manifest.json`` is written:
+    :class:`distprivacy.outputs.RunFolder`).
 
     ``data_dir`` is unused (the city is generated from ``seed``; nothing is downloaded).
     Returns ``{"report": path, "timings": {"total": s, ...}}``.
@@ -748,8 +749,7 @@ def run(
     del data_dir
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out_dir)
     st = Settings.make(quick)
 
     def stage(name: str, t0: float) -> None:
@@ -769,9 +769,9 @@ def run(
         "eps_identity": epsilon_for_delta(lam0, lam1, st.delta),
     }
     row, col = np.divmod(np.arange(g.size), st.side)
-    pd.DataFrame(
+    city_frame = pd.DataFrame(
         {"cell": np.arange(g.size), "row": row, "col": col, "lambda0": lam0, "lambda1": lam1}
-    ).to_csv(out / "city.csv", index=False)
+    )
     stage("city", t0)
 
     t0 = time.perf_counter()
@@ -792,23 +792,29 @@ def run(
 
     t0 = time.perf_counter()
     progress("local-distp: writing outputs")
-    pd.concat([curves, tcurves], ignore_index=True).to_csv(out / "curves.csv", index=False)
-    equal.to_csv(out / "equal_privacy.csv", index=False)
-    tk.to_csv(out / "tupling_k.csv", index=False)
-    checks.to_csv(out / "theorem_checks.csv", index=False)
-    _plot_city(g, lam0, lam1, out / "city.png")
-    _plot_eps_sql(curves, tcurves, st, out / "epsilon_sql.png")
-    _plot_eps_k(tk, equal, st, out / "epsilon_k.png")
-    stage("outputs", t0)
-    timings["total"] = time.perf_counter() - t_start
-    header = {
-        "command": "distprivacy reproduce local-distp --out OUT"
+    command = (
+        "distprivacy reproduce local-distp --out OUT"
         + (" --quick" if quick else "")
-        + (f" --seed {seed}" if seed else ""),
-        "mode": "quick settings" if quick else "full settings",
-        "seed": seed,
-        "seconds": timings["total"],
-    }
-    report = _report(out, st, header, city, equal, tk, checks)
-    pd.Series(timings, name="seconds").to_csv(out / "timings.csv")
+        + (f" --seed {seed}" if seed else "")
+    )
+    # Every file is written atomically; the folder is marked INCOMPLETE until manifest.json.
+    with RunFolder(out, command):
+        write_csv(city_frame, out / "city.csv", index=False)
+        write_csv(pd.concat([curves, tcurves], ignore_index=True), out / "curves.csv", index=False)
+        write_csv(equal, out / "equal_privacy.csv", index=False)
+        write_csv(tk, out / "tupling_k.csv", index=False)
+        write_csv(checks, out / "theorem_checks.csv", index=False)
+        _plot_city(g, lam0, lam1, out / "city.png")
+        _plot_eps_sql(curves, tcurves, st, out / "epsilon_sql.png")
+        _plot_eps_k(tk, equal, st, out / "epsilon_k.png")
+        stage("outputs", t0)
+        timings["total"] = time.perf_counter() - t_start
+        header = {
+            "command": command,
+            "mode": "quick settings" if quick else "full settings",
+            "seed": seed,
+            "seconds": timings["total"],
+        }
+        report = _report(out, st, header, city, equal, tk, checks)
+        write_csv(pd.Series(timings, name="seconds"), out / "timings.csv")
     return {"report": report, "timings": timings}

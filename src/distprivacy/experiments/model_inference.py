@@ -23,14 +23,18 @@ What is computed (every number in the report comes from here):
   attack accuracy (defence-aware likelihood-ratio test and black-box meta-classifier) against the
   task accuracy of the noisy outputs on the other half.
 
-Model populations are saved as ``.npz`` under ``out_dir/populations`` and reused on the next run
-when their settings match (``reuse=True``), so the attacks can be rerun without retraining.
+Model populations are saved as ``.npz`` under ``out_dir/populations`` (atomically) and reused on
+the next run when their settings match and the file loads (``reuse=True``), so the attacks can be
+rerun without retraining; a cached file that does not load is reported and retrained. The other
+outputs are written atomically under :class:`distprivacy.outputs.RunFolder`: the folder is marked
+``INCOMPLETE`` until its ``manifest.json`` is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +45,15 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.outputs import (
+    MARKER,
+    RunFolder,
+    check_output_dir,
+    remove_stale_temporaries,
+    save_figure,
+    write_csv,
+    write_text,
+)
 
 __all__ = [
     "LABEL",
@@ -268,16 +281,25 @@ def train_or_load(
     game: GameData, settings: dict[str, Any], pop_dir: Path | None, reuse: bool = True
 ) -> tuple[Any, bool]:
     """The population described by ``settings``: loaded from ``pop_dir`` when a file with the
-    same settings exists and ``reuse``, else trained (and saved when ``pop_dir`` is given).
-    Returns (population, loaded?)."""
+    same settings exists, loads, and ``reuse``, else trained (and saved atomically when
+    ``pop_dir`` is given). A cached file that does not load (cut, corrupt) is reported in one
+    line on stderr and replaced by a retrained population. Returns (population, loaded?)."""
     from distprivacy.inference.game import train_models
     from distprivacy.inference.population import ModelPopulation
 
     path = population_path(pop_dir, settings) if pop_dir is not None else None
     if reuse and path is not None and path.is_file():
-        pop = ModelPopulation.load(path)
-        if pop.meta.get("settings") == settings:
-            return pop, True
+        try:
+            cached = ModelPopulation.load(path)
+        except DistPrivacyError as exc:
+            print(
+                f"warning: retraining the cached population {path.name}: it does not load "
+                f"({str(exc).removeprefix(str(path) + ' ')})",
+                file=sys.stderr,
+            )
+        else:
+            if cached.meta.get("settings") == settings:
+                return cached, True
     rows = getattr(game.splits, f"{settings['role']}_train")
     pop = train_models(
         game.data,
@@ -303,7 +325,7 @@ def train_or_load(
     )
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        pop.save(path)
+        pop.save(path)  # atomic: an interrupted save never leaves a cut file
     return pop, False
 
 
@@ -602,7 +624,7 @@ def defence_frame(run: _Run) -> tuple[pd.DataFrame, dict[str, str], dict[str, An
 
 
 def run(
-    out_dir: Path,
+    out_dir: str | Path,
     *,
     quick: bool,
     seed: int,
@@ -638,8 +660,8 @@ def run(
 
     t_start = time.perf_counter()
     cfg = (config or (Config.quick(seed) if quick else Config(seed=seed))).validate()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out_dir)
+    remove_stale_temporaries(out / "populations")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     progress("loading Adult")
@@ -667,30 +689,32 @@ def run(
         frames["defence"], skipped, dinfo = defence_frame(runner)
         timings["defence"] = time.perf_counter() - t0
     timings["training (inside the stages above)"] = runner.train_seconds
-    t0 = time.perf_counter()
-    for name, f in frames.items():
-        f.to_csv(out / f"{name}.csv", index=False)
-    pngs = plot_all(frames, cfg, out)
-    timings["plots"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - t_start
-    header = {
-        "command": command
-        or (
-            "distprivacy reproduce model-inference --out OUT"
-            + (" --quick" if quick and config is None else "")
-            + (f" --seed {seed}" if seed else "")
-        ),
-        "config": dataclasses.asdict(cfg),
-        "populations": {"trained": runner.trained, "loaded": runner.loaded},
-        "splits": game.splits.sizes(),
-        "timings": timings,
-        "skipped": skipped,
-        "defence": dinfo,
-    }
-    (out / "run.json").write_text(json.dumps(header, indent=2, default=str))
-    report = out / "report.md"
-    report.write_text(build_report(frames, header, pngs))
-    pd.Series(timings, name="seconds").to_csv(out / "timings.csv")
+    command = command or (
+        "distprivacy reproduce model-inference --out OUT"
+        + (" --quick" if quick and config is None else "")
+        + (f" --seed {seed}" if seed else "")
+    )
+    # Every file is written atomically; the folder is marked INCOMPLETE until manifest.json
+    # (the populations are a cache beside the run, saved atomically, not listed).
+    with RunFolder(out, command, cache_dirs=("populations",)):
+        t0 = time.perf_counter()
+        for name, f in frames.items():
+            write_csv(f, out / f"{name}.csv", index=False)
+        pngs = plot_all(frames, cfg, out)
+        timings["plots"] = time.perf_counter() - t0
+        timings["total"] = time.perf_counter() - t_start
+        header = {
+            "command": command,
+            "config": dataclasses.asdict(cfg),
+            "populations": {"trained": runner.trained, "loaded": runner.loaded},
+            "splits": game.splits.sizes(),
+            "timings": timings,
+            "skipped": skipped,
+            "defence": dinfo,
+        }
+        write_text(out / "run.json", json.dumps(header, indent=2, default=str))
+        report = write_text(out / "report.md", build_report(frames, header, pngs))
+        write_csv(pd.Series(timings, name="seconds"), out / "timings.csv")
     return {"report": report, "timings": timings, "frames": frames}
 
 
@@ -782,7 +806,7 @@ def plot_figure1(df: pd.DataFrame, path: Path) -> Path:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 
@@ -839,7 +863,7 @@ def plot_cases(df: pd.DataFrame, path: Path) -> Path:
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 
@@ -887,7 +911,7 @@ def plot_regression(preds: pd.DataFrame, summary: pd.DataFrame, path: Path) -> P
         fontsize=9,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 
@@ -966,7 +990,7 @@ def plot_defence(df: pd.DataFrame, info: dict[str, Any], path: Path) -> Path:
         fontsize=10,
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save_figure(fig, path, dpi=DPI)
     return path
 
 
@@ -1197,16 +1221,25 @@ FRAMES = (
 
 def render(out_dir: str | Path) -> Path:
     """Rebuild the PNGs and ``report.md`` of a finished run from its CSVs and ``run.json``
-    (no training, no attacks); returns the report's path."""
+    (no training, no attacks), atomically, with a new ``manifest.json``; returns the report's
+    path. A folder marked ``INCOMPLETE`` is refused."""
     out = Path(out_dir)
     meta = out / "run.json"
+    if (out / MARKER).exists():
+        raise DistPrivacyError(
+            f"{out} holds an unfinished run (marked {MARKER}); run the reproduction again"
+        )
     if not meta.is_file():
         raise DistPrivacyError(f"{out} holds no finished run (no run.json); run it first")
     header = json.loads(meta.read_text())
-    frames = {n: pd.read_csv(out / f"{n}.csv") for n in FRAMES if (out / f"{n}.csv").is_file()}
-    pngs = plot_all(frames, _config_from(header), out)
-    report = out / "report.md"
-    report.write_text(build_report(frames, header, pngs))
+    csvs = [out / f"{n}.csv" for n in FRAMES if (out / f"{n}.csv").is_file()]
+    frames = {p.stem: pd.read_csv(p) for p in csvs}
+    with RunFolder(out, f"distprivacy models render {out}", keep=True) as folder:
+        # The files kept from the run (listed even when an older run wrote no manifest).
+        for p in (meta, out / "timings.csv", *csvs):
+            folder.add(p)
+        pngs = plot_all(frames, _config_from(header), out)
+        report = write_text(out / "report.md", build_report(frames, header, pngs))
     return report
 
 

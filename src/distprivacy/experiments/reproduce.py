@@ -16,6 +16,14 @@ from distprivacy.exceptions import DistPrivacyError
 from distprivacy.experiments import beyond
 from distprivacy.experiments.paper import Config, PaperReproduction
 from distprivacy.experiments.report import build_report
+from distprivacy.outputs import (
+    RunFolder,
+    atomic_write,
+    check_output_dir,
+    check_output_file,
+    write_csv,
+    write_text,
+)
 
 TARGETS = (
     "table2",
@@ -81,6 +89,26 @@ def run_extra(
     )
 
 
+def check_outputs(
+    out_dir: str | Path | None, report_path: str | Path | None = None, targets: Iterable[str] = ()
+) -> None:
+    """Fail fast, before any computation, if the outputs of ``distprivacy reproduce`` cannot be
+    written: ``--out`` empty, an existing file, not creatable or not writable, a full disk;
+    ``--report`` a directory; ``OUT/TARGET`` of another paper's target an existing file.
+
+    Raises
+    ------
+    distprivacy.outputs.OutputError
+        One line naming the path and the fix.
+    """
+    out = check_output_dir(out_dir, option="--out")
+    if report_path is not None:
+        check_output_file(report_path, option="--report")
+    for name in resolve_targets(targets) if targets else []:
+        if name in EXTRA_TARGETS:
+            check_output_dir(out / name, option="--out")
+
+
 def _ignore(_: str) -> None:
     return None
 
@@ -109,18 +137,17 @@ def compute(
 
 
 def write_outputs(frames: dict[str, Any], out_dir: Path, report_dir: Path) -> dict[str, str]:
-    """Write every frame as CSV and every figure as PNG; returns PNG links relative to the
-    report's directory."""
+    """Write every frame as CSV and every figure as PNG, each atomically (temporary file +
+    rename); returns PNG links relative to the report's directory."""
     from distprivacy.experiments import figures
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     for name, f in frames.items():
         if isinstance(f, pd.DataFrame):
-            f.to_csv(out_dir / f"{name}.csv", index=False)
+            write_csv(f, out_dir / f"{name}.csv", index=False)
     if "figure5_samples" in frames:
-        np.savez_compressed(
-            out_dir / "figure5_samples.npz",
-            **{f"p{k:g}": v for k, v in frames["figure5_samples"].items()},
+        samples = {f"p{k:g}": v for k, v in frames["figure5_samples"].items()}
+        atomic_write(
+            out_dir / "figure5_samples.npz", lambda tmp: np.savez_compressed(tmp, **samples)
         )
     made: dict[str, Path] = {}
     if "table2" in frames:
@@ -164,6 +191,11 @@ def reproduce(
 ) -> dict[str, Any]:
     """Run the targets and write ``out_dir/*.csv``, ``*.png`` and the report.
 
+    The output paths are checked before any computation (:func:`check_outputs`). Every file is
+    written atomically, and ``out_dir`` is marked ``INCOMPLETE`` while they are written; a
+    finished run leaves ``manifest.json`` (each file's SHA-256) instead
+    (:class:`distprivacy.outputs.RunFolder`).
+
     Returns
     -------
     dict with ``frames``, ``timings`` (seconds per stage and ``total``) and ``report`` (path).
@@ -177,6 +209,7 @@ def reproduce(
             "or `distprivacy reproduce`"
         )
     cfg = config or Config()
+    check_outputs(out_dir, report_path)
     out = Path(out_dir)
     report = Path(report_path) if report_path else out / "report.md"
     t0 = time.perf_counter()
@@ -188,20 +221,20 @@ def reproduce(
         warnings.filterwarnings("ignore", message=r".*classic rule.*")
         frames = compute(repro, names, timings)
     t1 = time.perf_counter()
-    pngs = write_outputs(frames, out, report.parent)
-    timings["plots"] = time.perf_counter() - t1
-    timings["total"] = time.perf_counter() - t0
-    header = {
-        "command": command,
-        "seconds": timings["total"],
-        "seed": cfg.seed,
-        "mode": "quick settings" if cfg.model_samples < 1000 else "the paper's settings",
-        "data": data_label,
-        "modelling_rows": len(repro.modelling),
-        "model": f"{cfg.model_samples:,} Monte-Carlo subsets per θ with "
-        f"{'exact finite-population' if cfg.moments == 'exact' else 'sample'} moments",
-    }
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(build_report(frames, pngs, header))
-    pd.Series(timings, name="seconds").to_csv(out / "timings.csv")
+    with RunFolder(out, command, clear=("report.md", report.resolve())):
+        pngs = write_outputs(frames, out, report.parent)
+        timings["plots"] = time.perf_counter() - t1
+        timings["total"] = time.perf_counter() - t0
+        header = {
+            "command": command,
+            "seconds": timings["total"],
+            "seed": cfg.seed,
+            "mode": "quick settings" if cfg.model_samples < 1000 else "the paper's settings",
+            "data": data_label,
+            "modelling_rows": len(repro.modelling),
+            "model": f"{cfg.model_samples:,} Monte-Carlo subsets per θ with "
+            f"{'exact finite-population' if cfg.moments == 'exact' else 'sample'} moments",
+        }
+        write_text(report, build_report(frames, pngs, header))
+        write_csv(pd.Series(timings, name="seconds"), out / "timings.csv")
     return {"frames": frames, "timings": timings, "report": report}

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.outputs import atomic_write
 
-__all__ = ["ACTIVATIONS", "CHUNK_BYTES", "ModelPopulation", "activate"]
+__all__ = ["ACTIVATIONS", "CHUNK_BYTES", "ModelPopulation", "activate", "population_file"]
 
 #: Hidden-layer activations understood by :class:`ModelPopulation`.
 ACTIVATIONS: tuple[str, ...] = ("relu", "tanh", "identity")
@@ -374,11 +377,11 @@ class ModelPopulation:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the population to an ``.npz`` file (arrays, activation, meta as JSON).
 
-        The suffix ``.npz`` is appended if missing; the written path is returned.
+        The suffix ``.npz`` is appended if missing; the written path is returned. The file is
+        written atomically (:func:`distprivacy.outputs.atomic_write`): an interrupted save leaves
+        the previous file, or none, never a cut one.
         """
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_name(path.name + ".npz")
+        path = population_file(path)
         if not path.parent.is_dir():
             raise DistPrivacyError(f"directory {path.parent} does not exist; create it first")
         arrays: dict[str, np.ndarray] = {}
@@ -392,9 +395,13 @@ class ModelPopulation:
             "activation": self.activation,
             "meta": self.meta,
         }
-        with open(path, "wb") as fh:
-            np.savez(fh, header=np.array(json.dumps(header)), **arrays)
-        return path
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, header=np.array(json.dumps(header)), **arrays)
+
+        # A temporary file renamed into place: an interrupted save leaves the old file or none.
+        return atomic_write(path, write)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ModelPopulation:
@@ -410,14 +417,19 @@ class ModelPopulation:
                 n = int(header["n_layers"])
                 weights = tuple(data[f"W{i}"] for i in range(n))
                 biases = tuple(data[f"b{i}"] for i in range(n))
-        except (OSError, ValueError, KeyError) as exc:
+                activation, meta = header["activation"], header["meta"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
             raise DistPrivacyError(
                 f"{path} is not a model population file written by ModelPopulation.save "
                 f"({type(exc).__name__}: {' '.join(str(exc).split())})"
             ) from None
-        return cls(
-            weights=weights, biases=biases, activation=header["activation"], meta=header["meta"]
-        )
+        return cls(weights=weights, biases=biases, activation=activation, meta=meta)
+
+
+def population_file(path: str | os.PathLike[str]) -> Path:
+    """The file :meth:`ModelPopulation.save` writes for ``path``: ``.npz`` appended if missing."""
+    path = Path(path)
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
