@@ -158,7 +158,7 @@ class _Ctx:
             raise self.fail(
                 path,
                 f"has {size} {what}; expected {want}, as in {where}",
-                "give every vector and matrix the same number of statistics",
+                "make the sizes agree",
             )
 
 
@@ -222,7 +222,7 @@ class Int(Schema):
 
 class Number(Schema):
     """A finite number (an integer or a float; never a boolean or a string), optionally
-    bounded; returned as a float."""
+    bounded; returned as a float (an integer stays one with ``keep_int``)."""
 
     kinds = frozenset({"number"})
 
@@ -233,8 +233,10 @@ class Number(Schema):
         *,
         positive: bool = False,
         finite: bool = True,
+        keep_int: bool = False,
     ) -> None:
         self.minimum, self.maximum, self.positive, self.finite = minimum, maximum, positive, finite
+        self.keep_int = keep_int
 
     def describe(self) -> str:
         base = "a finite number" if self.finite else "a number"
@@ -261,6 +263,8 @@ class Number(Schema):
             or (self.maximum is not None and x > self.maximum)
         ):
             raise self._wrong(value, path, ctx)
+        if self.keep_int and isinstance(value, int | np.integer):
+            return int(value)
         return x
 
 
