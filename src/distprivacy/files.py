@@ -756,6 +756,8 @@ def read_numeric_csv(
     rows: int | None = None,
     minimum: float | None = None,
     fix: str = "",
+    rows_fix: str = "give one row per entry",
+    rows_reason: str = "",
 ) -> dict[str, np.ndarray]:
     """Columns of numbers from a CSV file, checked: present, one header each, the expected
     number of rows, every cell a finite number (≥ ``minimum``).
@@ -773,6 +775,10 @@ def read_numeric_csv(
         The least value allowed in a cell.
     fix : str
         How to write a correct file (appended to a missing-column message).
+    rows_fix : str
+        The fix appended to a wrong-row-count message.
+    rows_reason : str
+        Why ``rows`` rows are needed (default "N are needed").
 
     Returns
     -------
@@ -796,7 +802,7 @@ def read_numeric_csv(
     try:
         frame = pd.read_csv(p, dtype=str, keep_default_na=False, header=None)
     except pd.errors.EmptyDataError:
-        raise InvalidFileError(f"{src} is empty; give a header line and one row per cell") from None
+        raise InvalidFileError(f"{src} is empty; give a header line and the rows") from None
     except UnicodeDecodeError as e:
         raise InvalidFileError(f"{src} is not UTF-8 text ({e.reason}); save it as UTF-8") from None
     except (OSError, ValueError, pd.errors.ParserError) as e:
@@ -813,9 +819,8 @@ def read_numeric_csv(
         )
     body = frame.iloc[1:]
     if rows is not None and len(body) != rows:
-        raise InvalidFileError(
-            f"{src} has {len(body)} rows but {rows} are needed; give one row per cell"
-        )
+        why = rows_reason or f"{rows} are needed"
+        raise InvalidFileError(f"{src} has {len(body)} rows but {why}; {rows_fix}")
     out: dict[str, np.ndarray] = {}
     for c in columns:
         cells = body.iloc[:, header.index(c)].str.strip()
