@@ -145,6 +145,10 @@ class Config:
         )
 
     def validate(self) -> Config:
+        if not self.properties:
+            raise DistPrivacyError(
+                f"no property to attack; give one or more of {', '.join(PROPERTIES)}"
+            )
         for p in self.properties:
             if p not in PROPERTIES:
                 raise DistPrivacyError(
