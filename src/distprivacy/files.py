@@ -551,7 +551,8 @@ class Field:
 
 class Table(Schema):
     """An object with known keys: required ones must be present, unknown ones are refused
-    (naming the known ones). ``null`` for an optional key means absent."""
+    (naming the known ones). ``null`` is a value like any other (refused unless the key's
+    schema accepts it): leave a key out to leave it unset."""
 
     kinds = frozenset({"dict"})
 
@@ -577,13 +578,14 @@ class Table(Schema):
                 f"the known {self.key_noun}s are {', '.join(self.fields)} (check the spelling)",
             )
         required = [k for k, f in self.fields.items() if f.required]
-        missing = [k for k in required if value.get(k) is None]
+        missing = [k for k in required if k not in value]
         if missing:
-            raise ctx.fail(path, f"needs {_and(required)}", f"{_and(missing)} is missing or null")
+            verb = "is" if len(missing) == 1 else "are"
+            raise ctx.fail(path, f"needs {_and(required)}", f"{_and(missing)} {verb} missing")
         return {
             k: f.schema.check(value[k], _join(path, k), ctx)
             for k, f in self.fields.items()
-            if value.get(k) is not None
+            if k in value
         }
 
 

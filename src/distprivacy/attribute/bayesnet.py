@@ -577,8 +577,14 @@ def load_networks(path: str | Path) -> list[DiscreteBayesNet]:
     """Read Θ (one network or a list, see :func:`networks_from_dict`) from JSON or TOML,
     validated strictly (errors name the file, the key path and the fix)."""
     p = Path(path)
+    source = f"network file {p.name!r}"
     raw = read_mapping_file(p, "network file")
-    return _networks(raw, f"network file {p.name!r}")
+    try:
+        return _networks(raw, source)
+    except DistPrivacyError as e:
+        if str(e).startswith(source):
+            raise
+        raise type(e)(f"{source}: {e}") from None
 
 
 __all__ = [

@@ -39,6 +39,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -919,8 +920,17 @@ def _problem_schema() -> Table:
     )
 
 
-#: The schema of a problem file and of :meth:`GaussianProblem.from_dict`.
+#: The schema of a problem (:meth:`GaussianProblem.from_dict`, and a problem file completed by
+#: command-line options).
 PROBLEM_SCHEMA = _problem_schema()
+#: The schema of a problem file read on its own (:meth:`GaussianProblem.from_file`).
+PROBLEM_FILE_SCHEMA = Table(
+    {
+        k: Field(f.schema, required=k in ("sensitive", "query", "n", "secrets"))
+        for k, f in PROBLEM_SCHEMA.fields.items()
+    },
+    noun=PROBLEM_SCHEMA.noun,
+)
 _PROBLEM_KEYS = frozenset(PROBLEM_SCHEMA.fields)
 
 
@@ -981,6 +991,13 @@ class GaussianProblem:
         if forms[0] == "slopes":
             if raw.get("residual_variances") is None:
                 raise DistPrivacyError("slopes need residual_variances too")
+            for key in ("slopes", "residual_variances"):
+                lacking = [q for q in query if q not in raw[key]]
+                if lacking:
+                    raise DistPrivacyError(
+                        f"{key} gives no value for the query attribute(s) {lacking}; give one "
+                        f"per query attribute ({', '.join(query)})"
+                    )
             theta: GaussianTheta | RegressionTheta = RegressionTheta(
                 {(sensitive, q): v for q, v in raw["slopes"].items()},
                 {(sensitive, q): v for q, v in raw["residual_variances"].items()},
@@ -990,6 +1007,12 @@ class GaussianProblem:
             if not names:
                 raise DistPrivacyError("a covariance form of Θ needs 'attributes' (their order)")
             names = tuple(names)
+            unknown = [a for a in (sensitive, *query) if a not in names]
+            if unknown:
+                raise DistPrivacyError(
+                    f"unknown attribute {unknown[0]!r} (sensitive or queried); the attributes "
+                    f"are {', '.join(names)}"
+                )
             if forms[0] == "covariances":
                 theta = GaussianTheta(names, raw["covariances"], raw.get("means"))
             else:
@@ -1003,8 +1026,15 @@ class GaussianProblem:
 
     @classmethod
     def from_file(cls, path: str) -> GaussianProblem:
-        """Read a JSON (.json) or TOML (.toml) problem file."""
-        return cls.from_dict(read_problem_file(path))
+        """Read a JSON (.json) or TOML (.toml) problem file (checked against
+        :data:`PROBLEM_SCHEMA`, with ``sensitive``, ``query``, ``n`` and ``secrets``
+        required); every error names the file."""
+        source = f"problem file {Path(path).name!r}"
+        raw = read_mapping_file(path, "problem file", PROBLEM_FILE_SCHEMA)
+        try:
+            return cls.from_dict(raw)
+        except DistPrivacyError as e:
+            raise type(e)(f"{source}: {e}") from None
 
     def calibrate(
         self,

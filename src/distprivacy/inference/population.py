@@ -471,12 +471,15 @@ class ModelPopulation:
         for key, arr in arrays.items():
             if not np.isfinite(arr).all():
                 raise InvalidFileError(f"{src}: array {key!r} holds NaN or infinite values")
-        return cls(
-            weights=tuple(arrays[f"W{i}"] for i in range(n)),
-            biases=tuple(arrays[f"b{i}"] for i in range(n)),
-            activation=header["activation"],
-            meta=header.get("meta", {}),
-        )
+        try:
+            return cls(
+                weights=tuple(arrays[f"W{i}"] for i in range(n)),
+                biases=tuple(arrays[f"b{i}"] for i in range(n)),
+                activation=header["activation"],
+                meta=header.get("meta", {}),
+            )
+        except DistPrivacyError as exc:
+            raise InvalidFileError(f"{src}: {exc}") from None
 
 
 _HEADER_SCHEMA = Table(
