@@ -1206,11 +1206,23 @@ def render(out_dir: str | Path) -> Path:
     meta = out / "run.json"
     if not meta.is_file():
         raise DistPrivacyError(f"{out} holds no finished run (no run.json); run it first")
-    header = json.loads(meta.read_text())
-    frames = {n: pd.read_csv(out / f"{n}.csv") for n in FRAMES if (out / f"{n}.csv").is_file()}
-    pngs = plot_all(frames, _config_from(header), out)
+    from distprivacy.files import read_mapping_file
+
+    header = read_mapping_file(meta, "run file")
+    try:
+        frames = {n: pd.read_csv(out / f"{n}.csv") for n in FRAMES if (out / f"{n}.csv").is_file()}
+        pngs = plot_all(frames, _config_from(header), out)
+        text = build_report(frames, header, pngs)
+    except DistPrivacyError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
+        raise DistPrivacyError(
+            f"{out}: run.json or a CSV is not as 'distprivacy models reproduce' wrote it "
+            f"({why}); rerun the reproduction"
+        ) from None
     report = out / "report.md"
-    report.write_text(build_report(frames, header, pngs))
+    report.write_text(text)
     return report
 
 
