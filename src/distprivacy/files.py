@@ -115,6 +115,17 @@ def _is_number(value: Any) -> bool:
     )
 
 
+def _list_depth(value: Any) -> int:
+    """How deeply lists nest along the first entries (``[[1, 2]]`` → 2, ``3`` → 0)."""
+    depth = 0
+    while isinstance(value, list | tuple | np.ndarray) and depth <= MAX_DEPTH:
+        depth += 1
+        if len(value) == 0:
+            break
+        value = value[0]
+    return depth
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -205,6 +216,8 @@ class Int(Schema):
         self.minimum, self.maximum = minimum, maximum
 
     def describe(self) -> str:
+        if self.minimum is not None and self.minimum == self.maximum:
+            return f"the integer {self.minimum}"
         if self.minimum is not None and self.maximum is not None:
             return f"an integer from {self.minimum} to {self.maximum}"
         if self.minimum == 1:
@@ -426,6 +439,11 @@ class Array(Schema):
         self.axis_nouns = tuple(axis_nouns) if axis_nouns else None
         self._entry = Number(minimum)
 
+    @property
+    def ndim(self) -> int | None:
+        """The number of axes (None: any)."""
+        return None if self.shape is None else len(self.shape)
+
     def describe(self) -> str:
         if self.noun:
             return self.noun
@@ -506,11 +524,10 @@ class Array(Schema):
         for k, v in enumerate(value):
             if not isinstance(v, list | tuple):
                 if nd is not None:
+                    depth = nd - axis - 1
+                    want = "a row (a list of numbers)" if depth == 1 else f"a {depth}-level list"
                     raise ctx.fail(
-                        _join(path, k),
-                        f"must be a list of {len(self.shape or ()) - axis - 1}-level numbers, "
-                        f"got {show(v)}",
-                        f"give {self.describe()}",
+                        _join(path, k), f"must be {want}, got {show(v)}", f"give {self.describe()}"
                     )
             self._walk(v, _join(path, k), ctx, axis + 1, shape)
 
@@ -568,7 +585,7 @@ class Table(Schema):
 
     def check(self, value: Any, path: str, ctx: _Ctx) -> dict[str, Any]:
         if not isinstance(value, Mapping):
-            raise self._wrong(value, path, ctx, "see the README for the format")
+            raise self._wrong(value, path, ctx)
         unknown = [str(k) for k in value if k not in self.fields]
         if unknown:
             plural = "s" if len(unknown) > 1 else ""
@@ -605,6 +622,11 @@ class AnyOf(Schema):
         fits = [o for o in self.options if _kind(value) in o.kinds]
         if not fits:
             raise self._wrong(value, path, ctx)
+        # arrays: the option with as many axes as the value's first entries show comes first
+        depth = _list_depth(value)
+        fits.sort(key=lambda o: not (isinstance(o, Array) and o.ndim == depth))
+        if isinstance(fits[0], Array) and fits[0].ndim == depth:
+            return fits[0].check(value, path, ctx)
         errors: list[tuple[int, InvalidFileError]] = []
         for o in fits:
             saved = dict(ctx.dims)

@@ -465,7 +465,7 @@ class ModelPopulation:
             extra = sorted(set(arrays) - expected)
             detail = f"lacks {', '.join(missing)}" if missing else f"has extra {', '.join(extra)}"
             raise InvalidFileError(
-                f"{src} {detail}; a population of {n} layers holds exactly "
+                f"{src} {detail}; a population of {n} layer{'s' if n > 1 else ''} holds exactly "
                 f"{', '.join(sorted(expected))} (write it with ModelPopulation.save)"
             )
         for key, arr in arrays.items():
