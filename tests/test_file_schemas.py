@@ -602,6 +602,7 @@ RAW_TEXTS = {
     "deep toml": ("x.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
     "deep json 100k": ("x.json", "[" * 100_000 + "]" * 100_000),
     "duplicate key": ("x.json", '{"n": 1, "n": 2}'),
+    "duplicate toml key": ("x.toml", "n = 1\nn = 2\n"),
     "NaN": ("x.json", '{"n": NaN}'),
     "top-level list": ("x.json", "[1, 2]"),
     "top-level string": ("x.json", '"thetas"'),
@@ -640,6 +641,121 @@ def test_nesting_depth_ignores_strings_and_comments():
     assert files.nesting_depth('{"a": "[[[[", "b": [[1]]}') == 3
     assert files.nesting_depth('a = "[[[["  # [[[[[\nb = [[1]]\n', toml=True) == 2
     assert files.nesting_depth("") == 0
+
+
+S = files  # the schema classes
+
+
+class Err(str):
+    """An expected error message (as opposed to an expected value)."""
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "expected"),
+    [
+        (S.Int(minimum=1), 3, 3),
+        (S.Int(minimum=1), np.int64(3), 3),
+        (S.Int(minimum=1), True, Err("n must be a positive integer, got true")),
+        (S.Int(minimum=1), 3.0, Err("n must be a positive integer, got the number 3.0")),
+        (S.Int(minimum=1), 0, Err("n must be a positive integer, got the integer 0")),
+        (S.Int(0, 9), 10, Err("n must be an integer from 0 to 9, got the integer 10")),
+        (S.Number(), 2, 2.0),
+        (S.Number(), np.float32(0.5), 0.5),
+        (S.Number(keep_int=True), 2, 2),
+        (S.Number(), False, Err("n must be a finite number, got false")),
+        (S.Number(), "1", Err("n must be a finite number, got the string '1'")),
+        (S.Number(), math.inf, Err("n must be a finite number, got Infinity")),
+        (S.Number(finite=False), -math.inf, -math.inf),
+        (S.Number(finite=False), math.nan, Err("n must be a number, got NaN")),
+        (S.Number(), 10**400, Err("n must be a finite number, got the integer")),
+        (S.Number(positive=True), 0, Err("n must be a positive number, got the integer 0")),
+        (S.Str(), " ", Err("n must be a non-empty string, got the string ' '")),
+        (S.Str(("a", "b")), "c", Err("n must be one of 'a', 'b', got the string 'c'")),
+        (S.Bool(), "no", Err("n must be true or false, got the string 'no'")),
+        (S.Bool(), 0, Err("n must be true or false, got the integer 0")),
+        (S.Bool(), False, False),
+        (S.Label(), 0.45, "0.45"),
+        (S.Label(), 2, "2"),
+        (
+            S.ListOf(S.Str(), noun="names"),
+            "xy",
+            Err("n must be a list of names, got the string 'xy'"),
+        ),
+        (S.ListOf(S.Str(), min_len=2, noun="names"), ["x"], Err("n has 1 names; give at least 2")),
+        (S.ListOf(S.Str(), min_len=1, noun="names"), [], Err("n is empty; give a non-empty list")),
+        (
+            S.ListOf(S.Str(), max_len=1, noun="names"),
+            ["x", "y"],
+            Err("n has 2 names; give at most 1"),
+        ),
+        (S.ListOf(S.Int(), unique=True), [1, 1], Err("n[1] repeats the integer 1; list it once")),
+        (S.Pair(S.Str()), ("a", "b"), ("a", "b")),
+        (S.Pair(S.Str()), ["ab"], Err('n must be a pair ["a", "b"], got a list of 1 item')),
+        (S.Array((2,)), [1, 2], [1.0, 2.0]),
+        (S.Array((2,)), [1, 2, 3], Err("n has 3 entries; expected 2")),
+        (S.Array((None, None)), np.eye(2), [[1.0, 0.0], [0.0, 1.0]]),
+        (
+            S.Array((None, None)),
+            [[1, 2], [3]],
+            Err("n[1] has 1 entries but the ones before it have 2"),
+        ),
+        (S.Array((None, None)), [[1, 2], 3], Err("n[1] must be a row (a list of numbers)")),
+        (S.Array((None,)), [], Err("n is empty")),
+        (S.Array(None), [[[1]], [[2]]], [[[1.0]], [[2.0]]]),
+        (S.Array(None), [[1], 2], Err("n[1] is the integer 2 but n[0] is a list of 1 item")),
+        (S.Array(None), [[[1]], [2]], Err("n[1] is less deeply nested than the rows before it")),
+        (S.Array((None,), minimum=0.0), [1, -1], Err("n[1] must be a finite number ≥ 0")),
+        (S.MapOf(S.Int()), {"a": 1}, {"a": 1}),
+        (S.MapOf(S.Int()), {"": 1}, Err("n has an empty key ''")),
+        (S.MapOf(S.Int(), min_len=1), {}, Err("n is empty")),
+        (S.AnyOf(S.Str(), S.ListOf(S.Str())), ["a"], ["a"]),
+        (
+            S.AnyOf(S.Str(), S.ListOf(S.Str()), noun="a name or names"),
+            3,
+            Err("n must be a name or"),
+        ),
+        (S.AnyOf(S.Array((None, None)), S.Array((None, None, None))), [[[1]]], [[[1.0]]]),
+    ],
+)
+def test_schema_nodes(schema, value, expected):
+    table = S.Table({"n": S.Field(schema, required=True)})
+    if isinstance(expected, Err):
+        with pytest.raises(InvalidFileError) as info:
+            S.validate({"n": value}, table, "source")
+        assert str(info.value).startswith("source: n") and expected in str(info.value)
+    else:
+        out = S.validate({"n": value}, table, "source")["n"]
+        if isinstance(out, np.ndarray):
+            np.testing.assert_array_equal(out, expected)
+        else:
+            assert out == expected and type(out) is type(expected)
+
+
+def test_named_dimensions_bind_across_the_file():
+    table = S.Table(
+        {"names": S.Field(S.ListOf(S.Str(), length="m")), "x": S.Field(S.Array(("m", "m")))}
+    )
+    assert S.validate({"names": ["a"], "x": [[1]]}, table, "f")["x"].shape == (1, 1)
+    with pytest.raises(InvalidFileError, match=r"f: x has 2 rows; expected 1, as in names"):
+        S.validate({"names": ["a"], "x": [[1, 2], [3, 4]]}, table, "f")
+
+
+def test_unknown_and_missing_keys_name_the_known_ones():
+    table = S.Table({"a": S.Field(S.Int(), required=True), "b": S.Field(S.Int())})
+    with pytest.raises(InvalidFileError, match=r"^f has unknown key 'c'; the known keys are a, b"):
+        S.validate({"a": 1, "c": 2}, table, "f")
+    with pytest.raises(InvalidFileError, match=r"^f needs 'a'; 'a' is missing$"):
+        S.validate({"b": 1}, table, "f")
+    with pytest.raises(InvalidFileError, match=r"^f: b must be an integer, got null$"):
+        S.validate({"a": 1, "b": None}, table, "f")
+
+
+def test_models_render_refuses_a_malformed_run(tmp_path, capsys):
+    for text in ("{not json", "[1]", '{"config": {"x": 1}}', '{"config": 3}'):
+        (tmp_path / "run.json").write_text(text)
+        rc = main(["models", "render", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.startswith("error: ") and err.count("\n") == 1, err
 
 
 def test_read_mapping_file_without_schema_returns_the_object(tmp_path):
