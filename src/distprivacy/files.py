@@ -466,12 +466,51 @@ class Array(Schema):
             value = value.tolist()  # Python callers; checked like a parsed file
         if not isinstance(value, list | tuple):
             raise self._wrong(value, path, ctx)
+        fast = self._fast(value, path, ctx)
+        if fast is not None:
+            return fast
         shape: list[int] = []
-        self._walk(value, path, ctx, 0, shape)
+        self._walk(value, path, ctx, 0, shape)  # raises, naming the first bad entry
         try:
             return np.array(value, dtype=float)
         except (ValueError, TypeError, OverflowError):  # pragma: no cover - checked by _walk
             raise self._wrong(value, path, ctx) from None
+
+    def _fast(self, value: Any, path: str, ctx: _Ctx) -> np.ndarray | None:
+        """The array when ``value`` is a well-formed rectangular list of finite numbers of the
+        right shape, checked level by level in C-speed passes; None when anything is off
+        (:meth:`_walk` then finds and names it)."""
+        level: list[Any] = [value]
+        dims: list[int] = []
+        nd = self.ndim
+        while True:
+            kinds = set(map(type, level))
+            if kinds <= {list, tuple}:
+                sizes = set(map(len, level))
+                if len(sizes) != 1 or 0 in sizes or len(dims) >= min(nd or MAX_DEPTH, MAX_DEPTH):
+                    return None
+                dims.append(sizes.pop())
+                level = [x for row in level for x in row]
+                continue
+            if not kinds <= {int, float} or (nd is not None and len(dims) != nd):
+                return None
+            break
+        try:
+            arr = np.array(value, dtype=float)
+        except (ValueError, TypeError, OverflowError):
+            return None
+        if arr.shape != tuple(dims) or not np.isfinite(arr).all():
+            return None
+        if self.minimum is not None and (arr < self.minimum).any():
+            return None
+        for axis, n in enumerate(dims):
+            want = None if self.shape is None else self.shape[axis]
+            where = path + "[0]" * axis
+            if isinstance(want, int) and n != want:
+                raise ctx.fail(where, f"has {n} {self._axis_noun(axis)}; expected {want}")
+            if isinstance(want, str):
+                ctx.bind(want, n, where, self._axis_noun(axis))
+        return arr
 
     def _walk(self, value: Any, path: str, ctx: _Ctx, axis: int, shape: list[int]) -> None:
         nd = None if self.shape is None else len(self.shape)
@@ -682,11 +721,13 @@ def nesting_depth(text: str, *, toml: bool = False) -> int:
     """The deepest nesting of ``[`` / ``{`` in a JSON or TOML text, outside strings and
     comments (linear time, no recursion)."""
     bare = (_TOML_SKIP if toml else _JSON_STRINGS).sub("", text)
-    brackets = re.sub(r"[^\[\]{}]", "", bare)
-    if not brackets:
+    codes = np.frombuffer(bare.encode("utf-8", "replace"), dtype=np.uint8)
+    opening = (codes == ord("[")) | (codes == ord("{"))
+    closing = (codes == ord("]")) | (codes == ord("}"))
+    where = np.flatnonzero(opening | closing)
+    if where.size == 0:
         return 0
-    codes = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
-    step = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
+    step = np.where(opening[where], 1, -1).astype(np.int32)
     return int(np.cumsum(step).max())
 
 
