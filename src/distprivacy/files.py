@@ -37,9 +37,11 @@ from distprivacy.exceptions import DistPrivacyError
 __all__ = [
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
+    "MAX_NPZ_BYTES",
     "AnyOf",
     "Array",
     "Bool",
+    "Custom",
     "Field",
     "Int",
     "InvalidFileError",
@@ -51,9 +53,11 @@ __all__ = [
     "Schema",
     "Str",
     "Table",
+    "nesting_depth",
     "read_mapping_file",
     "read_npz",
     "read_numeric_csv",
+    "show",
     "validate",
 ]
 
