@@ -626,6 +626,17 @@ def test_syntax_and_limits(kind, case, tmp_path, capsys):
     assert message.startswith(f"{what} 'x.")
 
 
+@pytest.mark.parametrize("suffix", ["json", "toml"])
+@pytest.mark.parametrize("fraction", [0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95])
+def test_truncated_model_files(suffix, fraction, tmp_path):
+    text = json.dumps(MODEL) if suffix == "json" else to_toml(MODEL) or ""
+    f = tmp_path / f"m.{suffix}"
+    f.write_text(text[: int(len(text) * fraction)])
+    with pytest.raises(DistPrivacyError, match=rf"^model file 'm\.{suffix}'") as info:
+        load_model_file(f)
+    assert "\n" not in str(info.value)
+
+
 def test_non_utf8_and_too_large_files(tmp_path, monkeypatch):
     f = tmp_path / "m.json"
     f.write_bytes(b'{"n": "\xff"}')
