@@ -650,7 +650,11 @@ def load_table(path: PathLike) -> pd.DataFrame:
         ) from exc
 
     df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]
-    dupes = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+    # pandas renames a repeated CSV header (age, age -> age, age.1): read the header line as
+    # written and compare its names
+    header = (None if is_parquet else _csv_header(p, sep)) or list(df.columns)
+    names = pd.Index([c for c in header if str(c)])  # blank headers become "Unnamed: k"
+    dupes = sorted({str(c) for c in names[names.duplicated()]})
     if dupes:
         raise DistPrivacyError(
             f"{p} has duplicate column names after stripping whitespace: {', '.join(dupes)}; "
@@ -662,6 +666,15 @@ def load_table(path: PathLike) -> pd.DataFrame:
         if _is_string_like(df[col]):
             df[col] = _strip_strings(df[col])
     return df
+
+
+def _csv_header(path: Path, sep: str) -> list[str]:
+    """The names on the header line of a CSV/TSV file as written (stripped), repeats kept."""
+    try:
+        first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    except Exception:  # the full read succeeded; fall back on its (renamed) columns
+        return []
+    return [str(c).strip() for c in first.iloc[0]] if len(first) else []
 
 
 def load_data(path: PathLike | None = None) -> pd.DataFrame:

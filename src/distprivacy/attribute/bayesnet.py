@@ -26,7 +26,19 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.files import read_mapping_file
+from distprivacy.files import (
+    AnyOf,
+    Array,
+    Field,
+    Label,
+    ListOf,
+    MapOf,
+    Number,
+    Str,
+    Table,
+    read_mapping_file,
+    validate,
+)
 
 #: Largest number of cells :meth:`DiscreteBayesNet.joint` builds.
 MAX_JOINT_CELLS = 5_000_000
@@ -408,18 +420,14 @@ def discretized_normal_cpt(
 
 def _cpt_from_spec(v: str, spec: Any, domains: Mapping[str, Sequence[Any]], ps: Sequence[str]):
     if isinstance(spec, Mapping):
-        if set(spec) != {"discretized_normal"}:
-            raise DistPrivacyError(
-                f"CPT of node {v!r} must be a nested list of probabilities or "
-                "{'discretized_normal': {intercept, coefficients, sd}}"
-            )
         params = dict(spec["discretized_normal"])
         coefs = params.get("coefficients", {})
         if isinstance(coefs, Mapping):
             unknown = set(coefs) - set(ps)
             if unknown:
                 raise DistPrivacyError(
-                    f"CPT of node {v!r} has coefficients for non-parents {sorted(unknown)}"
+                    f"CPT of node {v!r} has coefficients for non-parents {sorted(unknown)}; "
+                    f"its parents are {list(ps)}"
                 )
             coefs = [float(coefs.get(p, 0.0)) for p in ps]
         try:
@@ -439,30 +447,81 @@ def _cpt_from_spec(v: str, spec: Any, domains: Mapping[str, Sequence[Any]], ps: 
     return spec
 
 
-def network_from_dict(raw: Mapping[str, Any], *, name: str = "") -> DiscreteBayesNet:
-    """Build a network from ``{"domains": …, "parents": …, "cpts": …}``.
+def _network_schema() -> tuple[Table, Table]:
+    """The schemas of one network and of a network file (one network or ``theta``)."""
+    normal = Table(
+        {
+            "intercept": Field(Number()),
+            "coefficients": Field(
+                AnyOf(
+                    MapOf(Number(), noun="an object mapping parents to numbers"),
+                    ListOf(Number(), noun="numbers (one per parent)"),
+                    noun='an object mapping parents to numbers, such as {"g": -8}',
+                )
+            ),
+            "sd": Field(Number(positive=True)),
+        },
+        noun='an object {"intercept": a, "coefficients": {parent: b}, "sd": s}',
+    )
+    cpt = AnyOf(
+        Array(None, noun="a nested list of probabilities (parents × values)", minimum=0.0),
+        Table(
+            {"discretized_normal": Field(normal, required=True)},
+            noun='{"discretized_normal": {…}}',
+        ),
+        noun='a nested list of probabilities or {"discretized_normal": {…}}',
+    )
+    cpts = MapOf(cpt, noun="an object mapping nodes to their CPTs", example='{"a": [0.5, 0.5]}')
+    value = AnyOf(Str(), Number(keep_int=True), noun="a number or a string")
+    common = {
+        "domains": Field(
+            MapOf(
+                ListOf(value, min_len=1, unique=True, noun="values", example="[0, 1]"),
+                noun="an object mapping nodes to their values",
+                example='{"a": [0, 1]}',
+                min_len=1,
+            ),
+            required=True,
+        ),
+        "parents": Field(
+            MapOf(
+                AnyOf(
+                    Str(),
+                    ListOf(Str(), unique=True, noun="node names", example='["a"]'),
+                    noun='a node name or a list of them, such as ["a", "b"]',
+                ),
+                noun="an object mapping nodes to their parents",
+                example='{"b": ["a"]}',
+            )
+        ),
+        "name": Field(Label()),
+    }
+    one = Table({**common, "cpts": Field(cpts, required=True)}, key_noun="network field")
+    theta = Table(
+        {"name": Field(Label()), "cpts": Field(cpts, required=True)},
+        noun='an object {"name": …, "cpts": {…}}',
+        key_noun="field",
+    )
+    file = Table(
+        {
+            **common,
+            "cpts": Field(cpts),
+            "theta": Field(ListOf(theta, min_len=1, noun="θ objects {name, cpts}")),
+        },
+        key_noun="network field",
+    )
+    return one, file
 
-    A CPT is a nested list of probabilities (shape parents × values) or
-    ``{"discretized_normal": {"intercept": a, "coefficients": {parent: b}, "sd": s}}``.
-    """
-    if not isinstance(raw, Mapping):
-        raise DistPrivacyError("a network must be an object with domains, parents and cpts")
-    unknown = set(raw) - {"domains", "parents", "cpts", "name"}
-    if unknown:
-        raise DistPrivacyError(
-            f"unknown network field(s) {sorted(unknown)}; use domains, parents, cpts, name"
-        )
-    if "domains" not in raw or "cpts" not in raw:
-        raise DistPrivacyError("a network needs 'domains' and 'cpts' (and optionally 'parents')")
+
+#: The schemas of one network (:func:`network_from_dict`) and of a network file.
+NETWORK_SCHEMA, NETWORK_FILE_SCHEMA = _network_schema()
+
+
+def _build_network(raw: Mapping[str, Any], name: str) -> DiscreteBayesNet:
     domains = raw["domains"]
-    parents = raw.get("parents", {}) or {}
-    if not isinstance(domains, Mapping) or not isinstance(parents, Mapping):
-        raise DistPrivacyError("'domains' and 'parents' must be objects keyed by node name")
-    cpts_raw = raw["cpts"]
-    if not isinstance(cpts_raw, Mapping):
-        raise DistPrivacyError("'cpts' must be an object keyed by node name")
+    parents = raw.get("parents", {})
     cpts = {}
-    for v, spec in cpts_raw.items():
+    for v, spec in raw["cpts"].items():
         ps = parents.get(v, ())
         ps = (ps,) if isinstance(ps, str) else tuple(ps)
         if v in domains and all(p in domains for p in ps):
@@ -472,38 +531,60 @@ def network_from_dict(raw: Mapping[str, Any], *, name: str = "") -> DiscreteBaye
     return DiscreteBayesNet(domains, parents, cpts, name=str(raw.get("name", name)))
 
 
+def network_from_dict(raw: Mapping[str, Any], *, name: str = "") -> DiscreteBayesNet:
+    """Build a network from ``{"domains": …, "parents": …, "cpts": …}`` (checked against
+    :data:`NETWORK_SCHEMA`: unknown fields, wrong types and ragged tables are refused).
+
+    A CPT is a nested list of probabilities (shape parents × values) or
+    ``{"discretized_normal": {"intercept": a, "coefficients": {parent: b}, "sd": s}}``.
+    """
+    return _build_network(validate(raw, NETWORK_SCHEMA, "the network"), name)
+
+
+def _networks(raw: Mapping[str, Any], source: str) -> list[DiscreteBayesNet]:
+    if not isinstance(raw, Mapping):
+        raise DistPrivacyError(f"{source} must hold an object")
+    if "theta" in raw and "cpts" in raw:
+        raise DistPrivacyError(
+            f"{source}: give either 'cpts' (one network) or 'theta' (a list), not both"
+        )
+    raw = validate(raw, NETWORK_FILE_SCHEMA, source)
+    if "theta" not in raw:
+        if "cpts" not in raw:
+            raise DistPrivacyError(
+                f"{source} needs 'domains' and 'cpts' (one network) or 'theta' (a list of "
+                "{name, cpts})"
+            )
+        return [_build_network(raw, "")]
+    shared = {k: v for k, v in raw.items() if k not in ("theta", "name")}
+    return [
+        _build_network({**shared, "cpts": th["cpts"]}, str(th.get("name", f"θ{k}")))
+        for k, th in enumerate(raw["theta"])
+    ]
+
+
 def networks_from_dict(raw: Mapping[str, Any]) -> list[DiscreteBayesNet]:
     """The class Θ: one network, or ``theta``, a list of CPT sets over shared domains/parents.
 
     ``{"domains": …, "parents": …, "cpts": …}`` is Θ = {that network};
     ``{"domains": …, "parents": …, "theta": [{"name": …, "cpts": …}, …]}`` is Θ = those networks.
+    Checked against :data:`NETWORK_FILE_SCHEMA`.
     """
-    if not isinstance(raw, Mapping):
-        raise DistPrivacyError("a network file must hold an object")
-    if "theta" not in raw:
-        return [network_from_dict(raw)]
-    if "cpts" in raw:
-        raise DistPrivacyError("give either 'cpts' (one network) or 'theta' (a list), not both")
-    thetas = raw["theta"]
-    if not isinstance(thetas, Sequence) or isinstance(thetas, str) or not thetas:
-        raise DistPrivacyError("'theta' must be a non-empty list of {name, cpts} objects")
-    shared = {k: v for k, v in raw.items() if k != "theta"}
-    nets = []
-    for k, th in enumerate(thetas):
-        if not isinstance(th, Mapping) or "cpts" not in th:
-            raise DistPrivacyError(f"theta[{k}] must be an object with 'cpts'")
-        extra = set(th) - {"cpts", "name"}
-        if extra:
-            raise DistPrivacyError(f"theta[{k}] has unknown field(s) {sorted(extra)}")
-        nets.append(
-            network_from_dict({**shared, "cpts": th["cpts"]}, name=str(th.get("name", f"θ{k}")))
-        )
-    return nets
+    return _networks(raw, "the network file")
 
 
 def load_networks(path: str | Path) -> list[DiscreteBayesNet]:
-    """Read Θ (one network or a list, see :func:`networks_from_dict`) from JSON or TOML."""
-    return networks_from_dict(read_mapping_file(path, "network file"))
+    """Read Θ (one network or a list, see :func:`networks_from_dict`) from JSON or TOML,
+    validated strictly (errors name the file, the key path and the fix)."""
+    p = Path(path)
+    source = f"network file {p.name!r}"
+    raw = read_mapping_file(p, "network file")
+    try:
+        return _networks(raw, source)
+    except DistPrivacyError as e:
+        if str(e).startswith(source):
+            raise
+        raise type(e)(f"{source}: {e}") from None
 
 
 __all__ = [

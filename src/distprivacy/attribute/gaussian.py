@@ -39,6 +39,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,21 @@ from distprivacy.accounting import (
 )
 from distprivacy.attribute.framework import AttributeFramework
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.files import read_mapping_file
+from distprivacy.files import (
+    AnyOf,
+    Array,
+    Bool,
+    Field,
+    Int,
+    ListOf,
+    MapOf,
+    Number,
+    Pair,
+    Str,
+    Table,
+    read_mapping_file,
+    validate,
+)
 from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
 
 RULES = CALIBRATION_RULES
@@ -832,26 +847,91 @@ class RegressionTheta:
 # A user's problem, from a dict / JSON / TOML file (used by ``distprivacy attribute gaussian``)
 # ---------------------------------------------------------------------------------------------
 
-_PROBLEM_KEYS = {
-    "attributes",
-    "sensitive",
-    "query",
-    "n",
-    "secrets",
-    "pairs",
-    "binary",
-    "parameter_range",
-    "means",
-    "covariances",
-    "cov_low",
-    "cov_high",
-    "slopes",
-    "residual_variances",
-    "epsilon",
-    "delta",
-    "rule",
-    "pair_distance",
-}
+
+def _problem_schema() -> Table:
+    """The schema of a problem (file or dict): every key, its type and shape."""
+    value_or_range = AnyOf(
+        Number(), Pair(Number(), example="[low, high]"), noun="a number or [low, high]"
+    )
+    per_attribute = MapOf(
+        value_or_range,
+        noun="an object mapping query attributes to a number or [low, high]",
+        example='{"bp": [6, 10]}',
+        min_len=1,
+    )
+    # shapes against the attributes are checked by GaussianTheta (which names them)
+    matrix = Array((None, None), noun="a matrix of finite numbers (a list of rows)")
+    return Table(
+        {
+            "attributes": Field(
+                ListOf(Str(), min_len=1, unique=True, noun="names", example='["g", "w"]')
+            ),
+            "sensitive": Field(Str()),
+            "query": Field(
+                AnyOf(
+                    Str(),
+                    ListOf(Str(), min_len=1, noun="names", example='["bp"]'),
+                    noun='an attribute name or a list of them, such as "bp" or ["bp", "w"]',
+                )
+            ),
+            "n": Field(Int(minimum=1)),
+            "secrets": Field(
+                ListOf(
+                    AnyOf(Str(), Number(), noun="a value or an interval string"),
+                    min_len=2,
+                    noun="secrets",
+                    example='["(0.25,0.5)", "(0.5,0.75)"]',
+                )
+            ),
+            "pairs": Field(
+                ListOf(
+                    Pair(Int(minimum=0), example="[0, 1]"),
+                    min_len=1,
+                    noun="pairs of secret indices",
+                    example="[[0, 1]]",
+                )
+            ),
+            "binary": Field(Bool()),
+            "parameter_range": Field(Pair(Number(finite=False), example="[low, high]")),
+            "means": Field(
+                AnyOf(
+                    Array((None,)),
+                    Array((None, None)),
+                    noun="a list of m numbers or one such list per covariance",
+                )
+            ),
+            "covariances": Field(
+                AnyOf(
+                    matrix,
+                    Array((None, None, None)),
+                    noun="a matrix or a list of matrices of finite numbers",
+                )
+            ),
+            "cov_low": Field(matrix),
+            "cov_high": Field(matrix),
+            "slopes": Field(per_attribute),
+            "residual_variances": Field(per_attribute),
+            "epsilon": Field(Number()),
+            "delta": Field(Number()),
+            "rule": Field(Str(RULES)),
+            "pair_distance": Field(Str(PAIR_READINGS)),
+        },
+        noun="an object (see distprivacy attribute gaussian --help)",
+    )
+
+
+#: The schema of a problem (:meth:`GaussianProblem.from_dict`, and a problem file completed by
+#: command-line options).
+PROBLEM_SCHEMA = _problem_schema()
+#: The schema of a problem file read on its own (:meth:`GaussianProblem.from_file`).
+PROBLEM_FILE_SCHEMA = Table(
+    {
+        k: Field(f.schema, required=k in ("sensitive", "query", "n", "secrets"))
+        for k, f in PROBLEM_SCHEMA.fields.items()
+    },
+    noun=PROBLEM_SCHEMA.noun,
+)
+_PROBLEM_KEYS = frozenset(PROBLEM_SCHEMA.fields)
 
 
 @dataclass(frozen=True)
@@ -882,32 +962,24 @@ class GaussianProblem:
             pairs_from_sets,
         )
 
-        unknown = set(raw) - _PROBLEM_KEYS
-        if unknown:
-            raise DistPrivacyError(
-                f"unknown key(s) {sorted(unknown)} in the problem; known: {sorted(_PROBLEM_KEYS)}"
-            )
+        raw = validate(raw, PROBLEM_SCHEMA, "the problem")
         for key in ("sensitive", "query", "n", "secrets"):
             if raw.get(key) in (None, "", []):
                 raise DistPrivacyError(f"the problem needs {key!r}")
         sensitive = str(raw["sensitive"])
         query = raw["query"]
-        query = (query,) if isinstance(query, str) else tuple(str(q) for q in query)
+        query = (query,) if isinstance(query, str) else tuple(query)
         n = raw["n"]
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise DistPrivacyError(f"n must be a positive integer, got {n!r}")
-        binary = bool(raw.get("binary", False))
+        binary = raw.get("binary", False)
         prange = raw.get("parameter_range")
         if prange is None:
             prange = (0.0, 1.0) if binary else (-math.inf, math.inf)
-        if isinstance(prange, str) or not hasattr(prange, "__len__") or len(prange) != 2:
-            raise DistPrivacyError(f"parameter_range must be [low, high], got {prange!r}")
         dom = AttributeDomain(sensitive, binary=binary, parameter_range=tuple(prange))
         pair_idx = raw.get("pairs")
         pairs = pairs_from_sets(
             sensitive,
             list(raw["secrets"]),
-            pairs=None if pair_idx is None else [tuple(p) for p in pair_idx],
+            pairs=pair_idx,
         )
         fw = DatasetAttributeFramework(pairs=pairs, domains=(dom,), n=n)
         forms = [k for k in ("covariances", "cov_low", "slopes") if raw.get(k) is not None]
@@ -919,15 +991,28 @@ class GaussianProblem:
         if forms[0] == "slopes":
             if raw.get("residual_variances") is None:
                 raise DistPrivacyError("slopes need residual_variances too")
+            for key in ("slopes", "residual_variances"):
+                lacking = [q for q in query if q not in raw[key]]
+                if lacking:
+                    raise DistPrivacyError(
+                        f"{key} gives no value for the query attribute(s) {lacking}; give one "
+                        f"per query attribute ({', '.join(query)})"
+                    )
             theta: GaussianTheta | RegressionTheta = RegressionTheta(
-                {(sensitive, str(q)): v for q, v in dict(raw["slopes"]).items()},
-                {(sensitive, str(q)): v for q, v in dict(raw["residual_variances"]).items()},
+                {(sensitive, q): v for q, v in raw["slopes"].items()},
+                {(sensitive, q): v for q, v in raw["residual_variances"].items()},
             )
         else:
             names = raw.get("attributes")
             if not names:
                 raise DistPrivacyError("a covariance form of Θ needs 'attributes' (their order)")
-            names = tuple(str(a) for a in names)
+            names = tuple(names)
+            unknown = [a for a in (sensitive, *query) if a not in names]
+            if unknown:
+                raise DistPrivacyError(
+                    f"unknown attribute {unknown[0]!r} (sensitive or queried); the attributes "
+                    f"are {', '.join(names)}"
+                )
             if forms[0] == "covariances":
                 theta = GaussianTheta(names, raw["covariances"], raw.get("means"))
             else:
@@ -941,8 +1026,15 @@ class GaussianProblem:
 
     @classmethod
     def from_file(cls, path: str) -> GaussianProblem:
-        """Read a JSON (.json) or TOML (.toml) problem file."""
-        return cls.from_dict(read_problem_file(path))
+        """Read a JSON (.json) or TOML (.toml) problem file (checked against
+        :data:`PROBLEM_SCHEMA`, with ``sensitive``, ``query``, ``n`` and ``secrets``
+        required); every error names the file."""
+        source = f"problem file {Path(path).name!r}"
+        raw = read_mapping_file(path, "problem file", PROBLEM_FILE_SCHEMA)
+        try:
+            return cls.from_dict(raw)
+        except DistPrivacyError as e:
+            raise type(e)(f"{source}: {e}") from None
 
     def calibrate(
         self,
@@ -991,6 +1083,7 @@ class GaussianProblem:
 
 
 def read_problem_file(path: str) -> dict[str, Any]:
-    """The raw problem of a JSON (.json) or TOML (.toml) file, for :meth:`GaussianProblem.
-    from_dict`."""
-    return read_mapping_file(path, "problem file")
+    """The problem of a JSON (.json) or TOML (.toml) file, checked against
+    :data:`PROBLEM_SCHEMA` (errors name the file and the key), for
+    :meth:`GaussianProblem.from_dict`."""
+    return read_mapping_file(path, "problem file", PROBLEM_SCHEMA)

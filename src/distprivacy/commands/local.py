@@ -26,23 +26,22 @@ def local() -> None:
 
 
 def _read_pair(path: str, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Columns ``lambda0`` and ``lambda1`` of a CSV (as written by ``local city``)."""
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise DistPrivacyError(f"cannot read {path}: {exc}".splitlines()[0]) from None
-    missing = {"lambda0", "lambda1"} - set(frame.columns)
-    if missing:
-        raise DistPrivacyError(
-            f"{path} lacks column(s) {', '.join(sorted(missing))}; write it with "
-            "'distprivacy local city --out FILE' or add columns lambda0,lambda1"
-        )
-    if len(frame) != size:
-        raise DistPrivacyError(
-            f"{path} has {len(frame)} rows but the grid has {size} cells; "
-            "give one row per cell (row-major) or change --grid"
-        )
-    return frame["lambda0"].to_numpy(float), frame["lambda1"].to_numpy(float)
+    """Columns ``lambda0`` and ``lambda1`` of a CSV (as written by ``local city``): one row
+    per cell, every cell a finite number ≥ 0 (checked by :func:`distprivacy.files.
+    read_numeric_csv`)."""
+    from distprivacy.files import read_numeric_csv
+
+    cols = read_numeric_csv(
+        path,
+        ("lambda0", "lambda1"),
+        "pair file",
+        rows=size,
+        minimum=0.0,
+        rows_reason=f"the grid has {size} cells",
+        rows_fix="give one row per cell (row-major) or change --grid",
+        fix="write it with 'distprivacy local city --out FILE' or add columns lambda0,lambda1",
+    )
+    return cols["lambda0"], cols["lambda1"]
 
 
 def _mechanism(name: str, param: float, domain, k: int, base_epsilon: float):

@@ -158,6 +158,10 @@ class Config:
         )
 
     def validate(self) -> Config:
+        if not self.properties:
+            raise DistPrivacyError(
+                f"no property to attack; give one or more of {', '.join(PROPERTIES)}"
+            )
         for p in self.properties:
             if p not in PROPERTIES:
                 raise DistPrivacyError(
@@ -1231,15 +1235,27 @@ def render(out_dir: str | Path) -> Path:
         )
     if not meta.is_file():
         raise DistPrivacyError(f"{out} holds no finished run (no run.json); run it first")
-    header = json.loads(meta.read_text())
+    from distprivacy.files import read_mapping_file
+
+    header = read_mapping_file(meta, "run file")
     csvs = [out / f"{n}.csv" for n in FRAMES if (out / f"{n}.csv").is_file()]
-    frames = {p.stem: pd.read_csv(p) for p in csvs}
     with RunFolder(out, f"distprivacy models render {out}", keep=True) as folder:
         # The files kept from the run (listed even when an older run wrote no manifest).
         for p in (meta, out / "timings.csv", *csvs):
             folder.add(p)
-        pngs = plot_all(frames, _config_from(header), out)
-        report = write_text(out / "report.md", build_report(frames, header, pngs))
+        try:
+            frames = {p.stem: pd.read_csv(p) for p in csvs}
+            pngs = plot_all(frames, _config_from(header), out)
+            text = build_report(frames, header, pngs)
+        except DistPrivacyError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())[:160]
+            raise DistPrivacyError(
+                f"{out}: run.json or a CSV is not as 'distprivacy models reproduce' wrote it "
+                f"({why}); rerun the reproduction"
+            ) from None
+        report = write_text(out / "report.md", text)
     return report
 
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
-import zlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,20 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.files import (
+    MAX_DEPTH,
+    MAX_NPZ_BYTES,
+    Custom,
+    Field,
+    Int,
+    InvalidFileError,
+    MapOf,
+    Str,
+    Table,
+    nesting_depth,
+    read_npz,
+    validate,
+)
 from distprivacy.outputs import atomic_write
 
 __all__ = ["ACTIVATIONS", "CHUNK_BYTES", "ModelPopulation", "activate", "population_file"]
@@ -36,6 +49,7 @@ ACTIVATIONS: tuple[str, ...] = ("relu", "tanh", "identity")
 CHUNK_BYTES: int = 256 * 2**20
 
 _FORMAT_VERSION = 1
+_JSON_KINDS = ("bool", "number", "str", "dict", "list", "null")
 _MISSING = object()
 
 
@@ -404,32 +418,85 @@ class ModelPopulation:
         return atomic_write(path, write)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> ModelPopulation:
-        """Read a population written by :meth:`save`."""
+    def load(
+        cls, path: str | os.PathLike[str], *, max_bytes: int = MAX_NPZ_BYTES
+    ) -> ModelPopulation:
+        """Read a population written by :meth:`save`, validated strictly.
+
+        The archive is checked before its arrays are read (declared uncompressed size at most
+        ``max_bytes``, default 2 GiB; dtypes; shapes that fit their members), then its header
+        (format, version, number of layers, activation, meta; no other keys) and its arrays
+        (``W0``, ``b0``, … and nothing else; finite floats).
+
+        Raises
+        ------
+        DistPrivacyError
+            A one-line message naming the file and what is wrong.
+        """
         path = Path(path)
         if not path.is_file():
             raise DistPrivacyError(f"no model population file {path}; check the path")
+        what = "model population file"
+        src = f"{what} {path.name!r}"
+        bad = f"{path} is not a model population file written by ModelPopulation.save"
+
+        def check_names(names: list[str]) -> None:
+            odd = [k for k in names if k != "header" and not re.fullmatch(r"[Wb][0-9]{1,2}", k)]
+            if "header" not in names or odd:
+                why = f"it has array {odd[0]!r}" if odd else "it has no header"
+                raise InvalidFileError(f"{bad}: {why}")
+
+        arrays = read_npz(
+            path, what, max_bytes=max_bytes, kinds={"header": "U"}, check_names=check_names
+        )
+        if arrays["header"].shape != ():
+            raise InvalidFileError(f"{bad}: it has no header")
+        text = str(arrays.pop("header"))
+        if nesting_depth(text) > MAX_DEPTH:
+            raise InvalidFileError(f"{bad}: its header is nested deeper than {MAX_DEPTH} levels")
         try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(str(data["header"]))
-                if header.get("format") != "distprivacy.ModelPopulation":
-                    raise KeyError("format")
-                n = int(header["n_layers"])
-                weights = tuple(data[f"W{i}"] for i in range(n))
-                biases = tuple(data[f"b{i}"] for i in range(n))
-                activation, meta = header["activation"], header["meta"]
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-            raise DistPrivacyError(
-                f"{path} is not a model population file written by ModelPopulation.save "
-                f"({type(exc).__name__}: {' '.join(str(exc).split())})"
+            raw = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidFileError(
+                f"{bad}: its header is not JSON ({' '.join(str(exc).split())[:80]})"
             ) from None
-        return cls(weights=weights, biases=biases, activation=activation, meta=meta)
+        if not isinstance(raw, dict) or raw.get("format") != "distprivacy.ModelPopulation":
+            raise InvalidFileError(f"{bad}: its header has no format 'distprivacy.ModelPopulation'")
+        header = validate(raw, _HEADER_SCHEMA, f"{src}: header")
+        n = header["n_layers"]
+        expected = {f"{k}{i}" for i in range(n) for k in ("W", "b")}
+        if set(arrays) != expected:
+            missing = sorted(expected - set(arrays))
+            extra = sorted(set(arrays) - expected)
+            detail = f"lacks {', '.join(missing)}" if missing else f"has extra {', '.join(extra)}"
+            raise InvalidFileError(
+                f"{src} {detail}; a population of {n} layer{'s' if n > 1 else ''} holds exactly "
+                f"{', '.join(sorted(expected))} (write it with ModelPopulation.save)"
+            )
+        for key, arr in arrays.items():
+            if not np.isfinite(arr).all():
+                raise InvalidFileError(f"{src}: array {key!r} holds NaN or infinite values")
+        try:
+            return cls(
+                weights=tuple(arrays[f"W{i}"] for i in range(n)),
+                biases=tuple(arrays[f"b{i}"] for i in range(n)),
+                activation=header["activation"],
+                meta=header.get("meta", {}),
+            )
+        except DistPrivacyError as exc:
+            raise InvalidFileError(f"{src}: {exc}") from None
 
 
-def population_file(path: str | os.PathLike[str]) -> Path:
-    """The file :meth:`ModelPopulation.save` writes for ``path``: ``.npz`` appended if missing."""
-    path = Path(path)
-    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+_HEADER_SCHEMA = Table(
+    {
+        "format": Field(Str(("distprivacy.ModelPopulation",)), required=True),
+        "version": Field(Int(minimum=1, maximum=_FORMAT_VERSION), required=True),
+        "n_layers": Field(Int(minimum=1, maximum=64), required=True),
+        "activation": Field(Str(ACTIVATIONS), required=True),
+        "meta": Field(MapOf(Custom(lambda v, p, c: v, "any JSON value", _JSON_KINDS))),
+    },
+    noun="an object",
+)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -440,3 +507,9 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     ez = np.exp(z[~pos])
     out[~pos] = ez / (1.0 + ez)
     return out
+
+
+def population_file(path: str | os.PathLike[str]) -> Path:
+    """The file :meth:`ModelPopulation.save` writes for ``path``: ``.npz`` appended if missing."""
+    path = Path(path)
+    return path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
