@@ -33,7 +33,7 @@ from distprivacy.mechanisms.gaussian import (
     pair_covariances,
     top_up_shape,
 )
-from distprivacy.models import FModel
+from distprivacy.models import MODEL_MEMORY_LIMIT, FModel, model_file_memory
 from distprivacy.noise import NoiseDistribution
 
 
@@ -43,6 +43,15 @@ def _solve_sdp(
     import cvxpy as cp
 
     m = W.shape[0]
+    lmis = sum(len(covs) for _, covs in pairs)
+    need = model_file_memory(m, lmis)
+    if need > MODEL_MEMORY_LIMIT:
+        # The interior-point solver aborts the whole process when an allocation fails.
+        raise NotApplicableError(
+            f"OptM-G is not applicable: its semidefinite program ({lmis} inequalities of size "
+            f"{m + 1}) needs about {need / 2**30:.3g} GiB, above the limit of "
+            f"{MODEL_MEMORY_LIMIT / 2**30:.3g} GiB; use fewer statistics, or DauM-G / EigM-G"
+        )
     # Scaled so that every entry is of order one: with s = max ‖d‖²/μ² and Σ = s·X, the LMI
     # [[S + Σ, d], [dᵀ, μ²]] ⪰ 0 is [[S/s + X, d/(μ√s)], [·, 1]] ⪰ 0 (both say
     # dᵀ(S + Σ)⁻¹d ≤ μ²). Unscaled, μ² ≈ 1e-3 beside entries of 1e7 lets the solver report
