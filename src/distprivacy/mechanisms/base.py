@@ -8,6 +8,7 @@ L2 error, the guarantee, the theorem it rests on, its assumptions and any warnin
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -321,7 +322,8 @@ class Mechanism(ABC):
         # Small-matrix numerics: one BLAS thread is 10-20x faster than a pool (measured on the
         # 2-core machine under load: bench/bench_core.py).
         with threadpool_limits(limits=1):
-            return self._calibrate(model)
+            cal = self._calibrate(model)
+        return _flag_swamped(cal)
 
     @abstractmethod
     def _calibrate(self, model: FModel) -> Calibration: ...
@@ -338,6 +340,24 @@ class Mechanism(ABC):
             statistic_levels=model.statistic_levels(),
             **kw,
         )
+
+
+def _flag_swamped(cal: Calibration) -> Calibration:
+    """Add a warning naming the statistics whose noise SD exceeds their typical magnitude (a
+    raw-unit mechanism next to small-scale statistics, e.g. dollars beside a share)."""
+    rel = cal.relative_error
+    bad = [
+        f"{n} ({r:.3g}×)"
+        for n, r in zip(cal.statistic_names, rel, strict=True)
+        if np.isfinite(r) and r > 1
+    ]
+    if not bad:
+        return cal
+    text = (
+        f"the noise SD exceeds the typical value of {', '.join(bad)}: this release would swamp "
+        "them; a unit-free mechanism (DauM-G, DirM-G, OptM-G) shapes noise per statistic"
+    )
+    return dataclasses.replace(cal, warnings=(*cal.warnings, text))
 
 
 def delta_e(model: FModel, ord: float) -> float:
