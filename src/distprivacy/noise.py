@@ -23,7 +23,9 @@ from typing import Protocol
 import numpy as np
 from scipy import integrate, special
 
+from distprivacy.accounting import check_int, check_seed
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.resources import check_memory
 
 FAMILIES = ("gaussian", "laplace", "none")
 
@@ -194,7 +196,7 @@ def resolve_source(rng: int | np.random.Generator | NoiseSource | None) -> Noise
     if isinstance(rng, np.random.Generator):
         return SeededNoise(rng)
     if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
-        return SeededNoise(np.random.default_rng(int(rng)))
+        return SeededNoise(np.random.default_rng(check_seed(rng, "rng")))
     if hasattr(rng, "standard_normal") and hasattr(rng, "standard_laplace"):
         return rng  # type: ignore[return-value]
     raise DistPrivacyError(
@@ -227,6 +229,14 @@ def expected_norm(family: str, scales: np.ndarray) -> float:
     s = s[s > 0]
     if family == "none" or s.size == 0:
         return 0.0
+    # E‖y‖ is homogeneous of degree 1 in the scales: work with scales ≤ 1 so that neither s²
+    # nor E[X] overflows or underflows to 0 (ε = 1e300 gives b ~ 1e-300).
+    top = float(s.max())
+    if not math.isfinite(top):
+        raise DistPrivacyError("noise scales must be finite to compute E‖Z‖₂")
+    if top != 1.0:
+        rest = s / top
+        return top * expected_norm(family, rest[rest > 0])
     if s.size == 1:
         return float(s[0] * (math.sqrt(2 / math.pi) if family == "gaussian" else 1.0))
     if family == "gaussian":
@@ -340,9 +350,10 @@ class NoiseDistribution:
         self, size: int | None = None, rng: int | np.random.Generator | NoiseSource | None = None
     ) -> np.ndarray:
         """Draw Z: shape (m,) when ``size`` is None, else (size, m). One draw call in all."""
-        src = resolve_source(rng)
-        count = 1 if size is None else int(size)
+        count = 1 if size is None else check_int(size, "size", low=0)
         d = self.scales.shape[0]
+        check_memory(8.0 * count * (2 * d + self.dim), f"size={count} noise draws")
+        src = resolve_source(rng)
         if self.family == "none" or d == 0:
             out = np.zeros((count, self.dim))
         else:

@@ -33,6 +33,7 @@ import numpy as np
 from distprivacy.accounting import (
     check_delta,
     check_epsilon,
+    check_number,
     check_rule,
     classic_c,
     classic_warning,
@@ -155,11 +156,10 @@ class GaussianMechanism(Mechanism):
                     "targets given as μ or as a maximum attack accuracy need --calibration exact"
                 )
             if mu is not None:
-                if not (isinstance(mu, int | float) and math.isfinite(mu) and mu > 0):
-                    raise DistPrivacyError(f"target μ must be a positive number, got {mu!r}")
-                self._mu = float(mu)
+                self._mu = check_number(mu, "target mu", low=0, low_open=True)
             else:
-                self._mu = mu_for_accuracy(max_accuracy)  # type: ignore[arg-type]
+                acc = check_number(max_accuracy, "max_accuracy", low=0.5, high=1, high_open=True)
+                self._mu = mu_for_accuracy(acc)
                 if self._mu <= 0:
                     raise DistPrivacyError(
                         "a maximum attack accuracy of 0.5 allows no information at all; no "
