@@ -24,10 +24,30 @@ from distprivacy.exceptions import DistPrivacyError
 CALIBRATION_RULES = ("exact", "classic")
 
 
+def _fmt_bound(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
 def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
-    lo = "(−∞" if low is None else ("(" if low_open else "[") + f"{low:g}"
-    hi = "∞)" if high is None else f"{high:g}" + (")" if high_open else "]")
+    lo = "(−∞" if low is None else ("(" if low_open else "[") + _fmt_bound(low)
+    hi = "∞)" if high is None else _fmt_bound(high) + (")" if high_open else "]")
     return f"{lo}, {hi}"
+
+
+def _describe(
+    low: float | None, high: float | None, low_open: bool, high_open: bool, integer: bool
+) -> str:
+    """'a positive number', 'an integer ≥ 2', 'a number in (0, 1)', ..."""
+    kind = "an integer" if integer else "a number"
+    if low is not None and high is not None:
+        return f"{kind} in {_range_text(low, high, low_open, high_open)}"
+    if low is not None:
+        if low == 0 and low_open:
+            return "a positive integer" if integer else "a positive number"
+        return f"{kind} {'>' if low_open else '≥'} {_fmt_bound(low)}"
+    if high is not None:
+        return f"{kind} {'<' if high_open else '≤'} {_fmt_bound(high)}"
+    return "an integer" if integer else "a finite number"
 
 
 def _is_bool(value: Any) -> bool:
@@ -72,24 +92,23 @@ def check_number(
     DistPrivacyError
         When the value is not a finite real number in the range.
     """
-    rng = _range_text(low, high, low_open, high_open)
+    want = _describe(low, high, low_open, high_open, False)
     if _is_bool(value) or not isinstance(value, numbers.Real):
-        raise DistPrivacyError(
-            f"{name} must be a real number in {rng}, got {type(value).__name__} {value!r}{hint}"
-        )
+        raise DistPrivacyError(f"{name} must be {want}, got {type(value).__name__} {value!r}{hint}")
     try:
         v = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise DistPrivacyError(
-            f"{name} must be a real number in {rng}, got {value!r}{hint}"
-        ) from None
+        raise DistPrivacyError(f"{name} must be {want}, got {value!r}{hint}") from None
     ok = math.isfinite(v)
     if ok and low is not None:
         ok = v > low if low_open else v >= low
     if ok and high is not None:
         ok = v < high if high_open else v <= high
     if not ok:
-        raise DistPrivacyError(f"{name} must be a finite number in {rng}, got {value!r}{hint}")
+        if low is not None and high is not None and math.isfinite(v):
+            rng = _range_text(low, high, low_open, high_open)
+            raise DistPrivacyError(f"{name} must lie in {rng}, got {value!r}{hint}")
+        raise DistPrivacyError(f"{name} must be {want}, got {value!r}{hint}")
     return v
 
 
@@ -122,14 +141,16 @@ def check_int(
     ------
     DistPrivacyError
     """
-    rng = _range_text(low, high, False, False)
+    want = (
+        "a positive integer"
+        if low == 1 and high is None
+        else _describe(low, high, False, False, True)
+    )
     if _is_bool(value) or not isinstance(value, numbers.Integral):
-        raise DistPrivacyError(
-            f"{name} must be an integer in {rng}, got {type(value).__name__} {value!r}{hint}"
-        )
+        raise DistPrivacyError(f"{name} must be {want}, got {type(value).__name__} {value!r}{hint}")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
-        raise DistPrivacyError(f"{name} must be an integer in {rng}, got {v}{hint}")
+        raise DistPrivacyError(f"{name} must be {want}, got {v}{hint}")
     return v
 
 
@@ -328,7 +349,7 @@ def relaxed_guarantee_max_divergence(
     """
     e, d = check_epsilon(epsilon), check_delta(delta, allow_zero=True)
     lam = check_number(lam, "lambda", low=0)
-    eta = check_number(eta, "eta", low=0, high=1, high_open=True)
+    eta = check_delta(eta, allow_zero=True)
     return e + 2 * lam, (1 + math.exp(e + lam)) * eta + math.exp(lam) * d
 
 

@@ -23,9 +23,9 @@ from distprivacy.accounting import check_delta, check_epsilon, check_number, che
 from distprivacy.audit import ATTACKS as AUDIT_ATTACKS
 from distprivacy.audit import DEFAULT_ATTACKS
 from distprivacy.commands import (
-    DELTA,
+    FLOAT,
+    INTEGER,
     POSITIVE,
-    POSITIVE_INT,
     PROBABILITY_OPEN,
     SEED,
     Number,
@@ -53,7 +53,8 @@ class _LazyProgress:
 
     def __init__(self, description: str, enabled: bool) -> None:
         self.description = description
-        self.enabled = enabled
+        # Only on a terminal: elsewhere rich leaves blank lines on stderr (before an error line).
+        self.enabled = enabled and err_console.is_terminal
         self.start = time.monotonic()
         self.progress: Progress | None = None
         self.task: Any = None
@@ -87,7 +88,7 @@ def _floats(text: str, what: str) -> list[float]:
         raise DistPrivacyError(
             f"cannot read {what} {text!r}; give comma-separated numbers, e.g. 0.45,0.55"
         ) from None
-    return [check_number(v, what, low=0, high=1) for v in vals]
+    return [check_number(v, what) for v in vals]
 
 
 def _pairs(text: str) -> list[tuple[float, float]]:
@@ -104,7 +105,7 @@ def _pairs(text: str) -> list[tuple[float, float]]:
             raise DistPrivacyError(
                 f"cannot read pair {part!r}; write P1:P2 pairs, e.g. 0.45:0.55,0.5:0.6"
             ) from None
-        out.append(tuple(check_number(v, "--pairs", low=0, high=1) for v in pair))
+        out.append(tuple(check_number(v, "--pairs") for v in pair))
     return out
 
 
@@ -143,7 +144,7 @@ def _common_options(f: Callable) -> Callable:
         ),
         click.option(
             "--subset-size",
-            type=POSITIVE_INT,
+            type=INTEGER,
             default=100,
             show_default=True,
             help="Size n of the released dataset.",
@@ -176,7 +177,7 @@ def _common_options(f: Callable) -> Callable:
             help="Monte-Carlo subsets per θ.",
         ),
         click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True),
-        click.option("--delta", type=DELTA, default=1e-3, show_default=True),
+        click.option("--delta", type=FLOAT, default=1e-3, show_default=True),
         click.option(
             "--calibration",
             default="exact",
@@ -195,13 +196,13 @@ def _common_options(f: Callable) -> Callable:
         ),
         click.option(
             "--target-mu",
-            type=POSITIVE,
+            type=FLOAT,
             default=None,
             help="Calibrate the Gaussian mechanisms to this μ-GDP parameter instead of ε.",
         ),
         click.option(
             "--max-attack-accuracy",
-            type=Number(low=0.5, high=1, low_open=True, high_open=True),
+            type=FLOAT,
             default=None,
             help="Calibrate the Gaussian mechanisms so that no attacker between two equally "
             "likely θ exceeds this accuracy (e.g. 0.55).",
@@ -299,8 +300,8 @@ def _targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | None]:
 def _mechanism_names(ctx: click.Context, mechanisms: tuple[str, ...], p: dict[str, Any]):
     """The mechanisms asked for (default: all), with δ and the targets validated for them."""
     names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
-    if any(MECHANISMS[n].uses_delta for n in names):
-        check_delta(p["delta"])
+    # δ ∈ (0, 1) for (ε, δ) mechanisms; pure-ε ones ignore it but it must still lie in [0, 1).
+    check_delta(p["delta"], allow_zero=not any(MECHANISMS[n].uses_delta for n in names))
     _targets(ctx, p)
     return names
 

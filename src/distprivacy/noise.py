@@ -295,7 +295,11 @@ class NoiseDistribution:
         if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-8):
             raise DistPrivacyError("noise basis must have orthonormal columns")
         if (s < 0).any() or not np.isfinite(s).all():
-            raise DistPrivacyError("noise scales must be finite and non-negative")
+            bad = s[~np.isfinite(s) | (s < 0)][0]
+            raise DistPrivacyError(
+                f"noise scales must be finite and non-negative, got {bad:g} (the scale "
+                "overflowed double precision: epsilon too small or the statistics too large)"
+            )
         object.__setattr__(self, "basis", V)
         object.__setattr__(self, "scales", s)
 

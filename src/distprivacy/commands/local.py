@@ -16,13 +16,11 @@ import pandas as pd
 
 from distprivacy.accounting import check_number
 from distprivacy.commands import (
-    DELTA,
-    NON_NEGATIVE_INT,
-    POSITIVE,
+    FLOAT,
+    INTEGER,
     SEED,
     Number,
     dumps_json,
-    parse_float,
 )
 from distprivacy.exceptions import DistPrivacyError
 
@@ -132,14 +130,12 @@ def city(side: int, seed: int, out: str) -> None:
 )
 @click.option(
     "--param",
-    type=POSITIVE,
+    type=FLOAT,
     default=None,
     help="ε of rr/laplace/exponential (per cell unit), σ of gaussian; unused for tupling.",
 )
-@click.option(
-    "--k", type=NON_NEGATIVE_INT, default=10, show_default=True, help="Dummies (tupling)."
-)
-@click.option("--base-epsilon", type=POSITIVE, default=None, help="RR ε of the tupling base.")
+@click.option("--k", type=INTEGER, default=10, show_default=True, help="Dummies (tupling).")
+@click.option("--base-epsilon", type=FLOAT, default=None, help="RR ε of the tupling base.")
 @click.option(
     "--grid",
     "side",
@@ -149,7 +145,7 @@ def city(side: int, seed: int, out: str) -> None:
     help="Grid side.",
 )
 @click.option("--pair", type=click.Path(dir_okay=False), default=None, help="CSV of λ0, λ1.")
-@click.option("--delta", type=DELTA, default=1e-3, show_default=True)
+@click.option("--delta", type=FLOAT, default=1e-3, show_default=True)
 @click.option(
     "--at", "at", default=None, help="Also print the profile δ(ε) at these ε, e.g. 0.1,0.5,1."
 )
@@ -182,6 +178,10 @@ def distp(
     from distprivacy.local.utility import bayes_factor_reading, service_quality_loss
 
     g = grid(side)
+    if name != "tupling" or base_epsilon is None:  # every transition matrix but RR's lifting
+        from distprivacy.local.mechanisms import check_matrix_memory
+
+        check_matrix_memory(g.size, f"the {name} mechanism")  # before generating the city
     if pair is None:
         lam0, lam1 = clustered_city(g, seed=seed)
         source = f"clustered_city(grid {side}, seed {seed})"
@@ -200,11 +200,13 @@ def distp(
     res = distp_epsilon(mech, lam0, lam1, delta, n_samples=samples, rng=seed)
     profile = None
     if at is not None:
-        points = [
-            check_number(parse_float(x, "--at"), "--at", low=0) for x in at.split(",") if x.strip()
-        ]
+        try:
+            points = [float(x) for x in at.split(",") if x.strip()]
+        except ValueError:
+            points = []
         if not points:
             raise DistPrivacyError(f"cannot read --at {at!r}; give numbers like 0.1,0.5,1")
+        points = [check_number(x, "--at", low=0) for x in points]
         profile = distp_profile(mech, lam0, lam1, points, n_samples=samples, rng=seed)
     pi = (lam0 + lam1) / 2
     out = {

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from distprivacy.accounting import check_number
-from distprivacy.commands import POSITIVE_INT, SEED, UNIT, adult_data_option, dumps_json
+from distprivacy.commands import FLOAT, POSITIVE_INT, SEED, adult_data_option, dumps_json
 from distprivacy.exceptions import DistPrivacyError
 
 ATTACKS = ("loss", "threshold", "sorted-weights", "pin", "black-box")
@@ -54,7 +54,7 @@ def _game(data: str | None, split_seed: int):
     required=True,
     help="sex: share of women; race: share of whites.",
 )
-@click.option("--ratio", type=UNIT, required=True, help="α: share of rows with the property.")
+@click.option("--ratio", type=FLOAT, required=True, help="α: share of rows with the property.")
 @click.option(
     "--b",
     "b",

@@ -64,7 +64,11 @@ def check_matrix_memory(n: int, name: str) -> None:
 
 def check_k(k: int) -> int:
     """The number of dummies: an integer ≥ 0."""
-    return check_int(k, "k (number of dummies)", low=0)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer):
+        raise DistPrivacyError(f"k (number of dummies) must be an integer ≥ 0, got {k!r}")
+    if k < 0:
+        raise DistPrivacyError(f"k (number of dummies) must be ≥ 0, got {k}; use k = 0 for none")
+    return int(k)
 
 
 Rng = int | np.random.Generator | SecureGenerator | None

@@ -87,7 +87,8 @@ def make_mechanism(
         )
     if epsilon is None:
         raise DistPrivacyError(f"{cls.name} needs epsilon")
-    return cls(epsilon, delta if cls.uses_delta else 0.0, calibration)
+    # Pure-ε mechanisms check δ ∈ [0, 1) too (a δ of 1.5 or NaN is a mistake) and report 0.
+    return cls(epsilon, delta, calibration)
 
 
 #: Failures of one mechanism's calibration that leave the others meaningful: its hypotheses do
@@ -102,7 +103,10 @@ CALIBRATION_FAILURES: tuple[type[BaseException], ...] = (
 def _reason(name: str, exc: BaseException) -> str:
     msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if isinstance(exc, DistPrivacyError):
-        return msg if msg.startswith(name) else f"{name} is not applicable: {msg}"
+        if msg.startswith(f"{name} is not applicable"):
+            return msg
+        msg = msg.removeprefix(f"{name}: ")
+        return f"{name} is not applicable: {msg}"
     return f"{name} is not applicable: its calibration failed numerically ({msg})"
 
 

@@ -352,12 +352,19 @@ def check_model_finite(model: FModel) -> None:
     names = list(model.statistic_names_)
     means = np.asarray(model.means_, dtype=float)
     covs = np.asarray(model.covariances_, dtype=float)
-    for k, name in enumerate(names):
-        if not (np.isfinite(means[:, k]).all() and np.isfinite(covs[:, k, :]).all()):
-            raise DistPrivacyError(
-                f"the model of {name} is not finite (its mean or variance overflowed double "
-                "precision); rescale the column or drop the statistic"
-            )
+    # Means and variances first: a covariance row is infinite for every statistic paired with
+    # the one that overflowed, which is the one to name.
+    for bad_at in (
+        lambda k: means[:, k],
+        lambda k: covs[:, k, k],
+        lambda k: covs[:, k, :],
+    ):
+        for k, name in enumerate(names):
+            if not np.isfinite(bad_at(k)).all():
+                raise DistPrivacyError(
+                    f"the model of {name} is not finite (its mean or variance overflowed "
+                    "double precision); rescale the column or drop the statistic"
+                )
 
 
 def check_calibration_finite(cal: Calibration) -> None:

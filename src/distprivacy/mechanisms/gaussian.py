@@ -156,10 +156,9 @@ class GaussianMechanism(Mechanism):
                     "targets given as μ or as a maximum attack accuracy need --calibration exact"
                 )
             if mu is not None:
-                self._mu = check_number(mu, "target mu", low=0, low_open=True)
+                self._mu = check_number(mu, "target μ", low=0, low_open=True)
             else:
-                acc = check_number(max_accuracy, "max_accuracy", low=0.5, high=1, high_open=True)
-                self._mu = mu_for_accuracy(acc)
+                self._mu = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
                 if self._mu <= 0:
                     raise DistPrivacyError(
                         "a maximum attack accuracy of 0.5 allows no information at all; no "
