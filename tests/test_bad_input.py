@@ -552,6 +552,7 @@ def test_column_near_1e300_names_the_statistic(capsys, huge_column_csv, stat, mo
     assert_one_line_error(rc, err, name, "finite")
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's, before the library refuses
 def test_overflow_python(huge_column_csv):
     frame = pd.read_csv(huge_column_csv)
     with pytest.raises(DistPrivacyError, match=r"sum\(y\) is not a finite number"):

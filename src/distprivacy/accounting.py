@@ -44,8 +44,10 @@ def _describe(
     if low is not None:
         if low == 0 and low_open:
             return "a positive integer" if integer else "a positive number"
+        kind = "an integer" if integer else "a finite number"
         return f"{kind} {'>' if low_open else '≥'} {_fmt_bound(low)}"
     if high is not None:
+        kind = "an integer" if integer else "a finite number"
         return f"{kind} {'<' if high_open else '≤'} {_fmt_bound(high)}"
     return "an integer" if integer else "a finite number"
 

@@ -115,8 +115,10 @@ class SecureGenerator:
     @staticmethod
     def _count(size: int | tuple[int, ...] | None) -> tuple[tuple[int, ...], int]:
         shape = () if size is None else (size,) if isinstance(size, int | np.integer) else size
-        shape = tuple(int(s) for s in shape)
-        return shape, math.prod(shape)
+        shape = tuple(check_int(s, "size", low=0) for s in shape)
+        n = math.prod(shape)
+        check_memory(16.0 * n, f"{n} secure random draws")
+        return shape, n
 
     @staticmethod
     def _words(n: int) -> np.ndarray:
@@ -311,6 +313,7 @@ class NoiseDistribution:
     @classmethod
     def isotropic(cls, family: str, m: int, scale: float) -> NoiseDistribution:
         """The same scale on every coordinate."""
+        m = check_int(m, "the dimension m", low=0)
         return cls(family, np.eye(m), np.full(m, float(scale)))
 
     @classmethod

@@ -16,7 +16,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from distprivacy.accounting import check_delta, check_epsilon, check_rule, check_vector
+from distprivacy.accounting import (
+    check_delta,
+    check_epsilon,
+    check_number,
+    check_rule,
+    check_vector,
+)
 from distprivacy.exceptions import DistPrivacyError, ExactReleaseError, NotApplicableError
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
@@ -109,7 +115,7 @@ class Calibration:
 
         if self.mu is None:
             raise DistPrivacyError(f"{self.mechanism} is pure-ε: it has no (ε, δ) curve")
-        return float(gdp_delta(epsilon, self.mu))
+        return float(gdp_delta(check_number(epsilon, "epsilon", low=0), self.mu))
 
     def epsilon_at(self, delta: float) -> float:
         """Smallest ε with δ(ε) ≤ delta for the μ-GDP guarantee."""
@@ -117,7 +123,7 @@ class Calibration:
 
         if self.mu is None:
             raise DistPrivacyError(f"{self.mechanism} is pure-ε: it has no (ε, δ) curve")
-        return gdp_epsilon(delta, self.mu)
+        return gdp_epsilon(check_delta(delta), self.mu)
 
     @property
     def noise_covariance(self) -> np.ndarray:
@@ -238,6 +244,7 @@ class Release:
         return _jsonable(
             {
                 "statistics": dict(zip(self.statistic_names, self.values.tolist(), strict=True)),
+                "noise_added": self.calibration.adds_noise,
                 "secure_randomness": self.secure,
                 "calibration": self.calibration.to_dict(),
             }
