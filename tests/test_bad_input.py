@@ -370,6 +370,90 @@ def test_other_python_boundaries():
             call()
 
 
+GRID_VALUES = ["0.5", True, 1 + 1j, math.nan, math.inf, -1, 0, None, [1], 1e300, -1e300, 2**70]
+
+
+def _api_calls(adult) -> dict:
+    from distprivacy import accounting as acc
+    from distprivacy.noise import SecureGenerator
+
+    gm = adult_free_model()
+    spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
+    q = Query.parse("mean:age")
+    return {
+        "spec.n": lambda b: ProtectionSpec("income==>50K", b, [0.45, 0.55]),
+        "spec.values": lambda b: ProtectionSpec("income==>50K", 100, [b, 0.55]),
+        "spec.pairs_within": lambda b: ProtectionSpec(
+            "income==>50K", 100, [0.45, 0.55], pairs_within=b
+        ),
+        "Query.parse": lambda b: Query.parse(b),
+        "Query": lambda b: Query([b]),
+        "MonteCarloModel": lambda b: MonteCarloModel(b),
+        "fit_model.n_samples": lambda b: fit_model(adult, spec, q, "monte-carlo", n_samples=b),
+        "fit_model.random_state": lambda b: fit_model(
+            adult, spec, q, "monte-carlo", n_samples=10, random_state=b
+        ),
+        "ExpM-G.delta": lambda b: make_mechanism("ExpM-G", 1.0, b),
+        "ExpM-G.mu": lambda b: make_mechanism("ExpM-G", None, 1e-3, mu=b).calibrate(gm),
+        "ExpM-G.max_accuracy": lambda b: make_mechanism(
+            "ExpM-G", None, 1e-3, max_accuracy=b
+        ).calibrate(gm),
+        "ExpM-G.calibration": lambda b: make_mechanism("ExpM-G", 1.0, 1e-3, calibration=b),
+        "ExpM-G.covariances": lambda b: make_mechanism("ExpM-G", 1.0, 1e-3, covariances=b),
+        "Calibration.delta_at": lambda b: (
+            make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(gm).delta_at(b)
+        ),
+        "Calibration.epsilon_at": lambda b: (
+            make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(gm).epsilon_at(b)
+        ),
+        "Calibration.release": lambda b: (
+            make_mechanism("ExpM-L", 1.0).calibrate(gm).release([b, 1.0], rng=0)
+        ),
+        "NoiseDistribution.isotropic.scale": lambda b: NoiseDistribution.isotropic(
+            "gaussian", 2, b
+        ),
+        "NoiseDistribution.isotropic.m": lambda b: NoiseDistribution.isotropic("gaussian", b, 1),
+        "NoiseDistribution.sample": lambda b: NoiseDistribution.isotropic(
+            "gaussian", 2, 1.0
+        ).sample(b, 0),
+        "SecureGenerator.integers": lambda b: SecureGenerator().integers(0, 10, size=b),
+        "relaxed_guarantee_max_divergence": lambda b: acc.relaxed_guarantee_max_divergence(
+            1.0, 1e-3, b, 0.0
+        ),
+        "relaxed_guarantee_wasserstein": lambda b: acc.relaxed_guarantee_wasserstein(
+            1.0, 1e-3, 1.0, b
+        ),
+        "classic_c": lambda b: acc.classic_c(b),
+        "calibrate_all": lambda b: calibrate_all(gm, b, 1e-3),
+    }
+
+
+API_NAMES = [
+    "spec.n", "spec.values", "spec.pairs_within", "Query.parse", "Query", "MonteCarloModel",
+    "fit_model.n_samples", "fit_model.random_state", "ExpM-G.delta", "ExpM-G.mu",
+    "ExpM-G.max_accuracy", "ExpM-G.calibration", "ExpM-G.covariances", "Calibration.delta_at",
+    "Calibration.epsilon_at", "Calibration.release", "NoiseDistribution.isotropic.scale",
+    "NoiseDistribution.isotropic.m", "NoiseDistribution.sample", "SecureGenerator.integers",
+    "relaxed_guarantee_max_divergence", "relaxed_guarantee_wasserstein", "classic_c",
+    "calibrate_all",
+]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", API_NAMES)
+def test_python_api_grid_raises_only_library_errors(adult, name):
+    """Every entry point × every bad value: either accepted or the library's own error, never
+    a NumPy/SciPy/OpenDP/Python one."""
+    call = _api_calls(adult)[name]
+    for bad in GRID_VALUES:
+        try:
+            call(bad)
+        except DistPrivacyError:
+            pass
+        except Exception as e:  # pragma: no cover - the failure being tested for
+            pytest.fail(f"{name}({bad!r}) raised {type(e).__name__}: {e}")
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.one_of(

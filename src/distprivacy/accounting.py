@@ -321,7 +321,7 @@ def corollary_a1_holds(
     rtol: float = 1e-9,
 ) -> bool:
     """Whether Cor. A.1 certifies F + N(0, Σ_Z) at (ε, δ) under the classic rule."""
-    bound = (check_epsilon(epsilon) / classic_c(delta)) ** 2
+    bound = float(np.float64(check_epsilon(epsilon) / classic_c(delta)) ** 2)  # may be inf
     q = pair_mahalanobis(means, covariances, pair_indices, noise_covariance)
     return bool(np.all(q <= bound * (1 + rtol)))
 
@@ -335,7 +335,7 @@ def corollary_a2_holds(
     rtol: float = 1e-9,
 ) -> bool:
     """Whether λ_min(Σ_θ + Σ_Z) ≥ (c Δ_E,2 / ε)² for every θ (Cor. A.2)."""
-    T = (classic_c(delta) * delta_e2 / check_epsilon(epsilon)) ** 2
+    T = float(np.float64(classic_c(delta) * delta_e2 / check_epsilon(epsilon)) ** 2)
     lam = np.linalg.eigvalsh(covariances + noise_covariance[None])[:, 0]
     return bool(np.all(lam >= T * (1 - rtol)))
 
@@ -352,7 +352,16 @@ def relaxed_guarantee_max_divergence(
     e, d = check_epsilon(epsilon), check_delta(delta, allow_zero=True)
     lam = check_number(lam, "lambda", low=0)
     eta = check_delta(eta, allow_zero=True)
-    return e + 2 * lam, (1 + math.exp(e + lam)) * eta + math.exp(lam) * d
+    try:
+        out = e + 2 * lam, (1 + math.exp(e + lam)) * eta + math.exp(lam) * d
+    except OverflowError:
+        out = (math.inf, math.inf)
+    if not all(math.isfinite(x) for x in out):
+        raise DistPrivacyError(
+            f"the relaxed guarantee overflows for epsilon={e:g}, lambda={lam:g}: e^(ε+λ) is not "
+            "a finite number; the guarantee is vacuous"
+        )
+    return out
 
 
 def relaxed_guarantee_wasserstein(
@@ -370,4 +379,8 @@ def relaxed_guarantee_wasserstein(
     e, d = check_epsilon(epsilon), check_delta(delta, allow_zero=True)
     W = check_number(W, "W", low=0)
     lam = check_number(lam, "lambda", low=0, low_open=True)
+    if lam > 700:
+        raise DistPrivacyError(
+            f"lambda={lam:g} makes e^λ·δ overflow; the guarantee is vacuous (use lambda ≤ 700)"
+        )
     return e + 2 * lam, math.exp(lam) * d, W / lam

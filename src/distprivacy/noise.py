@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +24,7 @@ from typing import Protocol
 import numpy as np
 from scipy import integrate, special
 
-from distprivacy.accounting import check_int, check_seed
+from distprivacy.accounting import check_int, check_number, check_seed
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.resources import check_memory
 
@@ -114,7 +115,12 @@ class SecureGenerator:
 
     @staticmethod
     def _count(size: int | tuple[int, ...] | None) -> tuple[tuple[int, ...], int]:
-        shape = () if size is None else (size,) if isinstance(size, int | np.integer) else size
+        if size is None:
+            shape: tuple = ()
+        elif isinstance(size, tuple | list):
+            shape = tuple(size)
+        else:
+            shape = (size,)
         shape = tuple(check_int(s, "size", low=0) for s in shape)
         n = math.prod(shape)
         check_memory(16.0 * n, f"{n} secure random draws")
@@ -314,6 +320,10 @@ class NoiseDistribution:
     def isotropic(cls, family: str, m: int, scale: float) -> NoiseDistribution:
         """The same scale on every coordinate."""
         m = check_int(m, "the dimension m", low=0)
+        check_memory(8.0 * m * m, f"a {m}×{m} noise basis")
+        if isinstance(scale, bool | np.bool_) or not isinstance(scale, numbers.Real):
+            check_number(scale, "the noise scale", low=0)  # raises: not a real number
+        # A real but infinite/negative scale is refused by __post_init__ (overflow message).
         return cls(family, np.eye(m), np.full(m, float(scale)))
 
     @classmethod

@@ -281,7 +281,17 @@ class Query:
     """
 
     def __init__(self, statistics: Iterable[Statistic]) -> None:
+        if isinstance(statistics, str) or not hasattr(statistics, "__iter__"):
+            raise DistPrivacyError(
+                "a Query takes a sequence of statistics; to parse text use Query.parse"
+            )
         self.statistics: tuple[Statistic, ...] = tuple(statistics)
+        bad = [s for s in self.statistics if not isinstance(s, Statistic)]
+        if bad:
+            raise DistPrivacyError(
+                f"a Query's components must be statistics (Mean, Count, CallableStatistic, ...), "
+                f"got {type(bad[0]).__name__} {bad[0]!r}"
+            )
         if not self.statistics:
             raise DistPrivacyError("the query has no statistics; give at least one")
         names = [s.name for s in self.statistics]
@@ -292,6 +302,10 @@ class Query:
     @classmethod
     def parse(cls, text: str) -> Query:
         """Parse a comma-separated list, e.g. ``"mean:age,count:sex==Female"``."""
+        if text is not None and not isinstance(text, str):
+            raise DistPrivacyError(
+                f"statistics must be text like 'mean:age,count:sex==Female', got {text!r}"
+            )
         parts = [p for p in (text or "").split(",") if p.strip()]
         return cls(parse_statistic(p) for p in parts)
 

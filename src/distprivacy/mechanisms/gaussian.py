@@ -156,7 +156,13 @@ class GaussianMechanism(Mechanism):
                     "targets given as μ or as a maximum attack accuracy need --calibration exact"
                 )
             if mu is not None:
+                # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.
                 self._mu = check_number(mu, "target μ", low=0, low_open=True)
+                if self._mu > 1e6:
+                    raise DistPrivacyError(
+                        f"target μ must be at most 1e6, got {mu!r}: beyond that nothing is "
+                        "hidden (attack accuracy Φ(μ/2) = 1) and ε(δ) overflows"
+                    )
             else:
                 self._mu = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
                 if self._mu <= 0:
