@@ -69,7 +69,10 @@ def test_human_output_names_the_theorem_and_guarantee(capsys: pytest.CaptureFixt
 def test_no_noise_for_uncorrelated_attribute(capsys: pytest.CaptureFixture[str]) -> None:
     args = [a.replace("blood_pressure", "temperature") for a in BP]
     args = [a.replace("=6:10", "=0:0.3").replace("=100", "=4") for a in args]
-    code, out, _ = run(capsys, [*args, "--value", "98.58", "--json"])
+    # σ² = 0: the release would print the true value, refused unless asked for explicitly.
+    code, out, err = run(capsys, [*args, "--value", "98.58", "--json"])
+    assert code == 2 and "--allow-exact" in err and out == ""
+    code, out, _ = run(capsys, [*args, "--value", "98.58", "--json", "--allow-exact"])
     assert code == 0
     d = json.loads(out)
     assert d["adds_noise"] is False and d["released"] == 98.58

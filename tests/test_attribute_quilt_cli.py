@@ -107,7 +107,10 @@ def test_release_with_data_and_seed_is_reproducible(tmp_path):
     assert not first["release"]["secure"]
     text = run(args)
     assert text.exit_code == 0 and "seeded noise, seed 5" in text.output
-    exact = run([*SCHOOL, "--query", "count:height>66", "--data", str(csv), "--no-candidates"])
+    exact_args = [*SCHOOL, "--query", "count:height>66", "--data", str(csv), "--no-candidates"]
+    refused = run(exact_args)  # no noise: the true count only with --allow-exact (issue 13)
+    assert refused.exit_code != 0 and "--allow-exact" in str(refused.exception)
+    exact = run([*exact_args, "--allow-exact"])
     assert f"release: {int((data['height'] > 66).sum())} (no noise added)" in exact.output
 
 
@@ -182,7 +185,7 @@ def test_through_the_entry_point(capsys):
     assert "noise: none" in capsys.readouterr().out
     assert main([*base, "--epsilon", "-1", "--n-records", "200"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: epsilon must be a positive number") and err.count("\n") == 1
+    assert err.startswith("error: --epsilon must be a positive number") and err.count("\n") == 1
 
 
 def test_secret_values_restrict_the_protected_pairs():

@@ -367,7 +367,11 @@ def test_bad_epsilon(eps):
 def test_bad_delta_for_gaussian_but_ignored_for_pure_laplace(delta):
     with pytest.raises(DistPrivacyError, match="delta"):
         make_mechanism("DauM-G", 1.0, delta)
-    assert make_mechanism("ExpM-L", 1.0, delta).delta == 0.0
+    if 0 <= delta < 1:  # a pure-ε mechanism ignores δ (reports 0) ...
+        assert make_mechanism("ExpM-L", 1.0, delta).delta == 0.0
+    else:  # ... but a δ outside [0, 1) is still a mistake (issue 13)
+        with pytest.raises(DistPrivacyError, match=r"delta must lie in \[0, 1\)"):
+            make_mechanism("ExpM-L", 1.0, delta)
 
 
 def test_unknown_calibration_rule():

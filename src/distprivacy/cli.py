@@ -5,7 +5,6 @@ Errors in the input are printed as one line (``error: ...``) on stderr with exit
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import warnings
@@ -20,13 +19,24 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from distprivacy import __version__
-from distprivacy.accounting import check_delta, check_epsilon, check_rule
+from distprivacy.accounting import check_delta, check_epsilon, check_number, check_rule
 from distprivacy.audit import ATTACKS as AUDIT_ATTACKS
 from distprivacy.audit import DEFAULT_ATTACKS
-from distprivacy.commands import adult_data_option
+from distprivacy.commands import (
+    FLOAT,
+    INTEGER,
+    POSITIVE,
+    PROBABILITY_OPEN,
+    SEED,
+    Number,
+    adult_data_option,
+    allow_exact_option,
+    dumps_json,
+    parse_float,
+)
 from distprivacy.datasets import load_data, load_table
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
-from distprivacy.mechanisms import MECHANISMS, Calibration, make_mechanism
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_mechanism
 from distprivacy.models import FModel, as_generator, fit_model, load_model_file
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
@@ -42,7 +52,8 @@ class _LazyProgress:
 
     def __init__(self, description: str, enabled: bool) -> None:
         self.description = description
-        self.enabled = enabled
+        # Only on a terminal: elsewhere rich leaves blank lines on stderr (before an error line).
+        self.enabled = enabled and err_console.is_terminal
         self.start = time.monotonic()
         self.progress: Progress | None = None
         self.task: Any = None
@@ -71,11 +82,12 @@ class _LazyProgress:
 
 def _floats(text: str, what: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise DistPrivacyError(
             f"cannot read {what} {text!r}; give comma-separated numbers, e.g. 0.45,0.55"
         ) from None
+    return [check_number(v, what) for v in vals]
 
 
 def _pairs(text: str) -> list[tuple[float, float]]:
@@ -87,11 +99,12 @@ def _pairs(text: str) -> list[tuple[float, float]]:
         try:
             if not sep:
                 raise ValueError
-            out.append((float(a), float(b)))
-        except ValueError:
+            pair = (parse_float(a, "--pairs"), parse_float(b, "--pairs"))
+        except (ValueError, DistPrivacyError):
             raise DistPrivacyError(
                 f"cannot read pair {part!r}; write P1:P2 pairs, e.g. 0.45:0.55,0.5:0.6"
             ) from None
+        out.append(tuple(check_number(v, "--pairs") for v in pair))
     return out
 
 
@@ -124,13 +137,13 @@ def _common_options(f: Callable) -> Callable:
         ),
         click.option(
             "--pairs-within",
-            type=float,
+            type=POSITIVE,
             default=None,
             help="Protect every pair of values at most this far apart (Example 2.1).",
         ),
         click.option(
             "--subset-size",
-            type=int,
+            type=INTEGER,
             default=100,
             show_default=True,
             help="Size n of the released dataset.",
@@ -157,13 +170,13 @@ def _common_options(f: Callable) -> Callable:
         ),
         click.option(
             "--samples",
-            type=int,
+            type=Number(integer=True, low=2),
             default=1000,
             show_default=True,
             help="Monte-Carlo subsets per θ.",
         ),
-        click.option("--epsilon", type=float, default=1.0, show_default=True),
-        click.option("--delta", type=float, default=1e-3, show_default=True),
+        click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True),
+        click.option("--delta", type=FLOAT, default=1e-3, show_default=True),
         click.option(
             "--calibration",
             default="exact",
@@ -182,20 +195,20 @@ def _common_options(f: Callable) -> Callable:
         ),
         click.option(
             "--target-mu",
-            type=float,
+            type=FLOAT,
             default=None,
             help="Calibrate the Gaussian mechanisms to this μ-GDP parameter instead of ε.",
         ),
         click.option(
             "--max-attack-accuracy",
-            type=float,
+            type=FLOAT,
             default=None,
             help="Calibrate the Gaussian mechanisms so that no attacker between two equally "
             "likely θ exceeds this accuracy (e.g. 0.55).",
         ),
         click.option(
             "--seed",
-            type=int,
+            type=SEED,
             default=None,
             help="Seed for the noise and the modelling (experiments only: seeded noise is not "
             "secure). Without it the noise is cryptographically secure and the Monte-Carlo "
@@ -256,6 +269,7 @@ def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any
         )
     finally:
         bar.close()
+    model.check_finite()
     info = {
         "data": p["data"] or "adult",
         "spec": spec.to_dict(),
@@ -285,8 +299,8 @@ def _targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | None]:
 def _mechanism_names(ctx: click.Context, mechanisms: tuple[str, ...], p: dict[str, Any]):
     """The mechanisms asked for (default: all), with δ and the targets validated for them."""
     names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
-    if any(MECHANISMS[n].uses_delta for n in names):
-        check_delta(p["delta"])
+    # δ ∈ (0, 1) for (ε, δ) mechanisms; pure-ε ones ignore it but it must still lie in [0, 1).
+    check_delta(p["delta"], allow_zero=not any(MECHANISMS[n].uses_delta for n in names))
     _targets(ctx, p)
     return names
 
@@ -314,19 +328,26 @@ def _mechanism(name: str, p: dict[str, Any]):
 def _calibrate_many(
     model: FModel, names: list[str], p: dict[str, Any], show: bool
 ) -> tuple[list[Calibration], dict[str, str]]:
-    cals: list[Calibration] = []
-    skipped: dict[str, str] = {}
+    """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
+    is listed as not applicable with the reason (:func:`calibrate_all`)."""
+    t = {"mu": p["target_mu"], "max_accuracy": p["max_attack_accuracy"]}
+    eps = None if any(v is not None for v in t.values()) else p["epsilon"]
     bar = _LazyProgress("calibrating", enabled=show)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
-        for k, name in enumerate(names):
-            try:
-                cals.append(_mechanism(name, p).calibrate(model))
-            except NotApplicableError as e:
-                skipped[name] = str(e)
-            bar(k + 1, len(names))
-    bar.close()
-    return cals, skipped
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
+            return calibrate_all(
+                model,
+                eps,
+                p["delta"],
+                p["calibration"],
+                names,
+                progress=bar,
+                covariances=p["covariances"].lower(),
+                **t,
+            )
+    finally:
+        bar.close()
 
 
 def _short_theorem(text: str) -> str:
@@ -409,15 +430,14 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
     cals, skipped = _calibrate_many(model, names, p, show=not p["as_json"])
     if p["as_json"]:
         click.echo(
-            json.dumps(
+            dumps_json(
                 {
                     **info,
                     **_settings(p),
                     "model": _model_dict(model),
                     "mechanisms": [c.to_dict() for c in cals],
                     "not_applicable": skipped,
-                },
-                indent=2,
+                }
             )
         )
         return
@@ -482,8 +502,11 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
     help="The n-record dataset to release (CSV/Parquet). Default: a random n-record "
     "subset of --data (a demonstration).",
 )
+@allow_exact_option
 @click.pass_context
-def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) -> None:
+def release(
+    ctx: click.Context, mechanism: str, target: str | None, allow_exact: bool, **p: Any
+) -> None:
     """Release the statistics of a dataset with the chosen mechanism."""
     _targets(ctx, p)
     mech = _mechanism(mechanism, p)
@@ -513,9 +536,9 @@ def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) ->
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cal = mech.calibrate(model)
-    rel = cal.release(value, rng=p["seed"])
+    rel = cal.release(value, rng=p["seed"], allow_exact=allow_exact)
     if p["as_json"]:
-        click.echo(json.dumps({**info, **rel.to_dict()}, indent=2))
+        click.echo(dumps_json({**info, **rel.to_dict()}))
         return
     console = Console()
     _print_header(console, model, info, p)
@@ -538,6 +561,11 @@ def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) ->
         console.print(f"  - {a}")
     for w in cal.warnings:
         console.print(f"[yellow]warning:[/] {w}")
+    if not cal.adds_noise:
+        console.print(
+            "[yellow]warning:[/] no noise was added: these are the TRUE statistics "
+            "(--allow-exact, Theorem 4.4)"
+        )
     if not rel.secure:
         console.print(
             "[yellow]warning:[/] --seed makes the noise reproducible; never publish a "
@@ -562,14 +590,14 @@ def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) ->
 )
 @click.option(
     "--audit-samples",
-    type=int,
+    type=Number(integer=True, low=80),
     default=20_000,
     show_default=True,
     help="Real datasets drawn at each value of the audited pair (half for the test split).",
 )
 @click.option(
     "--alpha",
-    type=float,
+    type=PROBABILITY_OPEN,
     default=0.05,
     show_default=True,
     help="Error probability of each mechanism's ε lower bound (Clopper–Pearson, Bonferroni "
@@ -590,10 +618,6 @@ def audit(
     from distprivacy.audit import audit_model
 
     names = _mechanism_names(ctx, mechanisms, p)
-    if audit_samples < 80:
-        raise DistPrivacyError(f"--audit-samples must be at least 80, got {audit_samples}")
-    if not (0 < alpha < 1):
-        raise DistPrivacyError(f"--alpha must lie in (0, 1), got {alpha:g}")
     model, info, built = _build(ctx, p)
     if built is None:
         raise DistPrivacyError(
@@ -624,7 +648,7 @@ def audit(
     refuted = [r.mechanism for r in results if r.refuted]
     if p["as_json"]:
         click.echo(
-            json.dumps(
+            dumps_json(
                 {
                     **info,
                     **_settings(p),
@@ -633,8 +657,7 @@ def audit(
                     "audits": [r.to_dict() for r in results],
                     "refuted": refuted,
                     "not_applicable": skipped,
-                },
-                indent=2,
+                }
             )
         )
     else:
@@ -696,7 +719,7 @@ def audit(
     help="Where to write the report (default: OUT/report.md).",
 )
 @click.option("--quick", is_flag=True, help="Small repetition counts and grids (seconds).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @adult_data_option
 def reproduce(
     targets: tuple[str, ...],
@@ -774,24 +797,65 @@ def _register_groups() -> None:
 _register_groups()
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _error(message: str) -> int:
+    click.echo(f"error: {_one_line(message)}", err=True)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: one-line errors on stderr, exit status 2 for bad input."""
-    try:
-        # Outside standalone mode click returns the code of a click.exceptions.Exit.
-        rv = cli.main(args=argv, prog_name="distprivacy", standalone_mode=False)
-    except click.exceptions.Exit as e:
-        return int(e.exit_code)
-    except click.exceptions.Abort:
-        click.echo("error: aborted", err=True)
-        return 1
-    except click.UsageError as e:
-        msg = e.format_message().replace("\n", " ")
-        hint = " ".join(["distprivacy", *_cmd(argv), "--help"])
-        click.echo(f"error: {msg} (see {hint})", err=True)
-        return 2
-    except DistPrivacyError as e:
-        click.echo(f"error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", err=True)
-        return 2
+    """Entry point: the one place exceptions become messages.
+
+    * :class:`DistPrivacyError` (bad input, an impossible request, a memory estimate over the
+      limit of :mod:`distprivacy.resources`, an exact release without ``--allow-exact``) →
+      ``error: …`` on one line, exit 2;
+    * ``MemoryError`` / ``OverflowError`` / ``FloatingPointError`` / ``ZeroDivisionError`` →
+      one line naming what ran out or overflowed, exit 2;
+    * click usage errors → one line with the command's ``--help``, exit 2.
+
+    NumPy's RuntimeWarnings are silenced here (the results they warn about are checked for
+    finiteness where they are computed); other warnings are printed after the command as one
+    ``warning: …`` line each, and not at all when it fails, so an error is the only line.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            # Outside standalone mode click returns the code of a click.exceptions.Exit.
+            rv = cli.main(args=argv, prog_name="distprivacy", standalone_mode=False)
+        except click.exceptions.Exit as e:
+            rv = int(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("error: aborted", err=True)
+            return 1
+        except click.UsageError as e:
+            hint = " ".join(["distprivacy", *_cmd(argv), "--help"])
+            return _error(f"{e.format_message()} (see {hint})")
+        except click.ClickException as e:
+            return _error(e.format_message())
+        except DistPrivacyError as e:
+            return _error(str(e) or type(e).__name__)
+        except MemoryError as e:
+            detail = f" ({_one_line(str(e))})" if str(e) else ""
+            return _error(
+                f"out of memory: the request is too large for this machine{detail}; ask for "
+                "fewer samples, a smaller grid or smaller sizes"
+            )
+        except ArithmeticError as e:  # OverflowError, FloatingPointError, ZeroDivisionError
+            kind = type(e).__name__
+            detail = f": {_one_line(str(e))}" if str(e) else ""
+            return _error(
+                f"numeric failure ({kind}{detail}); a parameter is too large or too small for "
+                "double precision"
+            )
+    seen: set[str] = set()
+    for w in caught:
+        text = _one_line(str(w.message))
+        if text not in seen and not issubclass(w.category, DeprecationWarning):
+            seen.add(text)
+            click.echo(f"warning: {text}", err=True)
     return rv if isinstance(rv, int) else 0
 
 

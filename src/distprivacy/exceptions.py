@@ -18,3 +18,13 @@ class NotApplicableError(DistPrivacyError):
 
 class DataUnavailableError(DistPrivacyError):
     """A data set could not be found, fetched or verified."""
+
+
+class ResourceLimitError(DistPrivacyError):
+    """A request would need more memory than the limit of :mod:`distprivacy.resources`; raised
+    before anything is allocated, with the estimate and the limit in the message."""
+
+
+class ExactReleaseError(DistPrivacyError):
+    """A release would publish the true statistics (the calibration adds no noise, Thm 4.4) and
+    the caller did not pass ``allow_exact=True`` (``--allow-exact`` on the command line)."""

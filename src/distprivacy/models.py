@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from distprivacy.accounting import check_int, check_seed
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.files import (
     Array,
@@ -40,6 +41,7 @@ from distprivacy.files import (
     read_mapping_file,
 )
 from distprivacy.query import Query
+from distprivacy.resources import check_memory
 from distprivacy.spec import ProtectionSpec
 
 ProgressCallback = Callable[[int, int], None]
@@ -49,8 +51,10 @@ def as_generator(random_state: int | np.random.Generator | None) -> np.random.Ge
     """A NumPy generator from a seed, a generator (used as is) or None (fresh OS entropy)."""
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if random_state is None or isinstance(random_state, int | np.integer):
-        return np.random.default_rng(random_state)
+    if random_state is None or (
+        isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
+    ):
+        return np.random.default_rng(check_seed(random_state, "random_state"))
     raise DistPrivacyError(
         f"random_state must be an int seed, a numpy Generator or None, got {type(random_state)}"
     )
@@ -90,6 +94,13 @@ def sample_without_replacement(
     return out
 
 
+def sample_statistics_bytes(size: int, n: int, m: int) -> float:
+    """Peak bytes of :func:`sample_statistics`: the index matrices (the two groups' draws, their
+    concatenation and the rejection step's sorted copy, ≈ 3n int64 per dataset) and F (m floats
+    per dataset)."""
+    return 8.0 * size * (3.0 * n + m)
+
+
 def sample_statistics(
     data: pd.DataFrame,
     query: Query,
@@ -109,6 +120,10 @@ def sample_statistics(
     -------
     ndarray, shape (size, m)
     """
+    size = check_int(size, "the number of samples", low=0)
+    check_memory(
+        sample_statistics_bytes(size, n, query.dim), f"{size} random datasets of {n} records"
+    )
     ia = positives[sample_without_replacement(len(positives), k, size, rng)]
     ib = negatives[sample_without_replacement(len(negatives), n - k, size, rng)]
     return query.evaluate_batch(data, np.concatenate([ia, ib], axis=1))
@@ -349,6 +364,11 @@ class MonteCarloModel(FModel):
         rng = as_generator(self.random_state)
         pos, neg = spec.groups(data)
         query.validate(data)
+        T, R = len(spec.counts), self.n_samples
+        check_memory(
+            sample_statistics_bytes(R, spec.n, query.dim) + 8.0 * T * R * query.dim,
+            f"{R} Monte-Carlo samples per θ of datasets of {spec.n} records ({T} values of θ)",
+        )
         samples = []
         for t, k in enumerate(spec.counts):
             samples.append(sample_statistics(data, query, pos, neg, k, spec.n, self.n_samples, rng))

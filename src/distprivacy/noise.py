@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,7 +24,9 @@ from typing import Protocol
 import numpy as np
 from scipy import integrate, special
 
+from distprivacy.accounting import check_int, check_number, check_seed
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.resources import check_memory
 
 FAMILIES = ("gaussian", "laplace", "none")
 
@@ -112,9 +115,16 @@ class SecureGenerator:
 
     @staticmethod
     def _count(size: int | tuple[int, ...] | None) -> tuple[tuple[int, ...], int]:
-        shape = () if size is None else (size,) if isinstance(size, int | np.integer) else size
-        shape = tuple(int(s) for s in shape)
-        return shape, math.prod(shape)
+        if size is None:
+            shape: tuple = ()
+        elif isinstance(size, tuple | list):
+            shape = tuple(size)
+        else:
+            shape = (size,)
+        shape = tuple(check_int(s, "size", low=0) for s in shape)
+        n = math.prod(shape)
+        check_memory(16.0 * n, f"{n} secure random draws")
+        return shape, n
 
     @staticmethod
     def _words(n: int) -> np.ndarray:
@@ -194,7 +204,7 @@ def resolve_source(rng: int | np.random.Generator | NoiseSource | None) -> Noise
     if isinstance(rng, np.random.Generator):
         return SeededNoise(rng)
     if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
-        return SeededNoise(np.random.default_rng(int(rng)))
+        return SeededNoise(np.random.default_rng(check_seed(rng, "rng")))
     if hasattr(rng, "standard_normal") and hasattr(rng, "standard_laplace"):
         return rng  # type: ignore[return-value]
     raise DistPrivacyError(
@@ -227,6 +237,14 @@ def expected_norm(family: str, scales: np.ndarray) -> float:
     s = s[s > 0]
     if family == "none" or s.size == 0:
         return 0.0
+    # E‖y‖ is homogeneous of degree 1 in the scales: work with scales ≤ 1 so that neither s²
+    # nor E[X] overflows or underflows to 0 (ε = 1e300 gives b ~ 1e-300).
+    top = float(s.max())
+    if not math.isfinite(top):
+        raise DistPrivacyError("noise scales must be finite to compute E‖Z‖₂")
+    if top != 1.0:
+        rest = s / top
+        return top * expected_norm(family, rest[rest > 0])
     if s.size == 1:
         return float(s[0] * (math.sqrt(2 / math.pi) if family == "gaussian" else 1.0))
     if family == "gaussian":
@@ -285,7 +303,11 @@ class NoiseDistribution:
         if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-8):
             raise DistPrivacyError("noise basis must have orthonormal columns")
         if (s < 0).any() or not np.isfinite(s).all():
-            raise DistPrivacyError("noise scales must be finite and non-negative")
+            bad = s[~np.isfinite(s) | (s < 0)][0]
+            raise DistPrivacyError(
+                f"noise scales must be finite and non-negative, got {bad:g} (the scale "
+                "overflowed double precision: epsilon too small or the statistics too large)"
+            )
         object.__setattr__(self, "basis", V)
         object.__setattr__(self, "scales", s)
 
@@ -297,6 +319,11 @@ class NoiseDistribution:
     @classmethod
     def isotropic(cls, family: str, m: int, scale: float) -> NoiseDistribution:
         """The same scale on every coordinate."""
+        m = check_int(m, "the dimension m", low=0)
+        check_memory(8.0 * m * m, f"a {m}×{m} noise basis")
+        if isinstance(scale, bool | np.bool_) or not isinstance(scale, numbers.Real):
+            check_number(scale, "the noise scale", low=0)  # raises: not a real number
+        # A real but infinite/negative scale is refused by __post_init__ (overflow message).
         return cls(family, np.eye(m), np.full(m, float(scale)))
 
     @classmethod
@@ -342,9 +369,10 @@ class NoiseDistribution:
         self, size: int | None = None, rng: int | np.random.Generator | NoiseSource | None = None
     ) -> np.ndarray:
         """Draw Z: shape (m,) when ``size`` is None, else (size, m). One draw call in all."""
-        src = resolve_source(rng)
-        count = 1 if size is None else int(size)
+        count = 1 if size is None else check_int(size, "size", low=0)
         d = self.scales.shape[0]
+        check_memory(8.0 * count * (2 * d + self.dim), f"size={count} noise draws")
+        src = resolve_source(rng)
         if self.family == "none" or d == 0:
             out = np.zeros((count, self.dim))
         else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from distprivacy.accounting import check_number
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.spec import Predicate, check_column
 
@@ -193,13 +194,34 @@ class CallableStatistic(Statistic):
         columns: Sequence[str],
         sensitivity: float | None = None,
     ) -> None:
+        if not isinstance(name, str) or not name:
+            raise DistPrivacyError(f"a statistic's name must be a non-empty string, got {name!r}")
         if not callable(func):
             raise DistPrivacyError(f"statistic {name!r}: func must be callable")
-        if not columns:
+        if isinstance(columns, str | bytes):
+            raise DistPrivacyError(
+                f"statistic {name!r}: columns must be a sequence of column names, got the "
+                f"string {columns!r}; write columns=[{columns!r}]"
+            )
+        try:
+            cols = tuple(columns)
+        except TypeError:
+            raise DistPrivacyError(
+                f"statistic {name!r}: columns must be a sequence of column names, "
+                f"got {type(columns).__name__}"
+            ) from None
+        if not cols:
             raise DistPrivacyError(f"statistic {name!r}: give at least one column")
+        bad = [c for c in cols if not isinstance(c, str)]
+        if bad:
+            raise DistPrivacyError(
+                f"statistic {name!r}: column names must be strings, got {bad[0]!r}"
+            )
+        if sensitivity is not None:
+            sensitivity = check_number(sensitivity, f"statistic {name!r}: sensitivity", low=0)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "func", func)
-        object.__setattr__(self, "column_names", tuple(columns))
+        object.__setattr__(self, "column_names", cols)
         object.__setattr__(self, "sensitivity", sensitivity)
 
     def columns(self) -> tuple[str, ...]:
@@ -259,7 +281,17 @@ class Query:
     """
 
     def __init__(self, statistics: Iterable[Statistic]) -> None:
+        if isinstance(statistics, str) or not hasattr(statistics, "__iter__"):
+            raise DistPrivacyError(
+                "a Query takes a sequence of statistics; to parse text use Query.parse"
+            )
         self.statistics: tuple[Statistic, ...] = tuple(statistics)
+        bad = [s for s in self.statistics if not isinstance(s, Statistic)]
+        if bad:
+            raise DistPrivacyError(
+                f"a Query's components must be statistics (Mean, Count, CallableStatistic, ...), "
+                f"got {type(bad[0]).__name__} {bad[0]!r}"
+            )
         if not self.statistics:
             raise DistPrivacyError("the query has no statistics; give at least one")
         names = [s.name for s in self.statistics]
@@ -270,6 +302,10 @@ class Query:
     @classmethod
     def parse(cls, text: str) -> Query:
         """Parse a comma-separated list, e.g. ``"mean:age,count:sex==Female"``."""
+        if text is not None and not isinstance(text, str):
+            raise DistPrivacyError(
+                f"statistics must be text like 'mean:age,count:sex==Female', got {text!r}"
+            )
         parts = [p for p in (text or "").split(",") if p.strip()]
         return cls(parse_statistic(p) for p in parts)
 
@@ -294,8 +330,20 @@ class Query:
                 s.record_values(data)
 
     def evaluate(self, data: pd.DataFrame) -> np.ndarray:
-        """F(data), shape (m,)."""
-        return np.array([s.evaluate(data) for s in self.statistics], dtype=float)
+        """F(data), shape (m,); refuses a statistic that overflowed (not finite)."""
+        out = np.array([s.evaluate(data) for s in self.statistics], dtype=float)
+        self._check_finite(out[None, :])
+        return out
+
+    def _check_finite(self, values: np.ndarray) -> None:
+        """Name the first statistic with a NaN/inf value (overflow, e.g. a column near 1e300)."""
+        bad = ~np.isfinite(values).all(axis=0)
+        if bad.any():
+            name = self.names[int(np.argmax(bad))]
+            raise DistPrivacyError(
+                f"{name} is not a finite number on this data (it overflowed double precision); "
+                "rescale the column or drop the statistic"
+            )
 
     def record_matrix(self, data: pd.DataFrame) -> np.ndarray:
         """Per-record values g of the linear statistics, shape (N, m) (linear queries only)."""
@@ -337,6 +385,7 @@ class Query:
                 V = s.values(data)
                 for a in range(0, R, chunk):
                     out[a : a + chunk, k] = s.apply(V[index[a : a + chunk]])
+        self._check_finite(out)
         return out
 
     def record_sensitivities(self, data: pd.DataFrame, n: int) -> np.ndarray | None:

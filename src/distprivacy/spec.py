@@ -11,6 +11,7 @@ the predicate (rounded half up), the rest drawn from the records that do not.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import numpy as np
 import pandas as pd
 
+from distprivacy.accounting import check_number
 from distprivacy.exceptions import DistPrivacyError
 
 _OPS = ("==", "!=", "<=", ">=", "<", ">")
@@ -130,6 +132,14 @@ def grid_pairs_within(values: Sequence[float], k: float) -> tuple[tuple[int, int
     return tuple(zip(ii.tolist(), jj.tolist(), strict=True))
 
 
+def _real(v: object) -> float:
+    """A proportion as a float; text, bool, complex and None are refused (NaN/inf are refused
+    with the range check)."""
+    if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+        check_number(v, "a proportion p", low=0, high=1)  # raises
+    return float(v)  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class ProtectionSpec:
     """The property to protect, as a distribution-privacy instantiation (Θ, Ψ).
@@ -173,7 +183,11 @@ class ProtectionSpec:
         pred = Predicate.parse(predicate) if isinstance(predicate, str) else predicate
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
             raise DistPrivacyError(f"subset size n must be a positive integer, got {n!r}")
-        vals = tuple(float(v) for v in values)
+        if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
+            raise DistPrivacyError(
+                f"values must be a sequence of proportions, e.g. [0.45, 0.55], got {values!r}"
+            )
+        vals = tuple(_real(v) for v in values)
         if len(vals) < 2:
             raise DistPrivacyError(
                 "give at least two candidate values of the proportion p, e.g. 0.45,0.55"
@@ -209,7 +223,12 @@ class ProtectionSpec:
                 idx.update({(i, j), (j, i)})
             pair_idx = tuple(sorted(idx))
         elif pairs_within is not None:
-            if not (math.isfinite(pairs_within) and pairs_within > 0):
+            if not (
+                isinstance(pairs_within, numbers.Real)
+                and not isinstance(pairs_within, bool)
+                and math.isfinite(pairs_within)
+                and pairs_within > 0
+            ):
                 raise DistPrivacyError(
                     f"pairs_within must be a positive distance, got {pairs_within!r}"
                 )

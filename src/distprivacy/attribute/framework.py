@@ -33,6 +33,7 @@ from typing import Any, Literal
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.resources import check_memory
 
 Kind = Literal["dataset", "distributional"]
 KINDS = ("dataset", "distributional")
@@ -288,6 +289,10 @@ class AttributeDomain:
         if secret.kind == "distributional" or not self.binary:
             return None
         lo, hi = self.parameter_range
+        # shares (int64, then float64), the masks and the selection: about 40 bytes per share
+        check_memory(
+            40.0 * (n + 1), f"the {n + 1} possible shares k/n of a binary column (n = {n})"
+        )
         shares = np.arange(n + 1) / n
         if hi == 0.0:  # every θ has p = 0: only the share 0 can occur
             possible = shares == 0.0

@@ -5,12 +5,20 @@ Thin: parse the options into a problem, call :mod:`distprivacy.attribute`, print
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.accounting import check_number
+from distprivacy.commands import (
+    POSITIVE,
+    POSITIVE_INT,
+    PROBABILITY_OPEN,
+    SEED,
+    allow_exact_option,
+    dumps_json,
+)
+from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
 
 
 @click.group(name="attribute")
@@ -20,9 +28,10 @@ def attribute() -> None:
 
 def _numbers(text: str, what: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise DistPrivacyError(f"{what} must be comma-separated numbers, got {text!r}") from None
+    return [check_number(v, what) for v in vals]
 
 
 def _matrix(text: str, what: str) -> list[list[float]]:
@@ -37,6 +46,7 @@ def _range(text: str, what: str) -> float | list[float]:
         vals = [float(p) for p in parts]
     except ValueError:
         raise DistPrivacyError(f"{what} must be a number or LOW:HIGH, got {text!r}") from None
+    vals = [check_number(v, what) for v in vals]
     if len(vals) == 1:
         return vals[0]
     if len(vals) != 2:
@@ -60,7 +70,7 @@ def _keyed(items: tuple[str, ...], what: str) -> dict[str, Any]:
 @click.option("--problem", "problem_file", type=click.Path(), help="JSON or TOML problem file.")
 @click.option("--sensitive", help="The sensitive attribute i (its mean/share is the secret).")
 @click.option("--query", help="Attribute(s) whose means are released, comma-separated.")
-@click.option("-n", "--records", "n", type=int, help="Number of records n.")
+@click.option("-n", "--records", "n", type=POSITIVE_INT, help="Number of records n.")
 @click.option(
     "--secret",
     "secrets",
@@ -85,8 +95,8 @@ def _keyed(items: tuple[str, ...], what: str) -> dict[str, Any]:
     multiple=True,
     help="QUERY=LOW:HIGH range of V_jj − V_ij²/V_ii (per record).",
 )
-@click.option("--epsilon", type=float, help="ε > 0 (default 1).")
-@click.option("--delta", type=float, help="δ in (0, 1) (default 0.001).")
+@click.option("--epsilon", type=POSITIVE, help="ε > 0 (default 1).")
+@click.option("--delta", type=PROBABILITY_OPEN, help="δ in (0, 1) (default 0.001).")
 @click.option(
     "--rule", type=click.Choice(["exact", "classic"]), help="Calibration (default exact)."
 )
@@ -103,7 +113,8 @@ def _keyed(items: tuple[str, ...], what: str) -> dict[str, Any]:
     help="Alg. 1 (Gaussian, (ε, δ)) or the Pufferfish Wasserstein Mechanism (Laplace, δ = 0).",
 )
 @click.option("--value", help="Release this F(X) (comma-separated for several statistics).")
-@click.option("--seed", type=int, help="Seed for reproducible noise (default: secure noise).")
+@click.option("--seed", type=SEED, help="Seed for reproducible noise (default: secure noise).")
+@allow_exact_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def gaussian(
     problem_file: str | None,
@@ -126,6 +137,7 @@ def gaussian(
     mechanism: str,
     value: str | None,
     seed: int | None,
+    allow_exact: bool,
     as_json: bool,
 ) -> None:
     """Calibrate (and with --value release) the Attribute-Private Gaussian Mechanism (Alg. 1)
@@ -177,12 +189,18 @@ def gaussian(
         out = {"framework": problem.framework.to_dict(), **cal.to_dict()}
     if value is not None:
         vals = _numbers(value, "--value")
+        if not out.get("adds_noise", True) and not allow_exact:
+            raise ExactReleaseError(
+                "this calibration adds no noise (σ² = 0: the data's own variance already gives "
+                "the guarantee, as in Theorem 4.4 of Chen & Ohrimenko 2023), so the release "
+                "would print the true value; pass --allow-exact to release it exactly"
+            )
         released = cal.release(vals, seed)
-        out["value"] = vals
+        # Never echo the true value (vals) beside the release.
         out["released"] = released if isinstance(released, float) else list(released)
         out["secure_noise"] = seed is None
     if as_json:
-        click.echo(json.dumps(out, indent=2))
+        click.echo(dumps_json(out))
         return
     if mechanism == "wasserstein":
         _print_wasserstein(out, cal)

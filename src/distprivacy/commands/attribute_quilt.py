@@ -6,7 +6,6 @@ print its calibration (and a release with ``--data``). Bad input raises DistPriv
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,8 @@ from distprivacy.attribute.markov_quilt import (
     QuiltCandidate,
     school_networks,
 )
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.commands import POSITIVE, POSITIVE_INT, SEED, allow_exact_option, dumps_json
+from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
 
 
 def _pairs(items: tuple[str, ...], what: str, example: str) -> dict[str, list[str]]:
@@ -114,8 +114,10 @@ def format_calibration(cal: QuiltCalibration, thetas: list[str], candidates: boo
     "--query", required=True, help="count:COND&COND, sum:COL[LOW,HIGH] or mean:COL[LOW,HIGH]."
 )
 @click.option("--secret", "secrets", multiple=True, required=True, help="Sensitive attribute.")
-@click.option("--epsilon", type=float, required=True, help="ε > 0.")
-@click.option("--n-records", type=int, default=None, help="n (taken from --data when given).")
+@click.option("--epsilon", type=POSITIVE, required=True, help="ε > 0.")
+@click.option(
+    "--n-records", type=POSITIVE_INT, default=None, help="n (taken from --data when given)."
+)
 @click.option("--data", type=click.Path(dir_okay=False), default=None, help="CSV to release.")
 @click.option(
     "--quilt",
@@ -131,7 +133,8 @@ def format_calibration(cal: QuiltCalibration, thetas: list[str], candidates: boo
     is_flag=True,
     help="Refuse instead of using the whole-network bound when no quilt has e_Θ < ε.",
 )
-@click.option("--seed", type=int, default=None, help="Seeded noise (experiments); default secure.")
+@click.option("--seed", type=SEED, default=None, help="Seeded noise (experiments); default secure.")
+@allow_exact_option
 @click.option("--candidates/--no-candidates", default=True, help="List every quilt considered.")
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON.")
 def quilt(
@@ -145,6 +148,7 @@ def quilt(
     secret_values: tuple[str, ...],
     no_fallback: bool,
     seed: int | None,
+    allow_exact: bool,
     candidates: bool,
     as_json: bool,
 ) -> None:
@@ -183,13 +187,19 @@ def quilt(
     cal = mech.calibrate(n_records)
     released = None
     if frame is not None:
+        if cal.scale == 0 and not allow_exact:
+            raise ExactReleaseError(
+                "this calibration adds no noise (Laplace scale 0: the secrets do not influence "
+                "the query), so the release would print the true value (cf. Theorem 4.4 of "
+                "Chen & Ohrimenko 2023); pass --allow-exact to release it exactly"
+            )
         released = mech.release(frame, rng=seed)
     if as_json:
         out = cal.to_dict()
         out["theta"] = [n.name for n in nets]
         if released is not None:
             out["release"] = {"value": released.value, "secure": released.secure, "seed": seed}
-        click.echo(json.dumps(_json_safe(out), indent=2, ensure_ascii=False, allow_nan=False))
+        click.echo(dumps_json(_json_safe(out), ensure_ascii=False))
         return
     for line in format_calibration(cal, [n.name or str(k) for k, n in enumerate(nets)], candidates):
         click.echo(line)

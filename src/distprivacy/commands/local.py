@@ -7,7 +7,6 @@ CSV or generated from ``--seed``) with its utility, theorem guarantee and Bayes-
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -15,6 +14,14 @@ import click
 import numpy as np
 import pandas as pd
 
+from distprivacy.accounting import check_number
+from distprivacy.commands import (
+    FLOAT,
+    INTEGER,
+    SEED,
+    Number,
+    dumps_json,
+)
 from distprivacy.exceptions import DistPrivacyError
 
 MECHANISM_NAMES = ("rr", "laplace", "gaussian", "exponential", "tupling")
@@ -73,7 +80,13 @@ def _theorem(name: str, mech, param: float, lam0, lam1, domain, delta: float) ->
     elif name == "gaussian":
         from distprivacy.profiles import gdp_epsilon
 
-        eps = gdp_epsilon(delta, domain.diameter / param)
+        mu = domain.diameter / param
+        if not math.isfinite(mu * mu):
+            raise DistPrivacyError(
+                f"--param {param:g} is too small a σ for this grid: μ = diam/σ = {mu:.3g} and "
+                "its DistP ε overflow double precision; give σ ≥ 1e-150 × the grid's diameter"
+            )
+        eps = gdp_epsilon(delta, mu)
         g = gu.DistPGuarantee(eps, delta, "Gaussian local GDP over the grid ⇒ DistP", True)
     else:
         g = gu.tupling_hoeffding(mech.base.lift(lam0), mech.base.lift(lam1), mech.k, delta)
@@ -81,8 +94,15 @@ def _theorem(name: str, mech, param: float, lam0, lam1, domain, delta: float) ->
 
 
 @local.command("city")
-@click.option("--grid", "side", type=int, default=16, show_default=True, help="Grid side.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Generator seed.")
+@click.option(
+    "--grid",
+    "side",
+    type=Number(integer=True, low=2),
+    default=16,
+    show_default=True,
+    help="Grid side.",
+)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Generator seed.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), required=True, help="CSV path.")
 def city(side: int, seed: int, out: str) -> None:
     """Write a generated pair of group location distributions (clustered_city) as CSV."""
@@ -109,20 +129,33 @@ def city(side: int, seed: int, out: str) -> None:
 )
 @click.option(
     "--param",
-    type=float,
+    type=FLOAT,
     default=None,
     help="ε of rr/laplace/exponential (per cell unit), σ of gaussian; unused for tupling.",
 )
-@click.option("--k", type=int, default=10, show_default=True, help="Dummies (tupling).")
-@click.option("--base-epsilon", type=float, default=None, help="RR ε of the tupling base.")
-@click.option("--grid", "side", type=int, default=16, show_default=True, help="Grid side.")
+@click.option("--k", type=INTEGER, default=10, show_default=True, help="Dummies (tupling).")
+@click.option("--base-epsilon", type=FLOAT, default=None, help="RR ε of the tupling base.")
+@click.option(
+    "--grid",
+    "side",
+    type=Number(integer=True, low=2),
+    default=16,
+    show_default=True,
+    help="Grid side.",
+)
 @click.option("--pair", type=click.Path(dir_okay=False), default=None, help="CSV of λ0, λ1.")
-@click.option("--delta", type=float, default=1e-3, show_default=True)
+@click.option("--delta", type=FLOAT, default=1e-3, show_default=True)
 @click.option(
     "--at", "at", default=None, help="Also print the profile δ(ε) at these ε, e.g. 0.1,0.5,1."
 )
-@click.option("--samples", type=int, default=400_000, show_default=True, help="Monte Carlo N.")
-@click.option("--seed", type=int, default=0, show_default=True, help="City and MC seed.")
+@click.option(
+    "--samples",
+    type=Number(integer=True, low=2),
+    default=400_000,
+    show_default=True,
+    help="Monte Carlo N.",
+)
+@click.option("--seed", type=SEED, default=0, show_default=True, help="City and MC seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def distp(
     name: str,
@@ -144,6 +177,10 @@ def distp(
     from distprivacy.local.utility import bayes_factor_reading, service_quality_loss
 
     g = grid(side)
+    if name != "tupling" or base_epsilon is None:  # every transition matrix but RR's lifting
+        from distprivacy.local.mechanisms import check_matrix_memory
+
+        check_matrix_memory(g.size, f"the {name} mechanism")  # before generating the city
     if pair is None:
         lam0, lam1 = clustered_city(g, seed=seed)
         source = f"clustered_city(grid {side}, seed {seed})"
@@ -165,8 +202,10 @@ def distp(
         try:
             points = [float(x) for x in at.split(",") if x.strip()]
         except ValueError:
-            msg = f"cannot read --at {at!r}; give numbers like 0.1,0.5,1"
-            raise DistPrivacyError(msg) from None
+            points = []
+        if not points:
+            raise DistPrivacyError(f"cannot read --at {at!r}; give numbers like 0.1,0.5,1")
+        points = [check_number(x, "--at", low=0) for x in points]
         profile = distp_profile(mech, lam0, lam1, points, n_samples=samples, rng=seed)
     pi = (lam0 + lam1) / 2
     out = {
@@ -181,7 +220,7 @@ def distp(
     if profile is not None:
         out["profile"] = profile.to_dict()
     if as_json:
-        click.echo(json.dumps(out, default=float))
+        click.echo(dumps_json(out, indent=None))
         return
     click.echo(f"{out['mechanism']} on {source}")
     eps_txt = f"ε = {res.epsilon:.6g}"

@@ -6,12 +6,12 @@ Thin: parse options, call :mod:`distprivacy.experiments.model_inference` (data, 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
-from distprivacy.commands import adult_data_option
+from distprivacy.accounting import check_number
+from distprivacy.commands import FLOAT, POSITIVE_INT, SEED, adult_data_option, dumps_json
 from distprivacy.exceptions import DistPrivacyError
 
 ATTACKS = ("loss", "threshold", "sorted-weights", "pin", "black-box")
@@ -53,7 +53,7 @@ def _game(data: str | None, split_seed: int):
     required=True,
     help="sex: share of women; race: share of whites.",
 )
-@click.option("--ratio", type=float, required=True, help="α: share of rows with the property.")
+@click.option("--ratio", type=FLOAT, required=True, help="α: share of rows with the property.")
 @click.option(
     "--b",
     "b",
@@ -69,9 +69,11 @@ def _game(data: str | None, split_seed: int):
     show_default=True,
     help="Whose half of the data the models train on.",
 )
-@click.option("--n-models", type=int, default=100, show_default=True)
-@click.option("--n-train", type=int, default=1000, show_default=True, help="Rows per dataset.")
-@click.option("--epochs", type=int, default=40, show_default=True)
+@click.option("--n-models", type=POSITIVE_INT, default=100, show_default=True)
+@click.option(
+    "--n-train", type=POSITIVE_INT, default=1000, show_default=True, help="Rows per dataset."
+)
+@click.option("--epochs", type=POSITIVE_INT, default=40, show_default=True)
 @click.option(
     "--hidden",
     default="32,16,8",
@@ -81,7 +83,7 @@ def _game(data: str | None, split_seed: int):
 @click.option("--out", "out_path", type=click.Path(), required=True, help="Output .npz file.")
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     default=0,
     show_default=True,
     help="Seeds the data split and the population (as the reproduction does).",
@@ -135,7 +137,7 @@ def train(
         "settings": settings,
     }
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        click.echo(dumps_json(summary))
     else:
         click.echo(
             f"Trained {pop.n_models} models {pop.layer_sizes} on {prop} ratio {ratio:g} "
@@ -186,13 +188,13 @@ def _settings(pop: Any, path: str) -> dict[str, Any]:
 )
 @click.option(
     "--n-test",
-    type=int,
+    type=POSITIVE_INT,
     default=1000,
     show_default=True,
     help="Rows of the adversary's test sets D0, D1 (loss / threshold / black-box).",
 )
-@click.option("--pin-epochs", type=int, default=30, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--pin-epochs", type=POSITIVE_INT, default=30, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @adult_data_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def attack(
@@ -242,13 +244,12 @@ def attack(
         results.append(a.fit(*adv).score(*vic))
     if as_json:
         click.echo(
-            json.dumps(
+            dumps_json(
                 {
                     "adversary": list(adversary),
                     "victim": list(victim),
                     "attacks": [r.to_dict() for r in results],
-                },
-                indent=2,
+                }
             )
         )
         return
@@ -285,21 +286,22 @@ def info(path: str, as_json: bool) -> None:
         "meta": meta,
     }
     if as_json:
-        click.echo(json.dumps(out, indent=2, default=str))
+        click.echo(dumps_json(out))
     else:
         click.echo(
             f"{path}: {pop.n_models} models {pop.layer_sizes} ({pop.activation}), "
             f"{pop.n_parameters} parameters each"
         )
         for k, v in meta.items():
-            click.echo(f"  {k}: {json.dumps(v, default=str)}")
+            click.echo(f"  {k}: {dumps_json(v, indent=None)}")
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
     try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise DistPrivacyError(f"{what} must be comma-separated numbers, got {text!r}") from None
+    return tuple(check_number(v, what) for v in vals)
 
 
 @models.command(name="reproduce")
@@ -312,14 +314,18 @@ def _floats(text: str, what: str) -> tuple[float, ...]:
 )
 @click.option(
     "--n-models",
-    type=int,
+    type=POSITIVE_INT,
     default=None,
     help="Models per distribution for the victim and for the adversary (default 1000).",
 )
-@click.option("--n-train", type=int, default=None, help="Rows per training set (default 1000).")
+@click.option(
+    "--n-train", type=POSITIVE_INT, default=None, help="Rows per training set (default 1000)."
+)
 @click.option("--alphas", default=None, help="G1 ratios, e.g. 0,0.5,1 (default 0, 0.1, …, 1).")
 @click.option("--properties", default=None, help="sex,race (default both).")
-@click.option("--repetitions", type=int, default=None, help="Repetitions of the attacks (5).")
+@click.option(
+    "--repetitions", type=POSITIVE_INT, default=None, help="Repetitions of the attacks (5)."
+)
 @click.option("--figure1/--no-figure1", default=True, show_default=True)
 @click.option(
     "--cases/--no-cases",
@@ -336,7 +342,7 @@ def _floats(text: str, what: str) -> tuple[float, ...]:
     help="Load saved populations whose settings match instead of retraining.",
 )
 @click.option("--quick", is_flag=True, help="The small settings CI runs (seconds).")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @adult_data_option
 def reproduce(
     out_dir: str,

@@ -55,8 +55,10 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from distprivacy.accounting import check_int, check_number
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference.population import ACTIVATIONS, ModelPopulation
+from distprivacy.resources import check_memory
 
 __all__ = [
     "CENSUS_HIDDEN",
@@ -95,13 +97,9 @@ class TrainingSettings:
             )
         object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
         for name in ("epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise DistPrivacyError(f"{name} must be a positive integer, got {v!r}")
+            object.__setattr__(self, name, check_int(getattr(self, name), name, low=1))
         for name in ("lr", "l2"):
-            v = getattr(self, name)
-            if not isinstance(v, int | float | np.number) or not math.isfinite(v) or v < 0:
-                raise DistPrivacyError(f"{name} must be a finite number ≥ 0, got {v!r}")
+            object.__setattr__(self, name, check_number(getattr(self, name), name, low=0))
         if self.lr == 0:
             raise DistPrivacyError("lr must be > 0; a zero learning rate trains nothing")
         if self.optimizer not in OPTIMIZERS:
@@ -278,9 +276,16 @@ def _chunk_size(m: int, n: int, sizes, epochs: int, batch: int, itemsize: int, l
     rows, and the float64 temporaries of the output layer. The per-chunk permutation scratch
     (epochs × n int64) is charged to the chunk.
     """
+    per_model = _per_model_bytes(n, sizes, epochs, batch, itemsize)
+    fixed = epochs * n * 8
+    return int(max(1, min(m, (limit - fixed) // per_model)))
+
+
+def _per_model_bytes(n: int, sizes, epochs: int, batch: int, itemsize: int) -> int:
+    """One model's training working set (see :func:`_chunk_size`)."""
     P = _offsets(sizes)[-1][2]
     B = min(batch, n)
-    per_model = (
+    return (
         5 * P * itemsize
         + epochs * n * 4
         + n * 8
@@ -288,8 +293,6 @@ def _chunk_size(m: int, n: int, sizes, epochs: int, batch: int, itemsize: int, l
         + B * 8 * 6
         + 2 * P * 8
     )
-    fixed = epochs * n * 8
-    return int(max(1, min(m, (limit - fixed) // per_model)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -506,6 +509,17 @@ def train_population(
     if n_jobs > 1:  # each thread holds one chunk's working set
         chunk = max(1, min(chunk // n_jobs, -(-m // n_jobs)))
     bounds = [(a, min(m, a + chunk)) for a in range(0, m, chunk)]
+    # The chunks in flight plus the trained parameters of every model (a chunk holds at least
+    # one model, so memory_limit alone does not bound a huge network).
+    in_flight = min(m, chunk * min(n_jobs, len(bounds)))
+    n_params = _offsets(sizes)[-1][2]
+    check_memory(
+        float(in_flight) * _per_model_bytes(n, sizes, s.epochs, s.batch_size, dtype.itemsize)
+        + float(s.epochs) * n * 8
+        + float(m) * n_params * dtype.itemsize,
+        f"training {m} model(s) with layer sizes {list(sizes)} ({n_params} parameters each) "
+        f"on {n} rows",
+    )
 
     def work(bound: tuple[int, int]):
         lo, hi = bound

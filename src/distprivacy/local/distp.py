@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
+from distprivacy.accounting import check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import check_distribution
 from distprivacy.local.mechanisms import (
@@ -50,6 +51,7 @@ from distprivacy.local.mechanisms import (
     as_generator,
     check_k,
 )
+from distprivacy.resources import check_memory
 
 __all__ = [
     "EpsilonResult",
@@ -332,8 +334,9 @@ class TuplingMonteCarlo:
         n_samples: int = DEFAULT_MC_SAMPLES,
         rng: int | np.random.Generator,
     ) -> None:
-        if not isinstance(n_samples, int | np.integer) or n_samples < 2:
-            raise DistPrivacyError(f"n_samples must be an integer ≥ 2, got {n_samples!r}")
+        check_int(n_samples, "n_samples", low=2)
+        # s_ab (complex) plus a_, b_ and the profile's per-sample temporaries: ~64 bytes each.
+        check_memory(64.0 * n_samples, f"{n_samples} Monte-Carlo samples of the tupling output")
         g = as_generator(rng)
         self.k = mechanism.k
         r, r2 = _tupling_terms(mechanism, lam, lam2)

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
+from distprivacy.accounting import check_positive, check_seed
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.resources import check_memory
 
 __all__ = [
     "METRICS",
@@ -73,8 +75,7 @@ class Domain:
             raise DistPrivacyError(
                 f"unknown metric {self.metric!r}; choose from {', '.join(METRICS)}"
             )
-        if not (np.isfinite(self.cell) and self.cell > 0):
-            raise DistPrivacyError(f"cell size must be a positive number, got {self.cell!r}")
+        check_positive(self.cell, "cell size")
         object.__setattr__(self, "points", pts)
 
     @property
@@ -86,6 +87,10 @@ class Domain:
     def distances(self) -> np.ndarray:
         """(n, n) matrix of d(x, y) (computed once)."""
         if self._dist is None:
+            n, dim = self.points.shape
+            check_memory(
+                8.0 * n * n * (dim + 2), f"the {n}×{n} distance matrix of a {n}-point domain"
+            )
             diff = self.points[:, None, :] - self.points[None, :, :]
             if self.metric == "euclidean":
                 D = np.sqrt(np.sum(diff**2, axis=-1))
@@ -113,6 +118,8 @@ def grid(rows: int, cols: int | None = None, *, cell: float = 1.0, metric: str =
             raise DistPrivacyError(f"grid {name} must be a positive integer, got {v!r}")
     if rows * cols < 2:
         raise DistPrivacyError("a grid needs at least 2 cells; use rows·cols ≥ 2")
+    # The cell indices, their (row, col) split and the points: about 64 bytes per cell.
+    check_memory(64.0 * rows * cols, f"a {rows}×{cols} grid ({rows * cols} cells)")
     r, c = np.divmod(np.arange(rows * cols), cols)
     pts = np.column_stack([c, r]).astype(float) * cell
     return Domain(pts, metric=metric, shape=(int(rows), int(cols)), cell=float(cell))
@@ -191,7 +198,7 @@ def clustered_city(
         raise DistPrivacyError(f"share must be in [0, 1], got {share!r}")
     if shared_hotspots < 0 or group_hotspots < 1:
         raise DistPrivacyError("need shared_hotspots ≥ 0 and group_hotspots ≥ 1")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
     pts = domain.points / domain.cell
     lo, hi = pts.min(axis=0), pts.max(axis=0)
 

@@ -26,10 +26,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from distprivacy.accounting import check_positive
+from distprivacy.accounting import check_int, check_positive, check_seed
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import Domain, check_distribution
 from distprivacy.noise import SecureGenerator
+from distprivacy.resources import check_memory
 
 __all__ = [
     "ExponentialMechanism",
@@ -56,6 +57,11 @@ _ROW_TOL = 1e-9
 # ---------------------------------------------------------------------------------------------
 
 
+def check_matrix_memory(n: int, name: str) -> None:
+    """Refuse an n × n transition matrix that would not fit (a few n × n float temporaries)."""
+    check_memory(32.0 * n * n, f"the {n}×{n} transition matrix of {name}")
+
+
 def check_k(k: int) -> int:
     """The number of dummies: an integer ≥ 0."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer):
@@ -76,7 +82,7 @@ def as_generator(rng: Rng) -> np.random.Generator | SecureGenerator:
     if isinstance(rng, np.random.Generator | SecureGenerator):
         return rng
     if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
+        return np.random.default_rng(check_seed(rng, "rng"))
     raise DistPrivacyError(
         f"rng must be None (secure), an int seed or a numpy Generator, got {type(rng).__name__}"
     )
@@ -174,9 +180,7 @@ class RandomizedResponse(FiniteMechanism):
     theorem = "ε-local DP (Kairouz et al. 2014); closed-form lifting, notes on 004 §4"
 
     def __init__(self, n: int, epsilon: float) -> None:
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-            raise DistPrivacyError(f"randomized response needs n ≥ 2 values, got {n!r}")
-        self.n = int(n)
+        self.n = check_int(n, "randomized response's n (values)", low=2)
         self.epsilon = check_positive(epsilon, "epsilon")
         self.name = f"RR(ε={self.epsilon:g})"
 
@@ -187,6 +191,7 @@ class RandomizedResponse(FiniteMechanism):
 
     @cached_property
     def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        check_matrix_memory(self.n, self.name)
         keep = self.keep_probability
         other = (1.0 - keep) / (self.n - 1)
         M = np.full((self.n, self.n), other)
@@ -227,6 +232,7 @@ class ExponentialMechanism(FiniteMechanism):
 
     @cached_property
     def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        check_matrix_memory(self.domain.size, self.name)
         logits = -0.5 * self.epsilon * self.domain.distances
         logits -= logits.max(axis=1, keepdims=True)
         W = np.exp(logits)
@@ -405,6 +411,7 @@ class SnappedLaplace(FiniteMechanism):
 
     @cached_property
     def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        check_matrix_memory(self.domain.size, self.name)
         sizes = _axis_sizes(self.domain)
         eps = self.epsilon * self.domain.cell  # rate per cell unit
         if len(sizes) == 1:
@@ -464,6 +471,7 @@ class SnappedGaussian(FiniteMechanism):
 
     @cached_property
     def matrix_(self) -> np.ndarray:  # type: ignore[override]
+        check_matrix_memory(self.domain.size, self.name)
         sizes = _axis_sizes(self.domain)
         s = self.sigma / self.domain.cell
 

@@ -6,7 +6,10 @@ Use :func:`make_mechanism` with a Table-1 shorthand, or the classes directly; th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms.adversarial import DauM, EigenvectorGaussian, NoNoise, daum_variance
@@ -65,6 +68,11 @@ def make_mechanism(
     δ then picks the reported point of the (ε, δ) curve), ``covariances`` ("fitted" or
     "pooled") and ``utility`` ("scaled" or "l2"), see :class:`GaussianMechanism`.
     """
+    if not isinstance(name, str):
+        raise DistPrivacyError(
+            f"the mechanism name must be a string, got {type(name).__name__}; "
+            f"choose one of {', '.join(MECHANISMS)}"
+        )
     lookup = {k.lower(): v for k, v in MECHANISMS.items()}
     cls = lookup.get(name.strip().lower())
     if cls is None:
@@ -86,7 +94,27 @@ def make_mechanism(
         )
     if epsilon is None:
         raise DistPrivacyError(f"{cls.name} needs epsilon")
-    return cls(epsilon, delta if cls.uses_delta else 0.0, calibration)
+    # Pure-ε mechanisms check δ ∈ [0, 1) too (a δ of 1.5 or NaN is a mistake) and report 0.
+    return cls(epsilon, delta, calibration)
+
+
+#: Failures of one mechanism's calibration that leave the others meaningful: its hypotheses do
+#: not hold (DistPrivacyError), or its noise overflowed/underflowed double precision.
+CALIBRATION_FAILURES: tuple[type[BaseException], ...] = (
+    DistPrivacyError,
+    ArithmeticError,
+    np.linalg.LinAlgError,
+)
+
+
+def _reason(name: str, exc: BaseException) -> str:
+    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, DistPrivacyError):
+        if msg.startswith(f"{name} is not applicable"):
+            return msg
+        msg = msg.removeprefix(f"{name}: ")
+        return f"{name} is not applicable: {msg}"
+    return f"{name} is not applicable: its calibration failed numerically ({msg})"
 
 
 def calibrate_all(
@@ -95,24 +123,53 @@ def calibrate_all(
     delta: float,
     calibration: str = "exact",
     names: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     **targets: Any,
 ) -> tuple[list[Calibration], dict[str, str]]:
     """Calibrate every mechanism (or ``names``); returns the calibrations and, for the others,
-    why not. ``targets``: ``mu``, ``max_accuracy``, ``covariances`` as for
-    :func:`make_mechanism`."""
+    why not.
+
+    Parameters
+    ----------
+    model : FModel
+        A fitted model of f_θ.
+    epsilon, delta, calibration
+        As for :func:`make_mechanism` (validated first: a bad value raises for all).
+    names : list of str, optional
+        The mechanisms (default: all of :data:`MECHANISMS`).
+    progress : callable, optional
+        ``progress(done, total)`` after each mechanism.
+    **targets
+        ``mu``, ``max_accuracy``, ``covariances`` as for :func:`make_mechanism`.
+
+    Returns
+    -------
+    calibrations : list of Calibration
+    not_applicable : dict
+        Mechanism name → one-line reason: its hypotheses fail, or its calibration fails for
+        these parameters (e.g. the noise overflows at ε = 5e-324).
+    """
     done: list[Calibration] = []
     skipped: dict[str, str] = {}
-    for name in names or MECHANISMS:
+    todo = list(names or MECHANISMS)
+    for k, name in enumerate(todo):
         try:
-            done.append(
-                make_mechanism(name, epsilon, delta, calibration, **targets).calibrate(model)
-            )
+            mech = make_mechanism(name, epsilon, delta, calibration, **targets)
         except NotApplicableError as e:
             skipped[name] = str(e)
+        else:
+            try:
+                with np.errstate(all="ignore"):
+                    done.append(mech.calibrate(model))
+            except CALIBRATION_FAILURES as e:
+                skipped[mech.name] = _reason(mech.name, e)
+        if progress is not None:
+            progress(k + 1, len(todo))
     return done, skipped
 
 
 __all__ = [
+    "CALIBRATION_FAILURES",
     "MECHANISMS",
     "ApproximateWassersteinMechanism",
     "BoundedWassersteinMechanism",

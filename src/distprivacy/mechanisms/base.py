@@ -18,8 +18,14 @@ from typing import Any, ClassVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from distprivacy.accounting import check_delta, check_epsilon, check_rule
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.accounting import (
+    check_delta,
+    check_epsilon,
+    check_number,
+    check_rule,
+    check_vector,
+)
+from distprivacy.exceptions import DistPrivacyError, ExactReleaseError, NotApplicableError
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
 
@@ -162,7 +168,7 @@ class Calibration:
 
         if self.mu is None:
             raise DistPrivacyError(f"{self.mechanism} is pure-ε: it has no (ε, δ) curve")
-        return float(gdp_delta(epsilon, self.mu))
+        return float(gdp_delta(check_number(epsilon, "epsilon", low=0), self.mu))
 
     def epsilon_at(self, delta: float) -> float:
         """Smallest ε with δ(ε) ≤ delta for the μ-GDP guarantee."""
@@ -170,7 +176,7 @@ class Calibration:
 
         if self.mu is None:
             raise DistPrivacyError(f"{self.mechanism} is pure-ε: it has no (ε, δ) curve")
-        return gdp_epsilon(delta, self.mu)
+        return gdp_epsilon(check_delta(delta), self.mu)
 
     @property
     def noise_covariance(self) -> np.ndarray:
@@ -197,37 +203,56 @@ class Calibration:
         """Variance of each released statistic's noise."""
         return np.diag(self.noise_covariance).copy()
 
+    @property
+    def adds_noise(self) -> bool:
+        """Whether the release adds any noise (False: it would publish F(D) itself)."""
+        n = self.noise
+        return n.family != "none" and bool(np.any(n.scales > 0))
+
     def sample_noise(
         self, size: int | None = None, rng: int | np.random.Generator | NoiseSource | None = None
     ) -> np.ndarray:
-        """Draw the noise Z (one call for all ``size`` draws)."""
+        """Draw the noise Z (one call for all ``size`` draws; ``size`` a non-negative integer)."""
         return self.noise.sample(size, rng)
 
     def release(
         self,
         value: np.ndarray | list[float],
         rng: int | np.random.Generator | NoiseSource | None = None,
+        *,
+        allow_exact: bool = False,
     ) -> Release:
         """Release M(D) = F(D) + Z.
 
         Parameters
         ----------
         value : array (m,)
-            F(D), the true statistics of the dataset being released.
+            F(D), the true statistics of the dataset being released (finite real numbers).
         rng : None, int, Generator or NoiseSource
             None (default): cryptographically secure noise (OpenDP). A seed or generator makes the
             release reproducible — for experiments only, never for a real release.
+        allow_exact : bool
+            Release even when the calibration adds no noise, i.e. publish the true statistics
+            (NoNoise, Thm 4.4, or any calibration whose noise came out zero). Off by default.
+
+        Raises
+        ------
+        ExactReleaseError
+            When the calibration adds no noise and ``allow_exact`` is False.
+        DistPrivacyError
+            When ``value`` is not a vector of m finite real numbers, or the release overflows.
         """
-        v = np.asarray(value, dtype=float)
-        if v.shape != (len(self.statistic_names),):
-            raise DistPrivacyError(
-                f"the value to release has shape {v.shape}, expected "
-                f"({len(self.statistic_names)},) for statistics {list(self.statistic_names)}"
-            )
-        if not np.isfinite(v).all():
-            raise DistPrivacyError("the value to release has NaN or infinite entries")
+        v = check_vector(value, "the value to release", len(self.statistic_names))
+        if not self.adds_noise and not allow_exact:
+            raise ExactReleaseError(exact_release_reason(self))
         source = resolve_source(rng)
         noisy = v + self.noise.sample(None, source)
+        bad = [n for n, x in zip(self.statistic_names, noisy, strict=True) if not np.isfinite(x)]
+        if bad:
+            raise DistPrivacyError(
+                f"the release of {', '.join(bad)} overflowed (value plus noise is not a finite "
+                "number); rescale the statistic"
+            )
         return Release(noisy, self.statistic_names, self, bool(getattr(source, "secure", False)))
 
     def to_dict(self) -> dict[str, Any]:
@@ -276,6 +301,7 @@ class Release:
         return _jsonable(
             {
                 "statistics": dict(zip(self.statistic_names, self.values.tolist(), strict=True)),
+                "noise_added": self.calibration.adds_noise,
                 "secure_randomness": self.secure,
                 "calibration": self.calibration.to_dict(),
             }
@@ -303,7 +329,9 @@ class Mechanism(ABC):
 
     def __init__(self, epsilon: float, delta: float = 0.0, calibration: str = "exact") -> None:
         self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta) if self.uses_delta else 0.0
+        # Pure-ε mechanisms ignore δ (reported as 0), but a δ outside [0, 1) is still refused.
+        d = check_delta(delta, allow_zero=not self.uses_delta)
+        self.delta = d if self.uses_delta else 0.0
         self.calibration = check_rule(calibration)
 
     def __repr__(self) -> str:
@@ -320,9 +348,10 @@ class Mechanism(ABC):
             )
         model.check_finite()
         # Small-matrix numerics: one BLAS thread is 10-20x faster than a pool (measured on the
-        # 2-core machine under load: bench/bench_core.py).
+        # 2-core machine under load: bench/bench_calibration.py).
         with threadpool_limits(limits=1):
             cal = self._calibrate(model)
+        check_calibration_finite(cal)
         return _flag_swamped(cal)
 
     @abstractmethod
@@ -360,6 +389,15 @@ def _flag_swamped(cal: Calibration) -> Calibration:
     return dataclasses.replace(cal, warnings=(*cal.warnings, text))
 
 
+def exact_release_reason(cal: Calibration) -> str:
+    """Why a zero-noise release is refused, naming Theorem 4.4 and the way to allow it."""
+    return (
+        f"{cal.mechanism} adds no noise here: the release would publish the true statistics "
+        "(Chen & Ohrimenko 2023, Theorem 4.4: the model's own randomness gives the guarantee); "
+        "pass --allow-exact (allow_exact=True) to release them exactly"
+    )
+
+
 def delta_e(model: FModel, ord: float) -> float:
     """Δ_E,ord(Ψ, F) = max over pairs of ‖E f_θi − E f_θj‖_ord (§3.2, §4.1)."""
     return float(np.linalg.norm(model.mean_differences(), ord=ord, axis=1).max())
@@ -393,6 +431,24 @@ def covariance_assumption(model: FModel, threshold: float = 0.1) -> tuple[str, s
             "norm): the equal-covariance/translation assumption is visibly off"
         )
     return text, warn
+
+
+def check_calibration_finite(cal: Calibration) -> None:
+    """Refuse a calibration whose noise overflowed (scale, variance or E‖Z‖₂ not finite),
+    naming the statistic.
+
+    Raises
+    ------
+    DistPrivacyError
+    """
+    var = cal.variance
+    bad = [n for n, v in zip(cal.statistic_names, var, strict=True) if not np.isfinite(v)]
+    if bad or not math.isfinite(cal.expected_l2_error):
+        what = ", ".join(bad) if bad else "the statistics"
+        raise DistPrivacyError(
+            f"{cal.mechanism}: the noise for {what} overflowed double precision (its variance "
+            "or expected error is not finite); rescale the statistics or use a larger epsilon"
+        )
 
 
 def not_applicable(name: str, reason: str) -> NotApplicableError:

@@ -33,6 +33,7 @@ import numpy as np
 from distprivacy.accounting import (
     check_delta,
     check_epsilon,
+    check_number,
     check_rule,
     classic_c,
     classic_warning,
@@ -418,11 +419,15 @@ class GaussianMechanism(Mechanism):
                     "targets given as μ or as a maximum attack accuracy need --calibration exact"
                 )
             if mu is not None:
-                if not (isinstance(mu, int | float) and math.isfinite(mu) and mu > 0):
-                    raise DistPrivacyError(f"target μ must be a positive number, got {mu!r}")
-                self._mu = float(mu)
+                # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.
+                self._mu = check_number(mu, "target μ", low=0, low_open=True)
+                if self._mu > 1e6:
+                    raise DistPrivacyError(
+                        f"target μ must be at most 1e6, got {mu!r}: beyond that nothing is "
+                        "hidden (attack accuracy Φ(μ/2) = 1) and ε(δ) overflows"
+                    )
             else:
-                self._mu = mu_for_accuracy(max_accuracy)  # type: ignore[arg-type]
+                self._mu = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
                 if self._mu <= 0:
                     raise DistPrivacyError(
                         "a maximum attack accuracy of 0.5 allows no information at all; no "

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.accounting import check_int
 from distprivacy.mechanisms.base import Calibration, Mechanism, not_applicable
 from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 
 
-def _check_group_size(group_size: int | None) -> None:
-    if group_size is not None and (
-        isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1
-    ):
-        raise DistPrivacyError(f"group_size must be a positive integer, got {group_size!r}")
+def _check_group_size(group_size: int | None) -> int | None:
+    return None if group_size is None else check_int(group_size, "group_size", low=1)
 
 
 def _sensitivities(mech: Mechanism, model: FModel) -> tuple[np.ndarray, int]:
@@ -30,6 +27,12 @@ def _sensitivities(mech: Mechanism, model: FModel) -> tuple[np.ndarray, int]:
     k = mech.group_size if mech.group_size is not None else model.n_  # type: ignore[attr-defined]
     if k is None:
         raise not_applicable(mech.name, "the group size is unknown; give group_size or n")
+    integral = isinstance(k, int | np.integer | float | np.floating) and float(k).is_integer()
+    if isinstance(k, bool) or not integral or k < 1:
+        # n = 0 would give zero noise: a group of no records protects nothing.
+        raise not_applicable(
+            mech.name, f"the group size (the model's n) must be a positive integer, got {k!r}"
+        )
     sens = model.record_sensitivities_
     if sens is None or not np.isfinite(sens).all():
         missing = (
@@ -62,8 +65,7 @@ class GroupDPLaplace(Mechanism):
         group_size: int | None = None,
     ) -> None:
         super().__init__(epsilon, delta, calibration)
-        _check_group_size(group_size)
-        self.group_size = group_size
+        self.group_size = _check_group_size(group_size)
 
     def _calibrate(self, model: FModel) -> Calibration:
         sens, k = _sensitivities(self, model)
@@ -103,8 +105,7 @@ class GroupDPGaussian(GaussianMechanism):
         **targets: float | None,
     ) -> None:
         super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
-        _check_group_size(group_size)
-        self.group_size = group_size
+        self.group_size = _check_group_size(group_size)
 
     def _noise(self, model: FModel, mu: float, convention: str):
         sens, k = _sensitivities(self, model)
