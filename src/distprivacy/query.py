@@ -336,13 +336,23 @@ class Query:
         return out
 
     def _check_finite(self, values: np.ndarray) -> None:
-        """Name the first statistic with a NaN/inf value (overflow, e.g. a column near 1e300)."""
-        bad = ~np.isfinite(values).all(axis=0)
+        """Name the first statistic with a NaN/inf value, and on how many of the evaluated
+        datasets: NaN (e.g. a mean over an empty group) or an overflow (a column near 1e300)."""
+        bad = ~np.isfinite(values)
         if bad.any():
-            name = self.names[int(np.argmax(bad))]
+            k = int(np.argmax(bad.any(axis=0)))
+            name = self.names[k]
+            col = values[:, k]
+            why = "overflowed double precision" if np.isinf(col).any() else "is NaN"
+            where = (
+                f"on {bad[:, k].mean():.1%} of the {len(col)} sampled datasets"
+                if len(col) > 1
+                else "on this data"
+            )
             raise DistPrivacyError(
-                f"{name} is not a finite number on this data (it overflowed double precision); "
-                "rescale the column or drop the statistic"
+                f"{name} is not a finite number {where} (it {why}, e.g. a mean over an empty "
+                "group or a column near 1e300); change the statistic, the subset size, or "
+                "rescale the column"
             )
 
     def record_matrix(self, data: pd.DataFrame) -> np.ndarray:
