@@ -194,6 +194,16 @@ def _common_options(f: Callable) -> Callable:
             "pair), the unequal-covariance figure only reported.",
         ),
         click.option(
+            "--utility",
+            type=click.Choice(["scaled", "l2"], case_sensitive=False),
+            default="scaled",
+            show_default=True,
+            help="How noise is costed where a mechanism chooses (OptM-G's objective, the "
+            "unequal-covariance fix) and which mechanism is named best: 'scaled' Σ Var(Z_k)/s_k² "
+            "(each statistic's noise relative to its own sampling SD s_k; unit-free), 'l2' the "
+            "paper's raw E‖Z‖₂ (mixed units).",
+        ),
+        click.option(
             "--target-mu",
             type=FLOAT,
             default=None,
@@ -312,6 +322,7 @@ def _settings(p: dict[str, Any]) -> dict[str, Any]:
         "delta": p["delta"],
         "calibration": p["calibration"],
         "covariances": p["covariances"].lower(),
+        "utility": p["utility"].lower(),
         "target_mu": p["target_mu"],
         "max_attack_accuracy": p["max_attack_accuracy"],
     }
@@ -321,7 +332,13 @@ def _mechanism(name: str, p: dict[str, Any]):
     t = {"mu": p["target_mu"], "max_accuracy": p["max_attack_accuracy"]}
     eps = None if any(v is not None for v in t.values()) else p["epsilon"]
     return make_mechanism(
-        name, eps, p["delta"], p["calibration"], covariances=p["covariances"].lower(), **t
+        name,
+        eps,
+        p["delta"],
+        p["calibration"],
+        covariances=p["covariances"].lower(),
+        utility=p["utility"].lower(),
+        **t,
     )
 
 
@@ -344,10 +361,45 @@ def _calibrate_many(
                 names,
                 progress=bar,
                 covariances=p["covariances"].lower(),
+                utility=p["utility"].lower(),
                 **t,
             )
     finally:
         bar.close()
+
+
+def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
+    """The mechanism of least noise cost under ``utility`` among those whose verified δ meets
+    their target (all of them, if none does)."""
+    if not cals:
+        return None
+    ok = [c for c in cals if c.verified]
+    among = "verified" if ok else "all (none verified)"
+    best = min(ok or cals, key=lambda c: c.utility_cost(utility))
+    objective = "least E‖Z‖₂" if utility == "l2" else "least Σ_k Var(Z_k)/s_k², s_k the sampling SD"
+    return {
+        "mechanism": best.mechanism,
+        "utility": utility,
+        "objective": objective,
+        "cost": best.utility_cost(utility),
+        "among": among,
+    }
+
+
+def _per_statistic_table(cals: list[Calibration]) -> Table:
+    """Noise SD per statistic and mechanism, with the relative error (SD / |typical value|)."""
+    table = Table(title="Noise per statistic: SD (relative error = SD / |typical value|)")
+    table.add_column("statistic")
+    for c in cals:
+        table.add_column(c.mechanism, justify="right")
+    for k, name in enumerate(cals[0].statistic_names):
+        cells = []
+        for c in cals:
+            sd, rel = float(c.noise_sd[k]), float(c.relative_error[k])
+            r = "—" if not np.isfinite(rel) else (f"{rel:.1%}" if rel < 10 else f"{rel:.3g}×")
+            cells.append(f"{_fmt(sd)} ({r})")
+        table.add_row(name, *cells)
+    return table
 
 
 def _short_theorem(text: str) -> str:
@@ -436,6 +488,7 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
                     **_settings(p),
                     "model": _model_dict(model),
                     "mechanisms": [c.to_dict() for c in cals],
+                    "best": _best(cals, p["utility"].lower()),
                     "not_applicable": skipped,
                 }
             )
@@ -469,6 +522,20 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
         "the fitted unequal-covariance Gaussians); max acc.: the best any attacker can do "
         "between two equally likely θ."
     )
+    if cals:
+        console.print(_per_statistic_table(cals))
+        best = _best(cals, p["utility"].lower())
+        if best is not None:
+            console.print(
+                f"Best utility among the {best['among']} calibrations ({best['objective']}): "
+                f"[bold]{best['mechanism']}[/]"
+            )
+        unverified = sorted({c.basis for c in cals if not c.verified})
+        if unverified:
+            console.print("Guarantees resting on an assumption (not verified):")
+            for b in unverified:
+                who = ", ".join(c.mechanism for c in cals if c.basis == b and not c.verified)
+                console.print(f"  {who}: {b}")
     notes = [(c.mechanism, w) for c in cals for w in c.warnings]
     if notes:
         console.print("[bold yellow]Warnings[/]")
@@ -547,8 +614,13 @@ def release(
     table.add_column("statistic")
     table.add_column("released value", justify="right")
     table.add_column("noise std", justify="right")
-    for name, v, var in zip(rel.statistic_names, rel.values, cal.variance, strict=True):
-        table.add_row(name, f"{v:.4f}", _fmt(float(np.sqrt(var))))
+    table.add_column("relative error", justify="right")
+    for name, v, sd, re in zip(
+        rel.statistic_names, rel.values, cal.noise_sd, cal.relative_error, strict=True
+    ):
+        table.add_row(
+            name, f"{v:.4f}", _fmt(float(sd)), "—" if not np.isfinite(re) else f"{re:.2%}"
+        )
     console.print(table)
     console.print(f"Noise: {_noise_summary(cal)}; expected L2 error {_fmt(cal.expected_l2_error)}")
     mu = "" if cal.mu is None else f"μ = {cal.mu:.4g}-GDP, "

@@ -329,12 +329,16 @@ class NoiseDistribution:
     @classmethod
     def gaussian_from_covariance(cls, cov: np.ndarray) -> NoiseDistribution:
         """Gaussian noise with a given covariance (its eigenbasis and square-root eigenvalues;
-        directions with zero or rounding-negative eigenvalues carry no noise and are dropped)."""
+        directions with zero, rounding-level or rounding-negative eigenvalues carry no noise and
+        are dropped: every guarantee is verified on the covariance of the noise actually
+        drawn)."""
         cov = np.asarray(cov, dtype=float)
         w, V = np.linalg.eigh((cov + cov.T) / 2)
         if w.size and w[0] < -1e-9 * max(1.0, abs(w[-1])):
             raise DistPrivacyError("noise covariance must be positive semidefinite")
-        keep = w > 0
+        # Eigenvalues below 1e-13 of the largest are rounding of a rank-deficient covariance
+        # (e.g. noise along fewer directions than statistics): dropped, never rounded up.
+        keep = w > 1e-13 * max(float(w[-1]), 0.0) if w.size else w > 0
         return cls("gaussian", V[:, keep], np.sqrt(w[keep]))
 
     @property

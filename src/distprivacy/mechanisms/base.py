@@ -29,6 +29,13 @@ from distprivacy.exceptions import DistPrivacyError, ExactReleaseError, NotAppli
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
 
+#: What a guarantee rests on (``Calibration.basis``).
+BASIS_FITTED = "exact profile of the fitted Gaussian model (unequal covariances included)"
+BASIS_UNCONDITIONAL = "every dataset (group differential privacy)"
+BASIS_EQUAL_COVARIANCES = "the fitted Gaussian model with one covariance per pair (assumed)"
+BASIS_TRANSLATION = "f_θi a translation of f_θj for every pair (assumed, not verified)"
+BASIS_SAMPLES = "the empirical distributions of the Monte-Carlo samples (W∞ computed on them)"
+
 
 def _jsonable(x: Any) -> Any:
     if isinstance(x, np.ndarray):
@@ -90,6 +97,16 @@ class Calibration:
     accounting: Mapping[str, Any] = field(default_factory=dict)
     statistic_scales: np.ndarray | None = None
     statistic_levels: np.ndarray | None = None
+    basis: str = ""
+
+    @property
+    def verified(self) -> bool:
+        """Whether the guarantee was verified for this noise without an unchecked modelling
+        assumption: exact accounting on the fitted Gaussian model as it is (unequal covariances
+        included), or a guarantee that holds for every dataset (group DP)."""
+        return self.basis in (BASIS_FITTED, BASIS_UNCONDITIONAL) and (
+            self.delta_achieved <= self.delta * (1 + 1e-6)
+        )
 
     @property
     def noise_sd(self) -> np.ndarray:
@@ -281,6 +298,8 @@ class Calibration:
                 "delta_achieved": self.delta_achieved,
                 "accounting": dict(self.accounting),
                 "per_statistic": self.per_statistic(),
+                "basis": self.basis,
+                "verified": self.verified,
                 "utility_scaled": (
                     self.utility_cost("scaled") if self.statistic_scales is not None else None
                 ),
@@ -324,6 +343,9 @@ class Mechanism(ABC):
 
     name: ClassVar[str]
     theorem: ClassVar[str]
+    #: What the guarantee rests on (one of the ``BASIS_*`` texts); Gaussian mechanisms set it
+    #: per calibration.
+    basis: ClassVar[str] = BASIS_TRANSLATION
     uses_delta: ClassVar[bool] = True
     needs_samples: ClassVar[bool] = False
 
@@ -367,7 +389,7 @@ class Mechanism(ABC):
             statistic_names=tuple(model.statistic_names_),
             statistic_scales=model.statistic_scales(),
             statistic_levels=model.statistic_levels(),
-            **kw,
+            **{"basis": self.basis, **kw},
         )
 
 
@@ -382,10 +404,7 @@ def _flag_swamped(cal: Calibration) -> Calibration:
     ]
     if not bad:
         return cal
-    text = (
-        f"the noise SD exceeds the typical value of {', '.join(bad)}: this release would swamp "
-        "them; a unit-free mechanism (DauM-G, DirM-G, OptM-G) shapes noise per statistic"
-    )
+    text = f"noise SD above the statistic's typical value (swamped): {', '.join(bad)}"
     return dataclasses.replace(cal, warnings=(*cal.warnings, text))
 
 

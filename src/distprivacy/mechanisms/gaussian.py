@@ -39,7 +39,12 @@ from distprivacy.accounting import (
     classic_warning,
 )
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
-from distprivacy.mechanisms.base import Calibration, Mechanism
+from distprivacy.mechanisms.base import (
+    BASIS_EQUAL_COVARIANCES,
+    BASIS_FITTED,
+    Calibration,
+    Mechanism,
+)
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import (
@@ -667,9 +672,16 @@ class GaussianMechanism(Mechanism):
             for w in warnings_:
                 if "classic rule" in w:
                     _w.warn(w, stacklevel=4)
+        if not self.checks_model_profile:
+            basis = self.basis
+        elif enforce and check:
+            basis = BASIS_FITTED
+        else:
+            basis = BASIS_EQUAL_COVARIANCES
         return self._make(
             model,
             noise,
+            basis=basis,
             rule=self.calibration,
             accounting=acct,
             warnings=tuple(dict.fromkeys(warnings_)),

@@ -12,7 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.accounting import check_int
-from distprivacy.mechanisms.base import Calibration, Mechanism, not_applicable
+from distprivacy.mechanisms.base import (
+    BASIS_UNCONDITIONAL,
+    Calibration,
+    Mechanism,
+    not_applicable,
+)
 from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
@@ -53,6 +58,7 @@ class GroupDPLaplace(Mechanism):
     k·Δ₁: (ε, 0)-DP for groups of k records (the paper's baseline, §5.1, k = n).
     """
 
+    basis = BASIS_UNCONDITIONAL
     name = "GroupDP-L"
     theorem = "Dwork & Roth 2014, Theorem 3.6 with group sensitivity k·Δ₁ (paper §5.1)"
     uses_delta = False
@@ -92,6 +98,7 @@ class GroupDPGaussian(GaussianMechanism):
     baseline, §5.1, k = n). Its guarantee does not depend on the model of f_θ.
     """
 
+    basis = BASIS_UNCONDITIONAL
     name = "GroupDP-G"
     theorem = "Dwork & Roth 2014, Theorem A.1 with group sensitivity k·Δ₂ (paper §5.1)"
     checks_model_profile = False
