@@ -74,7 +74,7 @@ _QUANTILE_LIMIT = 2**62  # exact int64 cumulative sums in the 1-D quantile path
 _DELTA_MAX_DENOMINATOR = 10**12  # delta is read as the nearest rational, e.g. 0.3 -> 3/10
 # float64 distances + float64 0/1 assignment costs + boolean masks and selection temporaries
 _BYTES_PER_PAIR = 32
-_AUGMENT_MAX = 8  # deficits up to this are closed by minimax augmenting paths, larger ones bisected
+_AUGMENT_MAX = 24  # deficits up to this are closed by minimax augmenting paths, larger ones bisected
 
 # (integer mass of each x-atom, integer mass of each y-atom); None means "uniform, N == M".
 _Masses = tuple[np.ndarray, np.ndarray] | None
