@@ -196,14 +196,19 @@ def test_closeness_matches_lp(case) -> None:
 def test_1d_paths_agree_with_md_paths(seed: int) -> None:
     rng = np.random.default_rng(100 + seed)
     x, y = rng.normal(size=60), rng.normal(0.3, 1.2, size=60)
-    # sort path vs Hopcroft–Karp matching
+
+    def md(v: np.ndarray) -> np.ndarray:  # same L1 distances, through the m-D search
+        return np.c_[v, np.zeros_like(v)]
+
+    # sort path vs assignment + augmenting paths; (N, 1) columns take the sort path too
+    assert wasserstein_inf(x, y) == wasserstein_inf(md(x), md(y))
     assert wasserstein_inf(x, y) == wasserstein_inf(x[:, None], y[:, None])
     # quantile path vs max flow, unequal sizes and weights
     y2 = y[:37]
-    assert wasserstein_inf(x, y2) == wasserstein_inf(x[:, None], y2[:, None])
+    assert wasserstein_inf(x, y2) == wasserstein_inf(md(x), md(y2))
     xw, yw = rng.integers(0, 5, size=60), rng.integers(1, 4, size=37)
     assert wasserstein_inf(x, y2, x_weights=xw, y_weights=yw) == wasserstein_inf(
-        x[:, None], y2[:, None], x_weights=xw, y_weights=yw
+        md(x), md(y2), x_weights=xw, y_weights=yw
     )
 
 

@@ -74,7 +74,9 @@ _QUANTILE_LIMIT = 2**62  # exact int64 cumulative sums in the 1-D quantile path
 _DELTA_MAX_DENOMINATOR = 10**12  # delta is read as the nearest rational, e.g. 0.3 -> 3/10
 # float64 distances + float64 0/1 assignment costs + boolean masks and selection temporaries
 _BYTES_PER_PAIR = 32
-_AUGMENT_MAX = 24  # deficits up to this are closed by minimax augmenting paths, larger ones bisected
+_AUGMENT_MAX = (
+    24  # deficits up to this are closed by minimax augmenting paths, larger ones bisected
+)
 
 # (integer mass of each x-atom, integer mass of each y-atom); None means "uniform, N == M".
 _Masses = tuple[np.ndarray, np.ndarray] | None
@@ -368,6 +370,8 @@ def _augment(
     scanned = np.zeros(k, dtype=bool)
     while True:
         level = float(label.min())
+        if not math.isfinite(level):  # every column scanned: no augmenting path exists
+            raise DistPrivacyError("internal error: no augmenting path; please report this")
         ends: list[np.ndarray] = []
         while True:  # breadth-first closure of the columns reachable at this level
             batch = np.flatnonzero(label <= level)
@@ -429,8 +433,10 @@ def _bottleneck_matching(D: np.ndarray, need: int, lb: float) -> float:
     hi = math.inf
     while need - size > _AUGMENT_MAX:
         window = D[(D > t) & (D < hi)]
-        if window.size == 0:
-            return hi  # nothing between an infeasible t and a feasible hi
+        if window.size == 0:  # nothing between an infeasible t and a feasible hi
+            if math.isfinite(hi):
+                return hi
+            raise DistPrivacyError("internal error: no feasible threshold; please report this")
         probe = float(np.partition(window, window.size // 2)[window.size // 2])
         rm, cm = _assignment_matching(D, probe)
         got = int(np.count_nonzero(rm >= 0))
