@@ -409,6 +409,17 @@ def test_medium_ties_match_matching_reference(monkeypatch, augment_max: int, see
         assert closeness_radius(x, y, delta) == _matching_reference(x, y, delta), delta
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if c[2] != "equal"], ids=_case_id)
+def test_flow_search_matches_lp(monkeypatch, case) -> None:
+    """Weighted and unequal-size inputs through integer max flow (small totals are otherwise
+    expanded to unit atoms and searched by assignment, as in the other tests)."""
+    monkeypatch.setattr(distances, "_EXPAND_FACTOR", 0)
+    x, y, xw, yw = _instance(*case)
+    for delta in (0.0, *DELTAS):
+        got = closeness_radius(x, y, delta, x_weights=xw, y_weights=yw)
+        assert got == pytest.approx(_brute(x, y, xw, yw, delta), abs=1e-12, rel=0), delta
+
+
 def _near_perfect(rng: np.random.Generator, n: int, m: int, short: int) -> tuple:
     """Dense graphs one matching short of perfect just below W∞: y is a permutation of x with
     ``short`` points pushed far along the first coordinate, the rest of it a dense cloud of

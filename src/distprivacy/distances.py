@@ -34,6 +34,9 @@ Algorithms
     threshold only as far as the next larger matching needs, so the search ends exactly at the
     smallest feasible t (Gross 1959; Burkard, Dell'Amico & Martello, *Assignment Problems*,
     §6.2). Worst case O(N³ log(N·M)); on the benchmarks below, one assignment and a few paths.
+  - Integer masses totalling at most twice the number of atoms (duplicated samples, small
+    counts) are split into unit atoms and searched as above: an integral flow of value k is a
+    matching of k unit atoms.
   - Otherwise: integer maximum flow (Dinic) source → x-atoms (capacity = integer mass) → allowed
     pairs → y-atoms → sink, at thresholds found by galloping up from the lower bound, then
     bisection: at most 2·log₂(N·M) flows.
@@ -74,9 +77,8 @@ _QUANTILE_LIMIT = 2**62  # exact int64 cumulative sums in the 1-D quantile path
 _DELTA_MAX_DENOMINATOR = 10**12  # delta is read as the nearest rational, e.g. 0.3 -> 3/10
 # float64 distances + float64 0/1 assignment costs + boolean masks and selection temporaries
 _BYTES_PER_PAIR = 32
-_AUGMENT_MAX = (
-    24  # deficits up to this are closed by minimax augmenting paths, larger ones bisected
-)
+_AUGMENT_MAX = 24  # deficits up to this are closed by augmenting paths, larger ones bisected
+_EXPAND_FACTOR = 2  # integer masses totalling ≤ this × atoms are split into unit atoms
 
 # (integer mass of each x-atom, integer mass of each y-atom); None means "uniform, N == M".
 _Masses = tuple[np.ndarray, np.ndarray] | None
@@ -543,12 +545,16 @@ def _radius(
 ) -> float:
     """Smallest W with (W, δ)-closeness (W∞ for δ = 0) of validated (N, m) / (M, m) atoms."""
     total = _total(masses, X.shape[0])
-    if delta == 0.0:
-        if X.shape[1] == 1:
-            return _winf_1d(X[:, 0], Y[:, 0], masses)
-        lb = _marginal_lower_bound(X, Y, masses, sorted_x, sorted_y)
-        return _bottleneck(X, Y, masses, total, lb, limit)
-    return _bottleneck(X, Y, masses, _required_units(delta, total), 0.0, limit)
+    if delta == 0.0 and X.shape[1] == 1:
+        return _winf_1d(X[:, 0], Y[:, 0], masses)
+    need = total if delta == 0.0 else _required_units(delta, total)
+    if masses is not None and total <= _EXPAND_FACTOR * max(X.shape[0], Y.shape[0]):
+        # Small integer masses: one unit atom per unit of mass, so the assignment search
+        # applies (an integral flow of value ``need`` is a matching of ``need`` unit atoms).
+        X, Y = np.repeat(X, masses[0], axis=0), np.repeat(Y, masses[1], axis=0)
+        masses = sorted_x = sorted_y = None
+    lb = 0.0 if delta else _marginal_lower_bound(X, Y, masses, sorted_x, sorted_y)
+    return _bottleneck(X, Y, masses, need, lb, limit)
 
 
 # ---------------------------------------------------------------------------------------------
