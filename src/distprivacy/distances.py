@@ -42,9 +42,10 @@ Algorithms
     pairs → y-atoms → sink, at thresholds found by galloping up from the lower bound, then
     bisection: at most 2·log₂(N·M) flows.
 
-Memory: the distance matrix and the assignment's cost matrix take ``_BYTES_PER_PAIR`` bytes per
-pair of atoms; a problem above ``memory_limit`` (default :data:`MEMORY_LIMIT`, 2 GiB) is refused
-before anything is allocated, with the figure and the limit.
+Memory: the distance matrix and the assignment's cost matrix take 32 bytes per pair of atoms
+(64 with max flow, for the edge lists of a dense graph); a problem above ``memory_limit``
+(default :data:`MEMORY_LIMIT`, 2 GiB) is refused before anything is allocated, with the figure
+and the limit.
 
 Weights are normalised internally and must be exactly representable as rationals with denominator
 ≤ 10**6 (integer counts are best); atoms of zero weight are ignored.
@@ -78,6 +79,8 @@ _QUANTILE_LIMIT = 2**62  # exact int64 cumulative sums in the 1-D quantile path
 _DELTA_MAX_DENOMINATOR = 10**12  # delta is read as the nearest rational, e.g. 0.3 -> 3/10
 # float64 distances + float64 0/1 assignment costs + boolean masks and selection temporaries
 _BYTES_PER_PAIR = 32
+# float64 distances + candidate copy, or a dense graph's edge lists (int64 and int32) for max flow
+_FLOW_BYTES_PER_PAIR = 64
 _AUGMENT_MAX = 24  # deficits up to this are closed by augmenting paths, larger ones bisected
 _EXPAND_FACTOR = 2  # integer masses totalling ≤ this × atoms are split into unit atoms
 
@@ -260,14 +263,14 @@ def _gib(n_bytes: int) -> str:
     return f"{n_bytes / 2**30:,.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.1f} MiB"
 
 
-def _check_memory(n: int, k: int, limit: int) -> None:
-    """Refuse, before allocating, a bottleneck search whose matrices exceed ``limit`` bytes."""
-    need = n * k * _BYTES_PER_PAIR
+def _check_memory(n: int, k: int, limit: int, per_pair: int = _BYTES_PER_PAIR) -> None:
+    """Refuse, before allocating, a bottleneck search whose arrays exceed ``limit`` bytes."""
+    need = n * k * per_pair
     if need > limit:
         raise DistPrivacyError(
             f"the bottleneck search between {n:,} and {k:,} atoms needs {_gib(need)} "
-            f"({_BYTES_PER_PAIR} bytes per pair of atoms), above the memory limit of "
-            f"{_gib(limit)}; use fewer samples (at most {math.isqrt(limit // _BYTES_PER_PAIR):,} "
+            f"({per_pair} bytes per pair of atoms), above the memory limit of "
+            f"{_gib(limit)}; use fewer samples (at most {math.isqrt(limit // per_pair):,} "
             "a side) or raise memory_limit"
         )
 
@@ -510,7 +513,8 @@ def _bottleneck(
 ) -> float:
     """Smallest pairwise distance t with ``need`` units of mass movable within t (``lb`` a
     certified lower bound, e.g. 0)."""
-    _check_memory(X.shape[0], Y.shape[0], limit)
+    per_pair = _BYTES_PER_PAIR if masses is None else _FLOW_BYTES_PER_PAIR
+    _check_memory(X.shape[0], Y.shape[0], limit, per_pair)
     D = _pairwise_l1(X, Y)
     lb = max(lb, _nearest_lower_bound(D, masses, need))
     if masses is None:
@@ -588,9 +592,9 @@ def wasserstein_inf(
         distribution). Atoms of zero weight are ignored. Weights must be rationals with
         denominator ≤ 10**6 (integer counts are best).
     memory_limit : int, optional
-        Bound in bytes on the matrices of a bottleneck search (32 bytes per pair of atoms);
-        larger problems are refused before allocating. Default :data:`MEMORY_LIMIT` (2 GiB).
-        One-dimensional inputs need no matrix.
+        Bound in bytes on the arrays of a bottleneck search (32 bytes per pair of atoms, 64
+        with max flow); larger problems are refused before allocating. Default
+        :data:`MEMORY_LIMIT` (2 GiB). W∞ of one-dimensional inputs needs no matrix.
 
     Returns
     -------
@@ -793,5 +797,6 @@ def are_close(
     if delta == 0.0 and X.shape[1] == 1:
         return _winf_1d(X[:, 0], Y[:, 0], masses) <= bound
     need = _required_units(delta, _total(masses, X.shape[0]))
-    _check_memory(X.shape[0], Y.shape[0], limit)
+    per_pair = _BYTES_PER_PAIR if masses is None else _FLOW_BYTES_PER_PAIR
+    _check_memory(X.shape[0], Y.shape[0], limit, per_pair)
     return _movable_mass(_pairwise_l1(X, Y), bound, masses) >= need
