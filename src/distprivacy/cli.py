@@ -321,7 +321,10 @@ def _calibrate_many(
         warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
         for k, name in enumerate(names):
             try:
-                cals.append(_mechanism(name, p).calibrate(model))
+                mech = _mechanism(name, p)
+                if hasattr(mech, "progress"):  # the Wasserstein mechanisms report each pair
+                    mech.progress = lambda done, total, k=k: bar(k, len(names))
+                cals.append(mech.calibrate(model))
             except NotApplicableError as e:
                 skipped[name] = str(e)
             bar(k + 1, len(names))
@@ -509,9 +512,15 @@ def release(ctx: click.Context, mechanism: str, target: str | None, **p: Any) ->
         raise DistPrivacyError(
             "with --model, give the dataset to release with --target and the data options instead"
         )
+    bar = _LazyProgress(f"calibrating {mech.name} (pairs)", enabled=not p["as_json"])
+    if hasattr(mech, "progress"):  # the Wasserstein mechanisms report each pair
+        mech.progress = bar
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cal = mech.calibrate(model)
+        try:
+            cal = mech.calibrate(model)
+        finally:
+            bar.close()
     rel = cal.release(value, rng=p["seed"])
     if p["as_json"]:
         click.echo(json.dumps({**info, **rel.to_dict()}, indent=2))
