@@ -3,14 +3,20 @@ against the paper's Figure 1 and an independent linear program over the coupling
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from itertools import pairwise
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import linprog
-from scipy.sparse import coo_array, vstack
+from scipy.sparse import coo_array, csr_array, vstack
+from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from distprivacy.distances import are_close, closeness_radius, wasserstein_inf
+from distprivacy import distances
+from distprivacy.distances import are_close, closeness_radii, closeness_radius, wasserstein_inf
 from distprivacy.exceptions import DistPrivacyError
 
 # Figure 1 of Chen & Ohrimenko (2023): atoms 1, 2, 3, 100.
@@ -190,14 +196,19 @@ def test_closeness_matches_lp(case) -> None:
 def test_1d_paths_agree_with_md_paths(seed: int) -> None:
     rng = np.random.default_rng(100 + seed)
     x, y = rng.normal(size=60), rng.normal(0.3, 1.2, size=60)
-    # sort path vs Hopcroft–Karp matching
+
+    def md(v: np.ndarray) -> np.ndarray:  # same L1 distances, through the m-D search
+        return np.c_[v, np.zeros_like(v)]
+
+    # sort path vs assignment + augmenting paths; (N, 1) columns take the sort path too
+    assert wasserstein_inf(x, y) == wasserstein_inf(md(x), md(y))
     assert wasserstein_inf(x, y) == wasserstein_inf(x[:, None], y[:, None])
     # quantile path vs max flow, unequal sizes and weights
     y2 = y[:37]
-    assert wasserstein_inf(x, y2) == wasserstein_inf(x[:, None], y2[:, None])
+    assert wasserstein_inf(x, y2) == wasserstein_inf(md(x), md(y2))
     xw, yw = rng.integers(0, 5, size=60), rng.integers(1, 4, size=37)
     assert wasserstein_inf(x, y2, x_weights=xw, y_weights=yw) == wasserstein_inf(
-        x[:, None], y2[:, None], x_weights=xw, y_weights=yw
+        md(x), md(y2), x_weights=xw, y_weights=yw
     )
 
 
@@ -331,3 +342,162 @@ def test_bad_w_raises_and_negative_w_is_false() -> None:
         are_close(GOOD, GOOD, "far", 0.1)
     assert not are_close(GOOD, GOOD, -1.0, 0.0)
     assert are_close(GOOD, GOOD + 100, float("inf"), 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The bottleneck search (assignments + minimax augmenting paths) against independent references
+# ---------------------------------------------------------------------------------------------
+
+
+def _matching_reference(x, y, delta: float = 0.0) -> float:
+    """Bisection over the sorted distinct distances with Hopcroft–Karp (uniform, N == M)."""
+    X, Y = _as_2d(x), _as_2d(y)
+    D = np.abs(X[:, None, :] - Y[None, :, :]).sum(axis=-1)
+    need = closeness_need(X.shape[0], delta)
+
+    def ok(t: float) -> bool:
+        graph = csr_array((D <= t).astype(np.int8))
+        return int(np.count_nonzero(maximum_bipartite_matching(graph) >= 0)) >= need
+
+    return _smallest(np.unique(D), ok)
+
+
+def closeness_need(n: int, delta: float) -> int:
+    return max(1, math.ceil((1 - Fraction(delta).limit_denominator(10**12)) * n))
+
+
+def _tied(rng: np.random.Generator, n: int, m: int, hi: int) -> np.ndarray:
+    return rng.integers(0, hi, size=(n, m)).astype(float)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.sampled_from([None, 1, 2, 3]),
+    st.booleans(),
+    st.sampled_from([0.0, 0.1, 0.25, 0.5]),
+    st.integers(0, 2**32 - 1),
+)
+def test_random_small_inputs_match_lp(n, k, m, weighted, delta, seed) -> None:
+    """Ties, duplicates, unequal sizes, weights (some zero) and δ > 0 against the LP."""
+    rng = np.random.default_rng(seed)
+    shape = (lambda r: (r,)) if m is None else (lambda r: (r, m))
+    x = rng.integers(0, 3, size=shape(n)).astype(float)
+    y = rng.integers(0, 3, size=shape(k)).astype(float)
+    xw = yw = None
+    if weighted:
+        xw, yw = rng.integers(0, 4, size=n), rng.integers(0, 4, size=k)
+        xw[rng.integers(n)] += 1
+        yw[rng.integers(k)] += 1
+    got = closeness_radius(x, y, delta, x_weights=xw, y_weights=yw)
+    assert got == _brute(x, y, xw, yw, delta)
+    assert are_close(x, y, got, delta, x_weights=xw, y_weights=yw)
+    assert not are_close(x, y, np.nextafter(got, -np.inf), delta, x_weights=xw, y_weights=yw)
+
+
+@pytest.mark.parametrize("augment_max", [0, 24, 10**6], ids=["bisect", "default", "augment"])
+@pytest.mark.parametrize("seed", range(6))
+def test_medium_ties_match_matching_reference(monkeypatch, augment_max: int, seed: int) -> None:
+    """Integer-valued samples with heavy ties, through both halves of the search (assignment
+    bisection only, minimax augmenting paths only, and the default mix)."""
+    monkeypatch.setattr(distances, "_AUGMENT_MAX", augment_max)
+    rng = np.random.default_rng(900 + seed)
+    n, m = int(rng.integers(30, 90)), int(rng.integers(2, 6))
+    x, y = _tied(rng, n, m, 4), _tied(rng, n, m, 4) + (seed % 3)
+    for delta in (0.0, 0.02, 0.1, 0.3):
+        assert closeness_radius(x, y, delta) == _matching_reference(x, y, delta), delta
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[2] != "equal"], ids=_case_id)
+def test_flow_search_matches_lp(monkeypatch, case) -> None:
+    """Weighted and unequal-size inputs through integer max flow (small totals are otherwise
+    expanded to unit atoms and searched by assignment, as in the other tests)."""
+    monkeypatch.setattr(distances, "_EXPAND_FACTOR", 0)
+    x, y, xw, yw = _instance(*case)
+    for delta in (0.0, *DELTAS):
+        got = closeness_radius(x, y, delta, x_weights=xw, y_weights=yw)
+        assert got == pytest.approx(_brute(x, y, xw, yw, delta), abs=1e-12, rel=0), delta
+
+
+def _near_perfect(rng: np.random.Generator, n: int, m: int, short: int) -> tuple:
+    """Dense graphs one matching short of perfect just below W∞: y is a permutation of x with
+    ``short`` points pushed far along the first coordinate, the rest of it a dense cloud of
+    integer points (many equal distances)."""
+    x = _tied(rng, n, m, 3)
+    y = x[rng.permutation(n)].copy()
+    y[:short, 0] += 5 + np.arange(short)
+    return x, y
+
+
+@pytest.mark.parametrize("short", [1, 2, 12])
+@pytest.mark.parametrize("m", [2, 5])
+def test_dense_near_perfect_graphs(short: int, m: int) -> None:
+    rng = np.random.default_rng(40 + short + m)
+    x, y = _near_perfect(rng, 150, m, short)
+    for delta in (0.0, 0.01, 0.05):
+        want = _matching_reference(x, y, delta)
+        got = closeness_radius(x, y, delta)
+        assert got == want, delta
+        assert are_close(x, y, got, delta)
+        assert not are_close(x, y, np.nextafter(got, -np.inf), delta)
+
+
+def test_augmenting_from_empty_matching_reaches_the_bottleneck() -> None:
+    """Minimax augmenting paths alone (no assignment) find W∞ from an empty matching at t = 0:
+    the threshold only rises as far as the next larger matching needs."""
+    rng = np.random.default_rng(77)
+    for n, m in [(1, 2), (7, 2), (40, 3), (60, 5)]:
+        x, y = _tied(rng, n, m, 5), _tied(rng, n, m, 5)
+        D = distances._pairwise_l1(x, y)
+        rm, cm = np.full(n, -1), np.full(n, -1)
+        t, size = 0.0, 0
+        while size < n:
+            t, applied = distances._augment(D, t, rm, cm, n - size)
+            size += applied
+        assert np.array_equal(np.sort(rm), np.arange(n)) and np.array_equal(rm[cm], np.arange(n))
+        assert t == _matching_reference(x, y) == D[np.arange(n), rm].max()
+
+
+def test_one_dimensional_column_uses_the_quantile_path() -> None:
+    """(N, 1) inputs: W∞ by sorting, with no distance matrix (a tiny memory limit passes)."""
+    rng = np.random.default_rng(3)
+    x, y = rng.binomial(500, 0.3, 1000)[:, None] / 5, rng.binomial(500, 0.32, 1000)[:, None] / 5
+    want = float(np.abs(np.sort(x[:, 0]) - np.sort(y[:, 0])).max())
+    assert wasserstein_inf(x, y, memory_limit=1) == want
+    assert are_close(x, y, want, 0.0, memory_limit=1)
+    assert closeness_radius(x[:80], y[:80], 0.1) == _matching_reference(x[:80], y[:80], 0.1)
+
+
+def test_memory_limit_refused_before_allocating() -> None:
+    x = np.zeros((100_000, 5))
+    with pytest.raises(DistPrivacyError, match=r"needs 298\.0 GiB .* limit of 2\.0 GiB"):
+        wasserstein_inf(x, x)
+    with pytest.raises(DistPrivacyError, match=r"memory limit of 1\.0 MiB"):
+        closeness_radius(np.zeros((400, 2)), np.ones((400, 2)), 0.1, memory_limit=2**20)
+    with pytest.raises(DistPrivacyError, match="memory limit"):
+        are_close(np.zeros((400, 2)), np.ones((400, 2)), 1.0, 0.0, memory_limit=2**20)
+    for bad in (0, -5, 1.5, True, "1G"):
+        with pytest.raises(DistPrivacyError, match="memory_limit"):
+            wasserstein_inf(GOOD, GOOD, memory_limit=bad)
+    # 1-D W∞ needs no matrix
+    assert wasserstein_inf(np.zeros(100_000), np.ones(100_000)) == 1.0
+
+
+def test_closeness_radii_matches_pairwise_calls() -> None:
+    rng = np.random.default_rng(12)
+    sets = [_tied(rng, 60, 3, 5) + i for i in range(4)] + [_tied(rng, 45, 3, 5)]
+    pairs = [(0, 1), (0, 3), (2, 1), (1, 4), (3, 3)]
+    for delta in (0.0, 0.05):
+        calls: list[tuple[int, int]] = []
+        got = closeness_radii(sets, pairs, delta, progress=lambda d, t, c=calls: c.append((d, t)))
+        assert got == [closeness_radius(sets[i], sets[j], delta) for i, j in pairs]
+        assert calls == [(d, len(pairs)) for d in range(1, len(pairs) + 1)]
+    one_d = [s[:, 0] for s in sets]
+    assert closeness_radii(one_d, pairs) == [wasserstein_inf(one_d[i], one_d[j]) for i, j in pairs]
+    with pytest.raises(DistPrivacyError, match="indexes outside"):
+        closeness_radii(sets, [(0, 5)])
+    with pytest.raises(DistPrivacyError, match="dimension"):
+        closeness_radii([sets[0], sets[1][:, :2]], [(0, 1)])
+    with pytest.raises(DistPrivacyError, match="delta"):
+        closeness_radii(sets, pairs, 1.0)

@@ -600,6 +600,9 @@ def release(
         raise DistPrivacyError(
             "with --model, give the dataset to release with --target and the data options instead"
         )
+    bar = _LazyProgress(f"calibrating {mech.name} (pairs)", enabled=not p["as_json"])
+    if hasattr(mech, "progress"):  # the Wasserstein mechanisms report each pair
+        mech.progress = bar
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cal = mech.calibrate(model)
