@@ -140,7 +140,7 @@ def calibrate_all(
     progress : callable, optional
         ``progress(done, total)`` after each mechanism.
     **targets
-        ``mu``, ``max_accuracy``, ``covariances`` as for :func:`make_mechanism`.
+        ``mu``, ``max_accuracy``, ``covariances``, ``utility`` as for :func:`make_mechanism`.
 
     Returns
     -------
@@ -158,6 +158,9 @@ def calibrate_all(
         except NotApplicableError as e:
             skipped[name] = str(e)
         else:
+            if progress is not None and hasattr(mech, "progress"):
+                # The Wasserstein mechanisms report each pair: keep the bar moving.
+                mech.progress = lambda d, t, k=k: progress(k, len(todo))
             try:
                 with np.errstate(all="ignore"):
                     done.append(mech.calibrate(model))

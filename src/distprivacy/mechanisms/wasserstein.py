@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.distances import ProgressCallback, closeness_radii
-from distprivacy.mechanisms.base import Calibration, Mechanism, delta_e
+from distprivacy.mechanisms.base import BASIS_SAMPLES, Calibration, Mechanism, delta_e
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 
@@ -42,6 +42,7 @@ class WassersteinMechanism(Mechanism):
     """
 
     name = "Wasserstein"
+    basis = BASIS_SAMPLES
     theorem = "Chen & Ohrimenko 2023, Theorem 3.1"
     uses_delta = False
     needs_samples = True
@@ -70,6 +71,7 @@ class ApproximateWassersteinMechanism(Mechanism):
     """
 
     name = "ApproxWasserstein"
+    basis = BASIS_SAMPLES
     theorem = "Chen & Ohrimenko 2023, Theorem 3.2"
     needs_samples = True
     progress: ProgressCallback | None = None  # (done, total) over the pairs, e.g. a bar
@@ -106,6 +108,7 @@ class BoundedWassersteinMechanism(Mechanism):
     """
 
     name = "ApproxWasserstein-Bounded"
+    basis = BASIS_SAMPLES
     theorem = "Chen & Ohrimenko 2023, Theorem 3.3 with Theorem 3.2"
     needs_samples = True
 
