@@ -151,9 +151,15 @@ def _as_array(value: ArrayLike, name: str) -> np.ndarray:
 
 
 def _check_gaussians(
-    mean_p: ArrayLike, cov_p: ArrayLike, mean_q: ArrayLike, cov_q: ArrayLike
+    mean_p: ArrayLike,
+    cov_p: ArrayLike,
+    mean_q: ArrayLike,
+    cov_q: ArrayLike,
+    *,
+    definite: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Means as (m,) arrays and covariances as (m, m) arrays (scalars allowed for m = 1)."""
+    """Means as (m,) arrays and symmetric covariances as (m, m) arrays (scalars allowed for
+    m = 1), positive definite unless ``definite`` is False."""
     mp = np.atleast_1d(_as_array(mean_p, "mean_p"))
     mq = np.atleast_1d(_as_array(mean_q, "mean_q"))
     if mp.ndim != 1 or mq.ndim != 1 or mp.size == 0:
@@ -175,6 +181,9 @@ def _check_gaussians(
                 f"{name} is not symmetric; pass a symmetric positive definite covariance"
             )
         c = (c + c.T) / 2
+        if not definite:
+            covs.append(c)
+            continue
         try:
             linalg.cholesky(c, lower=True)
         except linalg.LinAlgError:
@@ -873,29 +882,6 @@ class CommonSupport:
         return int(self.mean_p.size)
 
 
-def _check_psd_pair(
-    mean_p: ArrayLike, cov_p: ArrayLike, mean_q: ArrayLike, cov_q: ArrayLike
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    mp = np.atleast_1d(_as_array(mean_p, "mean_p"))
-    mq = np.atleast_1d(_as_array(mean_q, "mean_q"))
-    if mp.ndim != 1 or mq.ndim != 1 or mp.size == 0 or mp.shape != mq.shape:
-        raise DistPrivacyError(
-            f"means must be vectors of the same length m ≥ 1, got shapes {mp.shape}, {mq.shape}"
-        )
-    m = mp.size
-    out = []
-    for name, value in (("cov_p", cov_p), ("cov_q", cov_q)):
-        c = _as_array(value, name)
-        if c.ndim == 0 and m == 1:
-            c = c.reshape(1, 1)
-        if c.shape != (m, m):
-            raise DistPrivacyError(f"{name} has shape {c.shape}; expected ({m}, {m}) for m = {m}")
-        if not np.allclose(c, c.T, rtol=1e-10, atol=1e-12 * float(np.max(np.abs(c), initial=0))):
-            raise DistPrivacyError(f"{name} is not symmetric; pass a symmetric covariance")
-        out.append((c + c.T) / 2)
-    return mp, out[0], mq, out[1]
-
-
 def common_support(
     mean_p: ArrayLike, cov_p: ArrayLike, mean_q: ArrayLike, cov_q: ArrayLike
 ) -> CommonSupport:
@@ -917,7 +903,7 @@ def common_support(
     DistPrivacyError
         Non-finite entries, shapes, asymmetric or indefinite covariances.
     """
-    mp, A, mq, B = _check_psd_pair(mean_p, cov_p, mean_q, cov_q)
+    mp, A, mq, B = _check_gaussians(mean_p, cov_p, mean_q, cov_q, definite=False)
     m = mp.size
     for name, c in (("cov_p", A), ("cov_q", B)):
         scale = np.sqrt(np.maximum(np.diag(c), 0.0))
