@@ -169,10 +169,12 @@ def _pow2_scales(*vectors: np.ndarray) -> np.ndarray:
     return out
 
 
-def _support_basis(X: np.ndarray) -> np.ndarray:
-    """Columns spanning range(X) of a PSD matrix, the rank decided on its correlation form
-    (eigenvalues below 1e-11 of the largest are rounding): per summand, so that a summand much
-    larger than another in the same coordinates cannot hide the smaller one's support."""
+def _factor(X: np.ndarray) -> np.ndarray:
+    """F with X = F Fᵀ for the intended PSD matrix X: the rank is decided on X's correlation
+    form (eigenvalues below 1e-11 of the largest are rounding, and dropped — so a float matrix
+    meant to be singular, which rounding makes slightly indefinite or definite, counts as
+    singular). Per summand, so that a summand far larger than another in the same coordinates
+    cannot hide the smaller one's support."""
     dim = X.shape[0]
     dg = np.diag(X).copy()
     nz = dg > 0
@@ -183,7 +185,7 @@ def _support_basis(X: np.ndarray) -> np.ndarray:
     w, V = np.linalg.eigh((R + R.T) / 2)
     keep = w > RANK_TOL * w.max()
     out = np.zeros((dim, int(keep.sum())))
-    out[nz] = V[:, keep] * s[:, None]
+    out[nz] = V[:, keep] * np.sqrt(w[keep]) * s[:, None]
     return out
 
 
@@ -213,9 +215,10 @@ def reduce_pair(
     """The independent coordinates of P = N(m_p, S_p + Z) against Q = N(m_q, S_q + Z) on their
     common support, or None when the supports differ (then δ = 1 for every ε).
 
-    The supports are range(S) + range(Z), each summand's range decided on its own; on the
-    common support Q's covariance is whitened and P's diagonalised in 80-digit arithmetic
-    (mixed scales and ill-conditioned sums lose nothing there)."""
+    The supports are range(S) + range(Z), each summand's range decided on its own (and each
+    summand replaced by its intended PSD form F Fᵀ, :func:`_factor`); on the common support Q's
+    covariance is whitened and P's diagonalised in 80-digit arithmetic (mixed scales and
+    ill-conditioned sums lose nothing there)."""
     d = np.asarray(m_p, float) - np.asarray(m_q, float)
     S_p = np.asarray(S_p, float)
     S_q = np.asarray(S_q, float)
@@ -228,9 +231,9 @@ def reduce_pair(
     S_p, S_q, Z = (X[np.ix_(keep, keep)] / np.outer(scale, scale) for X in (S_p, S_q, Z))
     if d.size == 0:
         return []
-    zb = _support_basis(Z)
-    U_q = _span(_support_basis(S_q), zb)
-    U_p = _span(_support_basis(S_p), zb)
+    F_p, F_q, F_z = _factor(S_p), _factor(S_q), _factor(Z)
+    U_q = _span(F_q, F_z)
+    U_p = _span(F_p, F_z)
     if U_p.shape[1] != U_q.shape[1]:
         return None  # one support is a proper subspace of (or not inside) the other
     off = np.eye(d.size) - U_q @ U_q.T
@@ -242,8 +245,13 @@ def reduce_pair(
         return []  # one common point
     with mpmath.workdps(80):
         U = _mp_matrix(U_q)
-        Cq = U.T * (_mp_matrix(S_q) + _mp_matrix(Z)) * U
-        Cp = U.T * (_mp_matrix(S_p) + _mp_matrix(Z)) * U
+        Fz = U.T * _mp_matrix(F_z) if F_z.shape[1] else None
+        Fq = U.T * _mp_matrix(F_q) if F_q.shape[1] else None
+        Fp = U.T * _mp_matrix(F_p) if F_p.shape[1] else None
+        zero = mpmath.zeros(U.cols, U.cols)
+        Czz = Fz * Fz.T if Fz is not None else zero
+        Cq = (Fq * Fq.T if Fq is not None else zero) + Czz
+        Cp = (Fp * Fp.T if Fp is not None else zero) + Czz
         dr = U.T * _mp_matrix(d.reshape(-1, 1))
         L = mpmath.cholesky(Cq)
         Li = mpmath.inverse(L)
