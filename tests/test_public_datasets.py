@@ -191,8 +191,10 @@ def test_unit_equivariance_of_model_following_mechanisms(name: str) -> None:
     scaled = df.copy()
     scaled[ds.money] = scaled[ds.money] * UNIT
     names = list(EQUIVARIANT)
-    base = {c.mechanism: c for c in _calibrate(_fit(df, ds), names)[0]}
-    other = {c.mechanism: c for c in _calibrate(_fit(scaled, ds), names)[0]}
+    base_cals, base_skipped = _calibrate(_fit(df, ds), names)
+    other_cals, other_skipped = _calibrate(_fit(scaled, ds), names)
+    base = {c.mechanism: c for c in base_cals}
+    other = {c.mechanism: c for c in other_cals}
     query = Query.parse(ds.test_statistics_text)
     k = next(i for i, nm in enumerate(query.names) if ds.money in nm)
     factor = np.ones(query.dim)
@@ -200,7 +202,9 @@ def test_unit_equivariance_of_model_following_mechanisms(name: str) -> None:
     problems = []
     for mech in names:
         if mech not in base or mech not in other:
-            problems.append(f"{mech}: calibrated in one unit only")
+            why = base_skipped.get(mech) or other_skipped.get(mech)
+            unit = "dollars" if mech in base else f"1/{UNIT:g} dollars"
+            problems.append(f"{mech}: calibrated in {unit} only; refused otherwise: {why}")
             continue
         ratio = _noise_sd(other[mech]) / (_noise_sd(base[mech]) * factor)
         if not np.allclose(ratio, 1.0, rtol=0.01, atol=0):
