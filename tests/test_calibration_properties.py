@@ -3,21 +3,23 @@
 Random Gaussian models of f_θ (dimension 1–3; three θ only up to two dimensions, where the
 calibrations are fast) — singular covariances (possibly with different supports across θ),
 nearly singular ones, unequal covariances, coordinates at scale 1e8 next to coordinates at
-scale 1e-8, equal means with different covariances — are handed to ExpM-G, DirM-G, EigM-G, DauM-G, OptM-G and NoNoise at a random (ε, δ). Each must either raise
+scale 1e-8, equal means with different covariances — are handed to ExpM-G, DirM-G, EigM-G,
+DauM-G, OptM-G and NoNoise at a random (ε, δ). Each must either raise
 :class:`~distprivacy.exceptions.DistPrivacyError` (NotApplicableError included) or return noise
 Σ_Z under which every protected ordered pair (i, j) satisfies
 
     δ_{P‖Q}(ε) ≤ δ (1 + 1e-6) + 1e-9,   P = N(m_i, S_i + Σ_Z), Q = N(m_j, S_j + Σ_Z),
 
 with δ_{P‖Q}(ε) = sup_A P(A) − e^ε Q(A) computed exactly by
-:func:`hockey_stick_reference.hockey_stick` (written from first principles for the
-tests, using nothing of :mod:`distprivacy.profiles`; see that module for the derivation).
+:func:`hockey_stick_reference.hockey_stick` (written from first principles for the tests,
+using nothing of :mod:`distprivacy.profiles`; see that module for the derivation).
 
 Hypothesis runs derandomized (a fixed sequence of 20 cases, no shrinking, no example
 database) after the hand-made minimal cases of ``KNOWN_CASES``; a NaN-producing statistic is
-checked through ``fit_model`` on Adult. Cross-checks of the reference below: closed forms (equal covariances; one dimension against an mpmath
-integral of (p − e^ε q)₊), nested adaptive quadrature, and Monte Carlo in the original
-coordinates with SciPy's multivariate normal densities.
+checked through ``fit_model`` on Adult. Cross-checks of the reference below: closed forms
+(equal covariances; one dimension against an mpmath integral of (p − e^ε q)₊), nested adaptive
+quadrature, and Monte Carlo in the original coordinates with SciPy's multivariate normal
+densities.
 """
 
 from __future__ import annotations
