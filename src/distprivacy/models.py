@@ -219,19 +219,29 @@ class FModel:
         return float(r.max())
 
     def zero_variance_statistics(self, t: int) -> list[str]:
-        """Statistics with (numerically) zero variance under θ_t."""
+        """Statistics with (numerically) zero variance under θ_t: below 1e-12 of their own
+        squared level (unit-free: rescaling a statistic does not change the answer)."""
         v = np.diag(self.covariances_[t])
-        scale = max(float(np.abs(self.means_).max()), 1.0)
-        return [n for n, x in zip(self.statistic_names_, v, strict=True) if x <= 1e-12 * scale**2]
+        level = np.maximum(np.abs(self.means_).max(axis=0), np.sqrt(np.abs(v)))
+        return [
+            n
+            for n, x, lv in zip(self.statistic_names_, v, level, strict=True)
+            if x <= 1e-12 * lv**2
+        ]
 
     def require_invertible(self) -> None:
         """Raise NotApplicableError naming the cause if some Σ_θ is singular (the
-        adversarial-uncertainty mechanisms invert Σ_θ)."""
+        adversarial-uncertainty mechanisms invert Σ_θ). The test is on the correlation matrix,
+        so it does not depend on the statistics' units."""
         for t in range(len(self.thetas_)):
             S = self.covariances_[t]
-            w = np.linalg.eigvalsh(S)
-            if w[0] <= 1e-12 * max(w[-1], 1e-300):
-                zero = self.zero_variance_statistics(t)
+            zero = self.zero_variance_statistics(t)
+            singular = bool(zero)
+            if not singular:
+                sd = np.sqrt(np.diag(S))
+                w = np.linalg.eigvalsh(S / np.outer(sd, sd))
+                singular = w[0] <= 1e-12 * max(w[-1], 1e-300)
+            if singular:
                 why = (
                     f" ({', '.join(zero)} {'has' if len(zero) == 1 else 'have'} zero variance)"
                     if zero

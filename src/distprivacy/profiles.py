@@ -846,12 +846,15 @@ def total_variation(
 # Singular covariances: supports, and a rigorous upper bound for screening
 # ---------------------------------------------------------------------------------------------
 
-#: Eigenvalues below this (after each coordinate is scaled so that its larger variance is 1)
-#: are exact zeros: linear dependencies between statistics, or no noise in that direction.
-RANK_RTOL = 1e-12
+#: Eigenvalues below this times the dimension (after each coordinate is scaled so that its
+#: larger variance is 1) are exact zeros: linear dependencies between statistics, or no noise in
+#: that direction. It sits ~100× above double-precision rounding of such a matrix (eigh's
+#: absolute error is ≈ m·2.2e-16 there), so a small but real variance — e.g. a statistic whose
+#: scale is 1e-16 of the noise on another — is kept, never dropped.
+RANK_RTOL = 1e-14
 #: Mean differences along a common zero-variance direction below this (in the same scaled
 #: coordinates, relative to max(1, ‖d‖)) are rounding; above it, the supports differ.
-SUPPORT_RTOL = 1e-10
+SUPPORT_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -892,7 +895,7 @@ def common_support(
     is first divided by the larger of its two standard deviations (this makes every decision
     below independent of the statistics' units). Then, with C = A + B:
 
-    * a direction v with vᵀCv ≤ ``RANK_RTOL`` carries no variance under P nor Q: if the means
+    * a direction v with vᵀCv ≤ m·``RANK_RTOL`` carries no variance under P nor Q: if the means
       differ along it (beyond ``SUPPORT_RTOL``) the supports are disjoint, else it is dropped;
     * on the rest, if A or B alone is singular, P's and Q's supports differ (one is a proper
       subspace of, or crosses, the other);
@@ -937,7 +940,8 @@ def common_support(
     Bs = B[np.ix_(keep, keep)] / np.outer(s, s)
     ds = d[keep] / s
     w, V = np.linalg.eigh((As + Bs) / 2)
-    null = w <= RANK_RTOL
+    tol = RANK_RTOL * max(1, As.shape[0])
+    null = w <= tol
     if np.any(null):
         along = V[:, null].T @ ds
         if np.any(np.abs(along) > SUPPORT_RTOL * max(1.0, float(np.linalg.norm(ds)))):
@@ -945,11 +949,13 @@ def common_support(
                 "the means differ along a direction in which neither law varies (the noise "
                 "does not cover it)"
             )
-    W = V[:, ~null]
+    # Whitened by the average covariance on the rest (an invertible map of the support, so δ is
+    # unchanged): the reduced pair is well conditioned even when its scales differ by 1e30.
+    W = V[:, ~null] / np.sqrt(w[~null])
     Ar, Br = W.T @ As @ W, W.T @ Bs @ W
     Ar, Br = (Ar + Ar.T) / 2, (Br + Br.T) / 2
     for name, c in (("P", Ar), ("Q", Br)):
-        if c.size and np.linalg.eigvalsh(c)[0] <= RANK_RTOL:
+        if c.size and np.linalg.eigvalsh(c)[0] <= tol:
             return differ(
                 f"{name} has no variance in a direction in which the other law varies (their "
                 "supports differ; the noise does not cover it)"
