@@ -122,8 +122,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--limit", type=int, default=LIMIT, help="seconds per mechanism")
     args = ap.parse_args()
-    global LIMIT
-    LIMIT = args.limit
+    globals()["LIMIT"] = args.limit
     out = [
         f"bench_datasets.py — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
         f"machine: {platform.machine()}, {os.cpu_count()} cores, shared with other jobs (the "
