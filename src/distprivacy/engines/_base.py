@@ -76,8 +76,7 @@ def check_strata(spec: ProtectionSpec, n_pos: int, n_neg: int) -> None:
     total = n_pos + n_neg
     if spec.n > total:
         raise DistPrivacyError(
-            f"subset size n={spec.n} is larger than the data ({total} records); "
-            "lower --subset-size"
+            f"subset size n={spec.n} is larger than the data ({total} records); lower --subset-size"
         )
     if n_pos == 0:
         raise DistPrivacyError(
@@ -101,25 +100,22 @@ def check_strata(spec: ProtectionSpec, n_pos: int, n_neg: int) -> None:
             )
 
 
-def require_finite(query: Query, values: np.ndarray, what: str) -> None:
+def require_finite(query: Query, values: np.ndarray, what: str, *, matrix: bool) -> None:
     """Fail closed on non-finite aggregates, naming the statistic.
 
     Parameters
     ----------
-    values : ndarray, shape (..., m) or (..., m, m)
-        Aggregates whose last axis (and, for matrices, the last two) index the statistics.
+    values : ndarray, shape (..., m), or (m, m) when ``matrix``
+        Aggregates whose last axis (and, for a matrix, both axes) index the statistics.
     what : str
         What the aggregates are (for the message), e.g. ``"sum"``.
     """
     v = np.asarray(values, dtype=float)
-    m = query.dim
     bad = ~np.isfinite(v)
     if not bad.any():
         return
-    if v.ndim >= 2 and v.shape[-2:] == (m, m):
-        rows = bad.reshape(-1, m, m).any(axis=(0, 2)) | bad.reshape(-1, m, m).any(axis=(0, 1))
-    else:
-        rows = bad.reshape(-1, m).any(axis=0)
+    m = query.dim
+    rows = bad.any(axis=0) | bad.any(axis=1) if matrix else bad.reshape(-1, m).any(axis=0)
     names = [n for n, b in zip(query.names, rows, strict=True) if b]
     raise EngineError(
         f"the {what} of {', '.join(names)} over the records is not finite (overflow); "

@@ -124,8 +124,7 @@ class DuckDBEngine(SQLEngine):
         except duckdb.Error as exc:
             self.con.close()
             raise EngineError(
-                f"cannot read {p} as {kind}: {one_line(exc)}; check that it is a valid {kind} "
-                "file"
+                f"cannot read {p} as {kind}: {one_line(exc)}; check that it is a valid {kind} file"
             ) from None
         if not self._columns:
             raise DistPrivacyError(f"{p} has no columns; pass a table with a header line")

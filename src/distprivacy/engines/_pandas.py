@@ -63,9 +63,7 @@ class PandasEngine(Engine):
 
         pos, neg = spec.groups(self.data)
         query.validate(self.data)
-        return [
-            sample_statistics(self.data, query, pos, neg, k, spec.n, size, rng) for k in counts
-        ]
+        return [sample_statistics(self.data, query, pos, neg, k, spec.n, size, rng) for k in counts]
 
     def random_subset_statistics(
         self, query: Query, n: int, rng: np.random.Generator

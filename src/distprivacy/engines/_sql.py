@@ -173,7 +173,7 @@ class Compiler:
         self.columns = {c.name: c for c in columns}
         self.order = [c.name for c in columns]
         self.d = dialect
-        self.numeric_csv = numeric_csv or set()
+        self.numeric_csv = set() if numeric_csv is None else numeric_csv
 
     def column(self, name: str) -> Column:
         if name not in self.columns:
@@ -327,7 +327,7 @@ class SQLEngine(Engine):
         """A compiler over the source, with the CSV columns in ``names`` typed (one scan)."""
         if self._columns is None:
             self._columns = self._describe()
-        comp = Compiler(self._columns, self.dialect, self._numeric_csv)
+        comp = Compiler(self._columns, self.dialect)
         todo = sorted(
             {n for n in names if comp.column(n).kind == "csv" and n not in self._typed},
         )
@@ -341,7 +341,7 @@ class SQLEngine(Engine):
                 self._typed.add(n)
                 if not bad:
                     self._numeric_csv.add(n)
-        return comp
+        return Compiler(self._columns, self.dialect, set(self._numeric_csv))
 
     @staticmethod
     def _columns_of(query: Query, spec: ProtectionSpec | None) -> list[str]:
@@ -423,7 +423,7 @@ class SQLEngine(Engine):
         empty = (0, *(np.full(query.dim, np.nan),) * 3, np.zeros(query.dim))
         pos, neg = first.get(True, empty), first.get(False, empty)
         check_strata(spec, pos[0], neg[0])
-        require_finite(query, np.stack([pos[1], neg[1]]), "sum")
+        require_finite(query, np.stack([pos[1], neg[1]]), "sum", matrix=False)
         mu0 = {True: pos[1] / pos[0], False: neg[1] / neg[0]}
         _, values, stratum = self._compile(query, spec)
         d = self.dialect
@@ -452,7 +452,7 @@ class SQLEngine(Engine):
             S[iu] = r[m:]
             S = S + np.triu(S, 1).T
             S = S - N * np.outer(dlt, dlt)
-            require_finite(query, S, "sum of squares")
+            require_finite(query, S, "sum of squares", matrix=True)
             out.append(StratumMoments(N, mu0[flag] + dlt, S, first_row[2], first_row[3]))
         self._moments[key] = (out[0], out[1])
         return out[0], out[1]
@@ -522,7 +522,7 @@ class SQLEngine(Engine):
                 f"{size * len(counts)}"
             )
         sums = sums * query.scales(n)
-        require_finite(query, sums, "subset statistics")
+        require_finite(query, sums, "subset statistics", matrix=False)
         return [sums[t * size : (t + 1) * size] for t in range(len(counts))]
 
     def random_subset_statistics(
@@ -533,8 +533,7 @@ class SQLEngine(Engine):
         total = sum(f[0] for f in first.values())
         if n > total:
             raise DistPrivacyError(
-                f"subset size n={n} is larger than the data ({total} records); "
-                "lower --subset-size"
+                f"subset size n={n} is larger than the data ({total} records); lower --subset-size"
             )
         pos = rng.choice(total, size=n, replace=False) + 1
         picks = pd.DataFrame(
