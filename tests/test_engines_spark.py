@@ -135,8 +135,9 @@ def test_bad_input_one_line_errors(adult, on_spark, spark, spec, tmp_path):
 
 def test_no_java_and_no_pyspark(monkeypatch):
     """Checked before Spark starts: no Java runtime, or pyspark not installed."""
-    import distprivacy.engines._spark as sp
     from pyspark.sql import SparkSession
+
+    import distprivacy.engines._spark as sp
 
     monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
     monkeypatch.setenv("JAVA_HOME", "/nonexistent-jdk")

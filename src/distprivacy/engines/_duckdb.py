@@ -79,7 +79,7 @@ class DuckDBEngine(SQLEngine):
                 "the DuckDB engine needs the duckdb package; pip install duckdb"
             ) from None
         self._duckdb = duckdb
-        config: dict[str, Any] = {"preserve_insertion_order": False}
+        config: dict[str, Any] = {"preserve_insertion_order": False, "enable_progress_bar": False}
         if threads is not None:
             config["threads"] = int(threads)
         if memory_limit is not None:

@@ -302,6 +302,7 @@ class SQLEngine(Engine):
         self._numeric_csv: set[str] = set()
         self._typed: set[str] = set()
         self._moments: dict[tuple, tuple[StratumMoments, StratumMoments]] = {}
+        self._first: dict[tuple, dict] = {}
 
     # -- what subclasses provide -------------------------------------------------------------
 
@@ -374,7 +375,15 @@ class SQLEngine(Engine):
         self, query: Query, spec: ProtectionSpec | None
     ) -> dict[object, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per stratum (True / False / None for an undecidable predicate): count, Σ g, min g,
-        max g and the count of unusable values per statistic."""
+        max g and the count of unusable values per statistic (one scan, cached)."""
+        key = (None if spec is None else str(spec.predicate), query.names)
+        if key not in self._first:
+            self._first[key] = self._scan_first(query, spec)
+        return self._first[key]
+
+    def _scan_first(
+        self, query: Query, spec: ProtectionSpec | None
+    ) -> dict[object, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         _, values, stratum = self._compile(query, spec)
         d = self.dialect
         parts = [f"{stratum} AS s", "count(*) AS n"]

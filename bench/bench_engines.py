@@ -1,0 +1,175 @@
+"""Benchmark of the engines at scale: exact moments + DauM-G from Parquet files of 5M and 50M rows.
+
+Run: ``python bench/bench_engines.py --data DIR [--rows 5000000 50000000] [--out DIR]``.
+
+1. Generates (once; not committed) ``adult_<rows>.parquet`` in ``--out`` (default
+   ``$TMPDIR/distprivacy-bench``): the Adult records resampled with replacement, with jitter on
+   the numeric columns (age ±2 years, hours ±3, fnlwgt and capital gains/losses × a log-normal
+   factor), written in row groups of 1M rows so the generator's memory stays flat.
+2. Runs each case in a fresh subprocess and reads its peak resident memory (``ru_maxrss``):
+   what ``distprivacy calibrate --data FILE --modeling exact --mechanism DauM-G`` does through
+   DuckDB (the default for files): fit the exact model from the file without loading it, then
+   calibrate DauM-G (ε = 1, δ = 0.001, exact rule, fitted covariances).
+
+Optional cases: ``--auto`` adds ``--modeling auto`` (exact moments + 1,000 Monte-Carlo subsets
+per θ, the subsets drawn by DuckDB), ``--pandas-rows N`` the in-memory path (load_table + pandas)
+at N rows for comparison, ``--spark`` the Spark engine (local[*]).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CHUNK = 1_000_000
+
+CHILD = r"""
+import json, resource, sys, time, warnings
+t0 = time.perf_counter()
+from distprivacy.mechanisms import make_mechanism
+from distprivacy.models import fit_model
+from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.spec import ProtectionSpec
+args = json.loads(sys.argv[1])
+spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+query = Query.parse(ADULT_DEFAULT_STATISTICS)
+data = args["path"]
+t1 = time.perf_counter()
+if args["engine"] == "pandas":
+    from distprivacy.datasets import load_table
+    data = load_table(data)
+kw = {"engine": args["engine"]}
+if args["engine"] == "spark":
+    kw["engine"] = __import__("distprivacy.engines", fromlist=["x"]).resolve_engine(
+        "spark", data)
+model = fit_model(data, spec, query, method=args["modeling"], n_samples=1000, random_state=0, **kw)
+t2 = time.perf_counter()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    cal = make_mechanism("DauM-G", 1.0, 1e-3, "exact", covariances="fitted").calibrate(model)
+t3 = time.perf_counter()
+print(json.dumps({
+    "fit": t2 - t1, "calibrate": t3 - t2, "total": t3 - t0,
+    "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "l2": cal.expected_l2_error, "noise_covariance": [list(r) for r in cal.noise_covariance],
+}))
+"""
+
+
+def generate(adult: pd.DataFrame, rows: int, path: Path, seed: int = 0) -> None:
+    """Write ``rows`` jittered resamples of Adult to ``path`` (Parquet, 1M-row groups)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    tmp = path.with_suffix(".part")
+    writer = None
+    try:
+        for start in range(0, rows, CHUNK):
+            size = min(CHUNK, rows - start)
+            df = adult.iloc[rng.integers(0, len(adult), size)].reset_index(drop=True)
+            df["age"] = np.clip(df["age"] + rng.integers(-2, 3, size), 17, 90)
+            df["hours_per_week"] = np.clip(df["hours_per_week"] + rng.integers(-3, 4, size), 1, 99)
+            for col in ("fnlwgt", "capital_gain", "capital_loss"):
+                factor = np.exp(rng.normal(0.0, 0.1, size))
+                df[col] = np.round(df[col] * factor).astype(np.int64)
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema, compression="snappy")
+            writer.write_table(table, row_group_size=CHUNK)
+    finally:
+        if writer is not None:
+            writer.close()
+    tmp.rename(path)
+
+
+def run_case(path: Path, engine: str, modeling: str) -> dict:
+    """One calibration in a fresh interpreter; its timings and peak RSS."""
+    t = time.perf_counter()
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            json.dumps({"path": str(path), "engine": engine, "modeling": modeling}),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"case {engine}/{modeling} on {path} failed:\n{out.stderr[-3000:]}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["wall"] = time.perf_counter() - t
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=None, help="Adult directory (default: cache/download)")
+    ap.add_argument("--rows", type=int, nargs="+", default=[5_000_000])
+    ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "distprivacy-bench"))
+    ap.add_argument("--auto", action="store_true", help="also --modeling auto (Monte-Carlo)")
+    ap.add_argument("--spark", action="store_true", help="also the Spark engine (local[*])")
+    ap.add_argument("--pandas-rows", type=int, default=0, help="in-memory path at this size")
+    args = ap.parse_args()
+
+    from distprivacy.datasets import load_data
+
+    adult = load_data(args.data)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cases = []
+    sizes = sorted(set(args.rows) | ({args.pandas_rows} if args.pandas_rows else set()))
+    for rows in sizes:
+        path = out / f"adult_{rows}.parquet"
+        if not path.exists():
+            t = time.perf_counter()
+            generate(adult, rows, path)
+            print(
+                f"# generated {path} ({path.stat().st_size / 2**20:.0f} MiB) in "
+                f"{time.perf_counter() - t:.0f} s",
+                flush=True,
+            )
+        todo = []
+        if rows in args.rows:
+            todo.append(("duckdb", "exact"))
+            if args.auto:
+                todo.append(("duckdb", "auto"))
+            if args.spark:
+                todo.append(("spark", "exact"))
+        if rows == args.pandas_rows:
+            todo.append(("pandas", "exact"))
+        for engine, modeling in todo:
+            r = run_case(path, engine, modeling)
+            cases.append((rows, engine, modeling, r))
+            print(
+                f"{rows:>11,d}  {engine:<7} {modeling:<6} fit {r['fit']:7.2f} s  calibrate "
+                f"{r['calibrate']:5.2f} s  process {r['wall']:7.2f} s  peak "
+                f"{r['peak_mib']:7.0f} MiB  E‖Z‖₂ {r['l2']:.6g}",
+                flush=True,
+            )
+    exact = [c for c in cases if c[1] == "duckdb" and c[2] == "exact"]
+    if len(exact) >= 2:
+        (r0, _, _, a), (r1, _, _, b) = exact[0], exact[-1]
+        print(
+            f"# {r0:,d} -> {r1:,d} rows (x{r1 / r0:g}): fit time x{b['fit'] / a['fit']:.1f}, "
+            f"peak memory x{b['peak_mib'] / a['peak_mib']:.2f}"
+        )
+        Za, Zb = np.array(a["noise_covariance"]), np.array(b["noise_covariance"])
+        print(
+            f"# DauM-G noise covariance, relative change: "
+            f"{np.abs(Za - Zb).max() / np.abs(Za).max():.2e}"
+        )
+
+
+if __name__ == "__main__":
+    main()
