@@ -79,12 +79,13 @@ class DuckDBEngine(SQLEngine):
                 "the DuckDB engine needs the duckdb package; pip install duckdb"
             ) from None
         self._duckdb = duckdb
-        config: dict[str, Any] = {"preserve_insertion_order": False, "enable_progress_bar": False}
+        config: dict[str, Any] = {"preserve_insertion_order": False}
         if threads is not None:
             config["threads"] = int(threads)
         if memory_limit is not None:
             config["memory_limit"] = str(memory_limit)
         self.con = duckdb.connect(config=config)
+        self.con.execute("SET enable_progress_bar = false")
         self._csv = False
         if isinstance(source, pd.DataFrame):
             self._source = "DataFrame"

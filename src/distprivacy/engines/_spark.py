@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -76,7 +77,7 @@ def get_session(master: str | None = None, **config: str) -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_log_config()}")
     )
     for key, value in config.items():
         builder = builder.config(key, value)
@@ -90,6 +91,25 @@ def get_session(master: str | None = None, **config: str) -> Any:
         ) from None
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _log_config() -> str:
+    """A log4j2 configuration printing only Spark's errors (written once per process)."""
+    path = Path(tempfile.gettempdir()) / f"distprivacy-log4j2-{os.getpid()}.properties"
+    if not path.exists():
+        path.write_text(_LOG4J2)
+    return path.as_uri()
 
 
 @contextlib.contextmanager
