@@ -72,6 +72,8 @@ class Dialect:
     """The SQL spelling that differs between engines (DuckDB by default)."""
 
     name = "duckdb"
+    #: Expression spreading the records over buckets summed separately (None: one sum).
+    bucket: str | None = None
 
     def ident(self, name: str) -> str:
         """A quoted identifier."""
@@ -110,6 +112,7 @@ class SparkDialect(Dialect):
     """Spark SQL: backquoted identifiers, plain sums, no ``isfinite``."""
 
     name = "spark"
+    bucket = "pmod(monotonically_increasing_id(), 1024)"
 
     def ident(self, name: str) -> str:
         return "`" + name.replace("`", "``") + "`"
@@ -438,7 +441,7 @@ class SQLEngine(Engine):
         d = self.dialect
         m = query.dim
         inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
-        sel = ["s"]
+        sel = ["s", f"{d.bucket} AS b" if d.bucket else "0 AS b"]
         sel += [f"{d.sum(f'c{i}')}" for i in range(m)]
         sel += [f"{d.sum(f'c{i} * c{j}')}" for i in range(m) for j in range(i, m)]
         cexpr = ", ".join(
@@ -448,9 +451,18 @@ class SQLEngine(Engine):
         )
         sql = (
             f"SELECT {', '.join(sel)} FROM (SELECT s, {cexpr} FROM "
-            f"(SELECT {stratum} AS s, {inner} FROM {self.view}) AS g) AS c GROUP BY s"
+            f"(SELECT {stratum} AS s, {inner} FROM {self.view}) AS g) AS c GROUP BY 1, 2"
         )
-        second = {bool(r[0]): np.array([float(x) for x in r[1:]]) for r in self._fetch(sql)}
+        # Partial sums per (stratum, bucket), added exactly here (math.fsum): where the engine
+        # has no compensated sum, each partial sum covers a fraction of the records.
+        partial: dict[bool, list[list[float]]] = {True: [], False: []}
+        for r in self._fetch(sql):
+            partial[bool(r[0])].append([float(x) for x in r[2:]])
+        second = {
+            k: np.array([math.fsum(col) for col in zip(*v, strict=True)])
+            for k, v in partial.items()
+            if v
+        }
         out = []
         iu = np.triu_indices(m)
         for flag, first_row in ((True, pos), (False, neg)):
