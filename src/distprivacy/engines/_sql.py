@@ -517,14 +517,15 @@ class SQLEngine(Engine):
     ) -> list[np.ndarray]:
         from distprivacy.models import sample_without_replacement
 
-        if not query.is_linear:
-            self._compile(query, spec)  # raises the pandas-only error
-        a, b = self.strata_moments(spec, query)
+        first = self._first_pass(query, spec)  # also refuses what does not compile
+        self._check_first_pass(query, spec, first)
+        n_pos, n_neg = (first[flag][0] if flag in first else 0 for flag in (True, False))
+        check_strata(spec, n_pos, n_neg)
         n = spec.n
         frames = []
         for t, k in enumerate(counts):
-            ia = sample_without_replacement(a.count, k, size, rng)
-            ib = sample_without_replacement(b.count, n - k, size, rng)
+            ia = sample_without_replacement(n_pos, k, size, rng)
+            ib = sample_without_replacement(n_neg, n - k, size, rng)
             pos = np.concatenate([ia, ib], axis=1) + 1
             frames.append(
                 pd.DataFrame(
