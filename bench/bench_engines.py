@@ -46,17 +46,31 @@ t1 = time.perf_counter()
 if args["engine"] == "pandas":
     from distprivacy.datasets import load_table
     data = load_table(data)
-kw = {"engine": args["engine"]}
-if args["engine"] == "spark":
-    kw["engine"] = __import__("distprivacy.engines", fromlist=["x"]).resolve_engine(
-        "spark", data)
-model = fit_model(data, spec, query, method=args["modeling"], n_samples=1000, random_state=0, **kw)
+model = fit_model(data, spec, query, method=args["modeling"], n_samples=1000, random_state=0,
+                  engine=args["engine"])
 t2 = time.perf_counter()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     cal = make_mechanism("DauM-G", 1.0, 1e-3, "exact", covariances="fitted").calibrate(model)
 t3 = time.perf_counter()
+def children(pid):
+    import glob
+    out = []
+    for f in glob.glob(f"/proc/{pid}/task/*/children"):
+        for c in open(f).read().split():
+            out += [int(c)] + children(int(c))
+    return out
+def hwm(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+import os
 print(json.dumps({
+    "children_peak_mib": sum(hwm(c) for c in children(os.getpid())),
     "fit": t2 - t1, "calibrate": t3 - t2, "total": t3 - t0,
     "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "l2": cal.expected_l2_error, "noise_covariance": [list(r) for r in cal.noise_covariance],
@@ -222,10 +236,11 @@ def main() -> None:
         for engine, modeling in todo:
             r = run_case(path, engine, modeling)
             cases.append((rows, engine, modeling, r))
+            jvm = f" (+ JVM {r['children_peak_mib']:.0f} MiB)" if r["children_peak_mib"] else ""
             print(
                 f"{rows:>11,d}  {engine:<7} {modeling:<6} fit {r['fit']:7.2f} s  calibrate "
                 f"{r['calibrate']:5.2f} s  process {r['wall']:7.2f} s  peak "
-                f"{r['peak_mib']:7.0f} MiB  E‖Z‖₂ {r['l2']:.6g}",
+                f"{r['peak_mib']:7.0f} MiB{jvm}  E‖Z‖₂ {r['l2']:.6g}",
                 flush=True,
             )
         if args.precision and rows in args.rows:

@@ -47,7 +47,9 @@ def adult_files(adult, tmp_path_factory) -> dict[str, str]:
         spaced[c] = " " + spaced[c].astype(str)
     spaced.columns = [" " + c for c in spaced.columns]
     spaced.to_csv(csv, index=False)
-    return {"parquet": str(pq), "csv": str(csv)}
+    tsv = d / "adult.tsv.gz"
+    spaced.to_csv(tsv, index=False, sep="\t")
+    return {"parquet": str(pq), "csv": str(csv), "tsv.gz": str(tsv)}
 
 
 def assert_same_moments(a, b, rtol: float = RTOL) -> None:
@@ -73,7 +75,7 @@ def test_exact_moments_duckdb_equal_pandas_on_adult(adult, spec, query):
     assert duck.statistic_names_ == ref.statistic_names_ and duck.method_ == "exact"
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "tsv.gz"])
 def test_files_scanned_by_duckdb_equal_load_table(adult_files, spec, query, fmt):
     """A path goes to DuckDB by default and is read as load_table reads it (stripped names
     and strings, numbers parsed from ' 39')."""
@@ -94,6 +96,15 @@ def test_resolve_engine_auto(adult, adult_files):
     assert eng.name == "duckdb" and eng.source == adult_files["parquet"]
     assert resolve_engine("auto", eng) is eng
     assert resolve_engine("pandas", adult_files["parquet"]).data.shape == adult.shape
+
+
+def test_adult_directory_is_loaded_then_queried(adult, adult_dir, spec, query):
+    """The Adult files are not a table with a header: a directory holding them is loaded as
+    the Adult data (as --data DIR is today), then handed to the engine."""
+    eng = resolve_engine("duckdb", str(adult_dir))
+    assert eng.name == "duckdb" and eng.source == "DataFrame"
+    assert resolve_engine("auto", str(adult_dir)).name == "pandas"
+    assert_same_moments(ExactModel().fit(adult, spec, query), ExactModel().fit(eng, spec, query))
 
 
 def test_money_columns_keep_precision_at_large_offsets(spec):
