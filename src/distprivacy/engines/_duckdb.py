@@ -8,11 +8,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from distprivacy.engines._base import EngineError, EngineUnavailableError, file_format, one_line
 from distprivacy.engines._sql import Column, Dialect, SQLEngine
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.query import Query
+from distprivacy.spec import ProtectionSpec
 
 _NUMERIC = (
     "TINYINT",
@@ -63,6 +66,8 @@ class DuckDBEngine(SQLEngine):
 
     name = "duckdb"
     dialect = Dialect()
+    #: Rows per batch of the streamed scan behind the Monte-Carlo subsets.
+    batch_rows = 262_144
 
     def __init__(
         self,
@@ -147,6 +152,56 @@ class DuckDBEngine(SQLEngine):
             seen.add(name)
             cols.append(Column(name, raw, _kind(type_name, self._csv), type_name))
         return cols
+
+    def _subset_sums(
+        self, query: Query, spec: ProtectionSpec | None, picks: pd.DataFrame, n: int
+    ) -> np.ndarray:
+        """Σ g over each subset of ``picks``, numbering each stratum's records in file order
+        (as the pandas engine does, so that a seed draws the same subsets on both).
+
+        One streamed scan: DuckDB computes the stratum and the values in parallel and returns
+        them in file order, batch by batch; the rows whose within-stratum number was drawn are
+        kept (memory: one batch plus the drawn rows)."""
+        _, values, stratum = self._compile(query, spec)
+        m = query.dim
+        flags = picks["s"].to_numpy(dtype=bool)
+        pos = picks["pos"].to_numpy(dtype=np.int64) - 1
+        wanted = {f: np.unique(pos[flags == f]) for f in (True, False)}
+        found = {f: np.full((len(w), m), np.nan) for f, w in wanted.items()}
+        seen = {True: 0, False: 0}
+        inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
+        sql = f"SELECT {stratum} AS s, {inner} FROM {self.view}"
+        try:
+            self.con.execute("SET preserve_insertion_order = true")
+            rel = self.con.sql(sql)
+            stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader  # 2.x / 1.x
+            reader = stream(self.batch_rows)
+            for batch in reader:
+                s = batch.column(0).to_numpy(zero_copy_only=False)
+                V = None
+                for f in (True, False):
+                    rows = np.flatnonzero(s == f)
+                    w = wanted[f]
+                    lo, hi = np.searchsorted(w, [seen[f], seen[f] + len(rows)])
+                    if hi > lo:
+                        if V is None:
+                            V = np.column_stack(
+                                [
+                                    batch.column(k + 1).to_numpy(zero_copy_only=False)
+                                    for k in range(m)
+                                ]
+                            ).astype(float)
+                        found[f][lo:hi] = V[rows[w[lo:hi] - seen[f]]]
+                    seen[f] += len(rows)
+        except self._duckdb.Error as exc:
+            raise EngineError(f"DuckDB failed on {self._source}: {one_line(exc)}") from None
+        finally:
+            self.con.execute("SET preserve_insertion_order = false")
+        G = np.empty((len(picks), m))
+        for f in (True, False):
+            sel = flags == f
+            G[sel] = found[f][np.searchsorted(wanted[f], pos[sel])]
+        return G.reshape(-1, n, m).sum(axis=1)
 
     def _fetch(self, sql: str) -> list[tuple]:
         try:

@@ -13,10 +13,13 @@ the values centred on the first pass's means, Σ (g − ḡ₀) and Σ (g − �
 the exact mean ḡ₀ + Σ(g − ḡ₀)/N and scatter Σ(g − ḡ₀)(g − ḡ₀)ᵀ − N d dᵀ follow without the
 cancellation of raw sums of squares.
 
-Monte-Carlo subsets: the records of each stratum are numbered 1..N by ``row_number()`` ordered by
-their values (ties are records with equal values, interchangeable for F, so the result does not
-depend on how the engine breaks them); the k-subsets of row numbers are drawn in NumPy (the same
-sampler as in memory) and joined with the numbered records, then summed per subset.
+Monte-Carlo subsets: the k-subsets of row numbers inside each stratum are drawn in NumPy (the
+same sampler, in the same order, as in memory), then the drawn records are summed per subset.
+Here (Spark) each stratum is numbered 1..N by ``row_number()`` ordered by the records' values
+(ties are records with equal values, interchangeable for F, so the result does not depend on how
+the engine breaks them) and joined with the drawn numbers. DuckDB numbers the records in file
+order instead, by one streamed scan (:meth:`DuckDBEngine._subset_sums`): the same numbering as
+pandas, so that a seed draws the same subsets there.
 """
 
 from __future__ import annotations
@@ -485,9 +488,14 @@ class SQLEngine(Engine):
         query: Query,
         spec: ProtectionSpec | None,
         picks: pd.DataFrame,
+        n: int,
     ) -> np.ndarray:
-        """Σ g over each subset of ``picks`` (columns t, r, s, pos; pos 1-based), ordered by
-        (t, r); shape (number of subsets, m)."""
+        """Σ g over each subset of ``picks`` (columns t, r, s, pos; pos 1-based: the row
+        number inside stratum s), ordered by (t, r); picks lists each subset's n records in
+        turn, subsets in (t, r) order. Returns shape (number of subsets, m).
+
+        Here (the generic SQL form) each stratum is numbered by ``row_number()`` ordered by the
+        values, joined with the picks and summed per subset."""
         _, values, stratum = self._compile(query, spec)
         m = query.dim
         inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
@@ -537,7 +545,7 @@ class SQLEngine(Engine):
                     }
                 )
             )
-        sums = self._subset_sums(query, spec, pd.concat(frames, ignore_index=True))
+        sums = self._subset_sums(query, spec, pd.concat(frames, ignore_index=True), n)
         if len(sums) != size * len(counts):  # pragma: no cover - a join lost rows
             raise DistPrivacyError(
                 f"the {self.name} engine returned {len(sums)} subsets, expected "
@@ -566,4 +574,4 @@ class SQLEngine(Engine):
                 "pos": pos.astype(np.int64),
             }
         )
-        return self._subset_sums(query, None, picks)[0] * query.scales(n)
+        return self._subset_sums(query, None, picks, n)[0] * query.scales(n)
