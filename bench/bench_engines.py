@@ -199,6 +199,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "distprivacy-bench"))
     ap.add_argument("--auto", action="store_true", help="also --modeling auto (Monte-Carlo)")
     ap.add_argument("--spark", action="store_true", help="also the Spark engine (local[*])")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per case (median time, largest peak)"
+    )
     ap.add_argument("--pandas-rows", type=int, default=0, help="in-memory path at this size")
     ap.add_argument(
         "--precision",
@@ -234,7 +237,15 @@ def main() -> None:
         if rows == args.pandas_rows:
             todo.append(("pandas", "exact"))
         for engine, modeling in todo:
-            r = run_case(path, engine, modeling)
+            runs = [run_case(path, engine, modeling) for _ in range(args.repeat)]
+            r = dict(runs[0])
+            for key in ("fit", "calibrate", "wall"):  # medians of the times
+                r[key] = float(np.median([x[key] for x in runs]))
+            for key in ("peak_mib", "children_peak_mib"):  # the largest peak
+                r[key] = max(x[key] for x in runs)
+            if args.repeat > 1:
+                peaks = ", ".join(f"{x['peak_mib']:.0f}" for x in runs)
+                print(f"# {rows:,d} {engine} {modeling}: {args.repeat} runs, peaks {peaks} MiB")
             cases.append((rows, engine, modeling, r))
             jvm = f" (+ JVM {r['children_peak_mib']:.0f} MiB)" if r["children_peak_mib"] else ""
             print(
