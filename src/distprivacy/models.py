@@ -313,6 +313,37 @@ class MonteCarloModel(FModel):
         self.random_state = random_state
         self.moments = moments
 
+    def _fit_on_engine(
+        self,
+        eng: Engine,
+        spec: ProtectionSpec,
+        query: Query,
+        rng: np.random.Generator,
+        progress: ProgressCallback | None,
+    ) -> MonteCarloModel:
+        """:meth:`fit` on an engine of :mod:`distprivacy.engines` (other than pandas): the
+        engine draws the subsets and, for ``moments="exact"``, computes the moments."""
+        samples = eng.subset_statistics(spec, query, spec.counts, self.n_samples, rng)
+        if progress is not None:
+            progress(len(spec.counts), len(spec.counts))
+        self.samples_ = samples
+        if self.moments == "exact":
+            ex = ExactModel().fit(eng, spec, query)
+            self.means_, self.covariances_ = ex.means_, ex.covariances_
+        else:
+            m = query.dim
+            self.means_ = np.array([x.mean(axis=0) for x in samples])
+            self.covariances_ = np.array(
+                [np.cov(x, rowvar=False, ddof=1).reshape(m, m) for x in samples]
+            )
+        self.thetas_ = spec.values
+        self.pair_indices_ = spec.pair_indices
+        self.statistic_names_ = query.names
+        self.record_sensitivities_ = eng.record_sensitivities(spec, query)
+        self.n_ = spec.n
+        self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
+        return self
+
     def fit(
         self,
         data: Data,
@@ -326,22 +357,17 @@ class MonteCarloModel(FModel):
         rng = as_generator(self.random_state)
         data, eng = _on_engine(data, engine)
         if eng is not None:
-            samples = eng.subset_statistics(spec, query, spec.counts, self.n_samples, rng)
+            return self._fit_on_engine(eng, spec, query, rng, progress)
+        pos, neg = spec.groups(data)
+        query.validate(data)
+        samples = []
+        for t, k in enumerate(spec.counts):
+            samples.append(sample_statistics(data, query, pos, neg, k, spec.n, self.n_samples, rng))
             if progress is not None:
-                progress(len(spec.counts), len(spec.counts))
-        else:
-            pos, neg = spec.groups(data)
-            query.validate(data)
-            samples = []
-            for t, k in enumerate(spec.counts):
-                samples.append(
-                    sample_statistics(data, query, pos, neg, k, spec.n, self.n_samples, rng)
-                )
-                if progress is not None:
-                    progress(t + 1, len(spec.counts))
+                progress(t + 1, len(spec.counts))
         self.samples_ = samples
         if self.moments == "exact":
-            ex = ExactModel().fit(data, spec, query, engine=eng)
+            ex = ExactModel().fit(data, spec, query)
             self.means_, self.covariances_ = ex.means_, ex.covariances_
         else:
             self.means_ = np.array([x.mean(axis=0) for x in samples])
@@ -352,11 +378,7 @@ class MonteCarloModel(FModel):
         self.thetas_ = spec.values
         self.pair_indices_ = spec.pair_indices
         self.statistic_names_ = query.names
-        self.record_sensitivities_ = (
-            query.record_sensitivities(data, spec.n)
-            if eng is None
-            else eng.record_sensitivities(spec, query)
-        )
+        self.record_sensitivities_ = query.record_sensitivities(data, spec.n)
         self.n_ = spec.n
         self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
         return self
