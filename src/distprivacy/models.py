@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +44,24 @@ from distprivacy.query import Query
 from distprivacy.resources import check_memory
 from distprivacy.spec import ProtectionSpec
 
+if TYPE_CHECKING:
+    from distprivacy.engines import Engine
+
 ProgressCallback = Callable[[int, int], None]
+#: The records: a DataFrame (in memory), a path or table name (scanned by an engine), or an engine.
+Data = Any  # pd.DataFrame | str | Path | Engine
+
+
+def _on_engine(data: Data, engine: str | Engine | None) -> tuple[pd.DataFrame, Engine | None]:
+    """``(DataFrame, None)`` for the in-memory path, or ``(None, engine)`` when an engine of
+    :mod:`distprivacy.engines` computes the aggregates (``engine=None``: pandas for a
+    DataFrame, DuckDB for a path)."""
+    if engine is None and isinstance(data, pd.DataFrame):
+        return data, None
+    from distprivacy.engines import resolve_engine
+
+    eng = resolve_engine(engine, data)
+    return (eng.data, None) if eng.name == "pandas" else (None, eng)  # type: ignore[attr-defined]
 
 
 def as_generator(random_state: int | np.random.Generator | None) -> np.random.Generator:
@@ -293,22 +310,30 @@ class ExactModel(FModel):
     Cov[F] = (s sᵀ) ⊙ (k (N_A−k)/(N_A−1) C_A + (n−k) (N_B−(n−k))/(N_B−1) C_B).
     """
 
-    def fit(self, data: pd.DataFrame, spec: ProtectionSpec, query: Query) -> ExactModel:
-        """Compute the moments for every θ of ``spec`` (one pass over the data)."""
+    def fit(
+        self, data: Data, spec: ProtectionSpec, query: Query, engine: str | Engine | None = None
+    ) -> ExactModel:
+        """Compute the moments for every θ of ``spec`` (one pass over the data; on an
+        ``engine`` other than pandas, its per-stratum moments, see :mod:`distprivacy.engines`)."""
         if not query.is_linear:
             raise DistPrivacyError(
                 "exact moments need linear statistics (mean, sum, count, proportion); use the "
                 "Monte-Carlo model for other statistics"
             )
-        pos, neg = spec.groups(data)
-        G = query.record_matrix(data)
+        data, eng = _on_engine(data, engine)
         s = query.scales(spec.n)
         parts = []
-        for idx in (pos, neg):
-            g = G[idx]
-            mu = g.mean(axis=0)
-            c = g - mu
-            parts.append((len(idx), mu, c.T @ c / len(idx)))
+        if eng is not None:
+            for x in eng.strata_moments(spec, query):
+                parts.append((x.count, x.mean, x.scatter / x.count))
+        else:
+            pos, neg = spec.groups(data)
+            G = query.record_matrix(data)
+            for idx in (pos, neg):
+                g = G[idx]
+                mu = g.mean(axis=0)
+                c = g - mu
+                parts.append((len(idx), mu, c.T @ c / len(idx)))
         means, covs = [], []
         for k in spec.counts:
             mean = np.zeros(query.dim)
@@ -325,7 +350,11 @@ class ExactModel(FModel):
         self.pair_indices_ = spec.pair_indices
         self.statistic_names_ = query.names
         self.samples_ = None
-        self.record_sensitivities_ = query.record_sensitivities(data, spec.n)
+        self.record_sensitivities_ = (
+            query.record_sensitivities(data, spec.n)
+            if eng is None
+            else eng.record_sensitivities(spec, query)
+        )
         self.n_ = spec.n
         self.method_ = "exact"
         self.check_finite("exact moments")
@@ -363,15 +392,51 @@ class MonteCarloModel(FModel):
         self.random_state = random_state
         self.moments = moments
 
+    def _fit_on_engine(
+        self,
+        eng: Engine,
+        spec: ProtectionSpec,
+        query: Query,
+        rng: np.random.Generator,
+        progress: ProgressCallback | None,
+    ) -> MonteCarloModel:
+        """:meth:`fit` on an engine of :mod:`distprivacy.engines` (other than pandas): the
+        engine draws the subsets and, for ``moments="exact"``, computes the moments."""
+        samples = eng.subset_statistics(spec, query, spec.counts, self.n_samples, rng)
+        if progress is not None:
+            progress(len(spec.counts), len(spec.counts))
+        self.samples_ = samples
+        if self.moments == "exact":
+            ex = ExactModel().fit(eng, spec, query)
+            self.means_, self.covariances_ = ex.means_, ex.covariances_
+        else:
+            m = query.dim
+            self.means_ = np.array([x.mean(axis=0) for x in samples])
+            self.covariances_ = np.array(
+                [np.cov(x, rowvar=False, ddof=1).reshape(m, m) for x in samples]
+            )
+        self.thetas_ = spec.values
+        self.pair_indices_ = spec.pair_indices
+        self.statistic_names_ = query.names
+        self.record_sensitivities_ = eng.record_sensitivities(spec, query)
+        self.n_ = spec.n
+        self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
+        return self
+
     def fit(
         self,
-        data: pd.DataFrame,
+        data: Data,
         spec: ProtectionSpec,
         query: Query,
         progress: ProgressCallback | None = None,
+        engine: str | Engine | None = None,
     ) -> MonteCarloModel:
-        """Draw ``n_samples`` subsets per θ and compute F on each (vectorised)."""
+        """Draw ``n_samples`` subsets per θ and compute F on each (vectorised; on an ``engine``
+        other than pandas, by the engine, see :mod:`distprivacy.engines`)."""
         rng = as_generator(self.random_state)
+        data, eng = _on_engine(data, engine)
+        if eng is not None:
+            return self._fit_on_engine(eng, spec, query, rng, progress)
         pos, neg = spec.groups(data)
         query.validate(data)
         T, R = len(spec.counts), self.n_samples
@@ -652,31 +717,37 @@ def load_model_file(
 
 
 def fit_model(
-    data: pd.DataFrame,
+    data: Data,
     spec: ProtectionSpec,
     query: Query,
     method: str = "auto",
     n_samples: int = 1000,
     random_state: int | np.random.Generator | None = None,
     progress: ProgressCallback | None = None,
+    engine: str | Engine | None = None,
 ) -> FModel:
     """Fit a model of f_θ.
 
     Parameters
     ----------
+    data : DataFrame, path, table name or Engine
+        The records; a path (CSV/Parquet) is scanned by ``engine`` without loading it.
     method : {"auto", "exact", "monte-carlo"}
         ``"monte-carlo"``: the paper's estimator (Appendix C.1). ``"exact"``: exact moments, no
         samples (the Wasserstein mechanisms are then not applicable). ``"auto"``: exact moments
         when every statistic is linear plus ``n_samples`` Monte-Carlo samples for the
         sample-based mechanisms; Monte-Carlo otherwise.
+    engine : {"auto", "pandas", "duckdb", "spark"}, Engine or None
+        Where the aggregates are computed (:func:`distprivacy.engines.resolve_engine`; None or
+        ``"auto"``: pandas for a DataFrame, DuckDB for a path).
     """
     if method == "exact":
-        return ExactModel().fit(data, spec, query)
+        return ExactModel().fit(data, spec, query, engine=engine)
     if method == "monte-carlo":
-        return MonteCarloModel(n_samples, random_state).fit(data, spec, query, progress)
+        return MonteCarloModel(n_samples, random_state).fit(data, spec, query, progress, engine)
     if method == "auto":
         moments = "exact" if query.is_linear else "sample"
         return MonteCarloModel(n_samples, random_state, moments=moments).fit(
-            data, spec, query, progress
+            data, spec, query, progress, engine
         )
     raise DistPrivacyError(f"unknown modelling method {method!r}; use auto, exact or monte-carlo")

@@ -1,0 +1,219 @@
+"""The DuckDB engine: CSV and Parquet files scanned in process, in parallel, without loading
+them (files larger than memory are fine: the aggregations stream; the Monte-Carlo numbering
+spills to disk)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from distprivacy.engines._base import EngineError, EngineUnavailableError, file_format, one_line
+from distprivacy.engines._sql import Column, Dialect, SQLEngine
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.query import Query
+from distprivacy.spec import ProtectionSpec
+
+_NUMERIC = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+    "UHUGEINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL",
+)
+
+
+def _kind(type_name: str, csv: bool) -> str:
+    t = type_name.upper()
+    if t.startswith(_NUMERIC):
+        return "numeric"
+    if t == "VARCHAR" or t.startswith("ENUM"):
+        return "csv" if csv else "string"
+    if t == "BOOLEAN":
+        return "boolean"
+    return "other"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class DuckDBEngine(SQLEngine):
+    """Exact moments and Monte-Carlo subsets computed by DuckDB (in process).
+
+    Parameters
+    ----------
+    source : path or DataFrame
+        A CSV (``.csv``, ``.csv.gz``, ``.tsv``, ``.tsv.gz``, with a header line) or Parquet
+        (``.parquet``, ``.pq``) file, a glob of such files, a directory of Parquet files, or a
+        DataFrame (queried in place).
+    threads : int, optional
+        DuckDB worker threads (default: all cores).
+    memory_limit : str, optional
+        DuckDB's memory limit, e.g. ``"1GB"`` (beyond it, sorting spills to disk).
+    """
+
+    name = "duckdb"
+    dialect = Dialect()
+    #: Rows per batch of the streamed scan behind the Monte-Carlo subsets.
+    batch_rows = 262_144
+
+    def __init__(
+        self,
+        source: str | os.PathLike[str] | pd.DataFrame,
+        *,
+        threads: int | None = None,
+        memory_limit: str | None = None,
+    ) -> None:
+        super().__init__()
+        try:
+            import duckdb
+        except ImportError:  # pragma: no cover - duckdb is a dependency
+            raise EngineUnavailableError(
+                "the DuckDB engine needs the duckdb package; pip install duckdb"
+            ) from None
+        self._duckdb = duckdb
+        config: dict[str, Any] = {"preserve_insertion_order": False}
+        if threads is not None:
+            config["threads"] = int(threads)
+        if memory_limit is not None:
+            config["memory_limit"] = str(memory_limit)
+        self.con = duckdb.connect(config=config)
+        self.con.execute("SET enable_progress_bar = false")
+        self._csv = False
+        if isinstance(source, pd.DataFrame):
+            self._source = "DataFrame"
+            self._frame = source
+            self.con.register(self.view, source)
+            return
+        p = Path(source).expanduser()
+        self._source = str(p)
+        text = str(p)
+        if p.is_dir():
+            fmt: tuple[str, str | None] | None = ("parquet", None)
+            scan = f"read_parquet({_quote(text + '/**/*.parquet')})"
+        else:
+            fmt = file_format(p.name)
+            if fmt is None:
+                raise DistPrivacyError(
+                    f"unknown file type: {p}; use a .csv, .csv.gz, .tsv, .tsv.gz, .parquet or "
+                    ".pq file"
+                )
+            if not any(ch in text for ch in "*?[") and not p.exists():
+                raise DistPrivacyError(
+                    f"data file not found: {p}; pass an existing .csv, .csv.gz, .tsv or "
+                    ".parquet file"
+                )
+            if fmt[0] == "parquet":
+                scan = f"read_parquet({_quote(text)})"
+            else:
+                self._csv = True
+                scan = (
+                    f"read_csv({_quote(text)}, header=true, delim={_quote(fmt[1] or ',')}, "
+                    "all_varchar=true, quote='\"', escape='\"')"
+                )
+        kind = "Parquet" if fmt[0] == "parquet" else "CSV"
+        try:
+            self.con.execute(f"CREATE VIEW {self.view} AS SELECT * FROM {scan}")
+            self._columns = self._describe()
+        except duckdb.Error as exc:
+            self.con.close()
+            raise EngineError(
+                f"cannot read {p} as {kind}: {one_line(exc)}; check that it is a valid {kind} file"
+            ) from None
+        if not self._columns:
+            raise DistPrivacyError(f"{p} has no columns; pass a table with a header line")
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    def _describe(self) -> list[Column]:
+        rows = self.con.execute(f"DESCRIBE {self.view}").fetchall()
+        cols, seen = [], set()
+        for raw, type_name, *_ in rows:
+            name = raw.strip()
+            if name in seen:
+                raise DistPrivacyError(
+                    f"{self._source} has duplicate column names after stripping whitespace: "
+                    f"{name}; rename them"
+                )
+            seen.add(name)
+            cols.append(Column(name, raw, _kind(type_name, self._csv), type_name))
+        return cols
+
+    def _subset_sums(
+        self, query: Query, spec: ProtectionSpec | None, picks: pd.DataFrame, n: int
+    ) -> np.ndarray:
+        """Σ g over each subset of ``picks``, numbering each stratum's records in file order
+        (as the pandas engine does, so that a seed draws the same subsets on both).
+
+        One streamed scan: DuckDB computes the stratum and the values in parallel and returns
+        them in file order, batch by batch; the rows whose within-stratum number was drawn are
+        kept (memory: one batch plus the drawn rows)."""
+        _, values, stratum = self._compile(query, spec)
+        m = query.dim
+        flags = picks["s"].to_numpy(dtype=bool)
+        pos = picks["pos"].to_numpy(dtype=np.int64) - 1
+        wanted = {f: np.unique(pos[flags == f]) for f in (True, False)}
+        found = {f: np.full((len(w), m), np.nan) for f, w in wanted.items()}
+        seen = {True: 0, False: 0}
+        inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
+        sql = f"SELECT {stratum} AS s, {inner} FROM {self.view}"
+        try:
+            self.con.execute("SET preserve_insertion_order = true")
+            rel = self.con.sql(sql)
+            stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader  # 2.x / 1.x
+            reader = stream(self.batch_rows)
+            for batch in reader:
+                s = batch.column(0).to_numpy(zero_copy_only=False)
+                V = None
+                for f in (True, False):
+                    rows = np.flatnonzero(s == f)
+                    w = wanted[f]
+                    lo, hi = np.searchsorted(w, [seen[f], seen[f] + len(rows)])
+                    if hi > lo:
+                        if V is None:
+                            V = np.column_stack(
+                                [
+                                    batch.column(k + 1).to_numpy(zero_copy_only=False)
+                                    for k in range(m)
+                                ]
+                            ).astype(float)
+                        found[f][lo:hi] = V[rows[w[lo:hi] - seen[f]]]
+                    seen[f] += len(rows)
+        except self._duckdb.Error as exc:
+            raise EngineError(f"DuckDB failed on {self._source}: {one_line(exc)}") from None
+        finally:
+            self.con.execute("SET preserve_insertion_order = false")
+        G = np.empty((len(picks), m))
+        for f in (True, False):
+            sel = flags == f
+            G[sel] = found[f][np.searchsorted(wanted[f], pos[sel])]
+        return G.reshape(-1, n, m).sum(axis=1)
+
+    def _fetch(self, sql: str) -> list[tuple]:
+        try:
+            return self.con.execute(sql).fetchall()
+        except self._duckdb.Error as exc:
+            raise EngineError(f"DuckDB failed on {self._source}: {one_line(exc)}") from None
+
+    def _register(self, name: str, frame: pd.DataFrame) -> None:
+        self.con.register(name, frame)
+
+    def _unregister(self, name: str) -> None:
+        self.con.unregister(name)
+
+    def close(self) -> None:
+        self.con.close()

@@ -1,0 +1,577 @@
+"""Predicates and statistics as SQL, and the two aggregations every SQL engine runs.
+
+The data is read as the in-memory path reads it (:func:`distprivacy.datasets.load_table`):
+column names and string values are stripped of surrounding whitespace; in CSV files the
+strings pandas reads as missing (``""``, ``NA``, ``NaN``, ``null``, … after leading spaces)
+are missing, and a column is numeric when every non-missing value parses as a number. In
+numeric columns NaN is missing too. Predicates compare numbers as numbers and strings (``==``,
+``!=`` only) after stripping.
+
+Exact moments take two scans: the first groups by the property and sums the per-record values
+g (count, Σ g, min, max, and the count of missing / non-finite values to refuse); the second sums
+the values centred on the first pass's means, Σ (g − ḡ₀) and Σ (g − ḡ₀)(g − ḡ₀)ᵀ, from which
+the exact mean ḡ₀ + Σ(g − ḡ₀)/N and scatter Σ(g − ḡ₀)(g − ḡ₀)ᵀ − N d dᵀ follow without the
+cancellation of raw sums of squares.
+
+Monte-Carlo subsets: the k-subsets of row numbers inside each stratum are drawn in NumPy (the
+same sampler, in the same order, as in memory), then the drawn records are summed per subset.
+Here (Spark) each stratum is numbered 1..N by ``row_number()`` ordered by the records' values
+(ties are records with equal values, interchangeable for F, so the result does not depend on how
+the engine breaks them) and joined with the drawn numbers. DuckDB numbers the records in file
+order instead, by one streamed scan (:meth:`DuckDBEngine._subset_sums`): the same numbering as
+pandas, so that a seed draws the same subsets there.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from distprivacy.engines._base import (
+    Engine,
+    SQLCompileError,
+    StratumMoments,
+    UnsupportedStatisticError,
+    check_strata,
+    require_finite,
+)
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.query import Count, LinearStatistic, Mean, Query, Statistic, Sum
+from distprivacy.spec import Predicate, ProtectionSpec
+
+#: Strings pandas' CSV reader takes as missing (``pandas._libs.parsers.STR_NA_VALUES``).
+CSV_NA_VALUES: tuple[str, ...] = (
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "<NA>",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "None",
+    "n/a",
+    "nan",
+    "null",
+)
+
+_SQL_OPS = {"==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_WHITESPACE = "' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13)"
+
+
+class Dialect:
+    """The SQL spelling that differs between engines (DuckDB by default)."""
+
+    name = "duckdb"
+    #: Expression spreading the records over buckets summed separately (None: one sum).
+    bucket: str | None = None
+
+    def ident(self, name: str) -> str:
+        """A quoted identifier."""
+        return '"' + name.replace('"', '""') + '"'
+
+    @staticmethod
+    def string(text: str) -> str:
+        """A string literal."""
+        return "'" + text.replace("'", "''") + "'"
+
+    def double(self, x: float) -> str:
+        """A DOUBLE literal that round-trips exactly (parsed from its shortest repr)."""
+        return f"CAST('{float(x)!r}' AS DOUBLE)"
+
+    def try_double(self, expr: str) -> str:
+        return f"TRY_CAST({expr} AS DOUBLE)"
+
+    def strip(self, expr: str) -> str:
+        return f"trim({expr}, {_WHITESPACE})"
+
+    def lstrip(self, expr: str) -> str:
+        return f"ltrim({expr}, {_WHITESPACE})"
+
+    def sum(self, expr: str) -> str:
+        """An accurate sum (compensated where the engine has one)."""
+        return f"fsum({expr})"
+
+    def is_nan(self, expr: str) -> str:
+        return f"isnan({expr})"
+
+    def is_finite(self, expr: str) -> str:
+        return f"isfinite({expr})"
+
+
+class SparkDialect(Dialect):
+    """Spark SQL: backquoted identifiers, plain sums, no ``isfinite``."""
+
+    name = "spark"
+    bucket = "pmod(monotonically_increasing_id(), 1024)"
+
+    def ident(self, name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    @staticmethod
+    def string(text: str) -> str:
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    def try_double(self, expr: str) -> str:
+        return f"try_cast({expr} AS DOUBLE)"
+
+    def strip(self, expr: str) -> str:
+        return f"trim(BOTH {_WHITESPACE} FROM {expr})"
+
+    def lstrip(self, expr: str) -> str:
+        return f"trim(LEADING {_WHITESPACE} FROM {expr})"
+
+    def sum(self, expr: str) -> str:
+        return f"sum({expr})"
+
+    def is_finite(self, expr: str) -> str:
+        return f"(NOT isnan({expr}) AND abs({expr}) <> CAST('Infinity' AS DOUBLE))"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the source as the SQL sees it.
+
+    Attributes
+    ----------
+    name : str
+        Name after stripping whitespace (what predicates and statistics use).
+    raw : str
+        Name in the source.
+    kind : {"numeric", "string", "boolean", "csv", "other"}
+        ``"csv"``: text read from a CSV file, typed later like pandas does.
+    type : str
+        The engine's type name (for messages).
+    """
+
+    name: str
+    raw: str
+    kind: str
+    type: str
+
+
+class Compiler:
+    """Compiles predicates and linear statistics to SQL expressions over one source.
+
+    Parameters
+    ----------
+    columns : sequence of Column
+    dialect : Dialect
+    numeric_csv : set of str
+        CSV columns known to be numeric (set after the typing scan).
+    """
+
+    def __init__(
+        self, columns: Sequence[Column], dialect: Dialect, numeric_csv: set[str] | None = None
+    ) -> None:
+        self.columns = {c.name: c for c in columns}
+        self.order = [c.name for c in columns]
+        self.d = dialect
+        self.numeric_csv = set() if numeric_csv is None else numeric_csv
+
+    def column(self, name: str) -> Column:
+        if name not in self.columns:
+            shown = ", ".join(self.order[:20])
+            more = ", ..." if len(self.order) > 20 else ""
+            raise DistPrivacyError(f"unknown column {name!r}; the data has columns: {shown}{more}")
+        return self.columns[name]
+
+    def kind(self, name: str) -> str:
+        c = self.column(name)
+        if c.kind == "csv":
+            return "numeric" if name in self.numeric_csv else "string"
+        return c.kind
+
+    def raw(self, name: str) -> str:
+        return self.d.ident(self.column(name).raw)
+
+    def missing(self, name: str) -> str:
+        """True where the column's value is missing (as pandas reads it)."""
+        c, r = self.column(name), self.raw(name)
+        if c.kind == "csv":
+            na = ", ".join(self.d.string(v) for v in CSV_NA_VALUES)
+            return f"({r} IS NULL OR {self.d.lstrip(r)} IN ({na}))"
+        if c.kind == "numeric":
+            return f"({r} IS NULL OR {self.d.is_nan(f'CAST({r} AS DOUBLE)')})"
+        return f"({r} IS NULL)"
+
+    def number(self, name: str) -> str:
+        """The column's value as a DOUBLE."""
+        c, r = self.column(name), self.raw(name)
+        if c.kind == "csv":
+            return self.d.try_double(self.d.strip(r))
+        return f"CAST({r} AS DOUBLE)"
+
+    def text(self, name: str) -> str:
+        """The column's value as stripped text."""
+        return self.d.strip(self.raw(name))
+
+    def not_numeric_count(self, name: str) -> str:
+        """Count of non-missing values of a CSV column that do not parse as numbers."""
+        r = self.raw(name)
+        bad = f"NOT {self.missing(name)} AND {self.d.try_double(self.d.strip(r))} IS NULL"
+        return f"sum(CASE WHEN {bad} THEN 1 ELSE 0 END)"
+
+    # -- predicates --------------------------------------------------------------------------
+
+    def predicate(self, pred: Predicate) -> str:
+        """The predicate as a boolean SQL expression (NULL-free where the column is present)."""
+        kind = self.kind(pred.column)
+        op = _SQL_OPS[pred.op]
+        if kind in ("numeric", "boolean"):
+            try:
+                rhs = float(pred.value)
+            except (TypeError, ValueError):
+                raise DistPrivacyError(
+                    f"column {pred.column!r} is numeric but the predicate compares it with "
+                    f"{pred.value!r}; give a number"
+                ) from None
+            if math.isnan(rhs):
+                raise SQLCompileError(
+                    f"the predicate {pred} does not compile to SQL (NaN comparisons differ "
+                    "between SQL and NumPy); use --engine pandas or a finite number"
+                )
+            return f"({self.number(pred.column)} {op} {self.d.double(rhs)})"
+        if kind == "string":
+            if pred.op not in ("==", "!="):
+                raise DistPrivacyError(
+                    f"column {pred.column!r} is not numeric; only == and != apply to it"
+                )
+            return f"({self.text(pred.column)} {op} {self.d.string(str(pred.value))})"
+        raise SQLCompileError(
+            f"the predicate {pred} does not compile to SQL: column {pred.column!r} has type "
+            f"{self.column(pred.column).type}; compare a numeric or string column, or use "
+            "--engine pandas"
+        )
+
+    # -- statistics --------------------------------------------------------------------------
+
+    def value(self, stat: Statistic) -> tuple[str, str, str]:
+        """(per-record value g, condition making the record unusable, error message)."""
+        if not isinstance(stat, LinearStatistic):
+            raise UnsupportedStatisticError(
+                f"statistic {stat.name!r} is arbitrary Python and runs only on the pandas "
+                "engine; use --engine pandas (engine='pandas') or the built-in statistics "
+                "mean, sum, count, proportion"
+            )
+        if isinstance(stat, Mean | Sum):
+            col = stat.column
+            what = "mean" if isinstance(stat, Mean) else "sum"
+            if self.kind(col) != "numeric":
+                raise DistPrivacyError(
+                    f"{what} needs a numeric column but {col!r} is not numeric; "
+                    f"use count:{col}==VALUE"
+                )
+            v = self.number(col)
+            bad = f"({v} IS NULL OR NOT {self.d.is_finite(v)})"
+            return (
+                v,
+                bad,
+                f"column {col!r} has {{}} missing or non-finite values; "
+                "drop or impute them before releasing",
+            )
+        if isinstance(stat, Count):
+            col = stat.predicate.column
+            return (
+                f"CASE WHEN {self.predicate(stat.predicate)} THEN 1.0 ELSE 0.0 END",
+                self.missing(col),
+                f"column {col!r} has missing values; drop or impute them",
+            )
+        raise UnsupportedStatisticError(
+            f"statistic {stat.name!r} ({type(stat).__name__}) has no SQL form; use --engine pandas"
+        )
+
+
+class SQLEngine(Engine):
+    """The SQL engines' shared logic; subclasses say how to run SQL and register a table."""
+
+    dialect: Dialect = Dialect()
+    #: Name of the view of the source the SQL reads.
+    view = "distprivacy_src"
+    #: Name of the table of drawn row numbers.
+    picks_view = "distprivacy_picks"
+
+    def __init__(self) -> None:
+        self._columns: list[Column] | None = None
+        self._numeric_csv: set[str] = set()
+        self._typed: set[str] = set()
+        self._moments: dict[tuple, tuple[StratumMoments, StratumMoments]] = {}
+        self._first: dict[tuple, dict] = {}
+
+    # -- what subclasses provide -------------------------------------------------------------
+
+    @abstractmethod
+    def _describe(self) -> list[Column]:
+        """The source's columns."""
+
+    @abstractmethod
+    def _fetch(self, sql: str) -> list[tuple]:
+        """Run a query and return its rows (one-line errors on failure)."""
+
+    @abstractmethod
+    def _register(self, name: str, frame: pd.DataFrame) -> None:
+        """Make a small DataFrame queryable as ``name``."""
+
+    @abstractmethod
+    def _unregister(self, name: str) -> None:
+        """Drop what :meth:`_register` made."""
+
+    # -- compilation -------------------------------------------------------------------------
+
+    def compiler(self, names: Sequence[str] = ()) -> Compiler:
+        """A compiler over the source, with the CSV columns in ``names`` typed (one scan)."""
+        if self._columns is None:
+            self._columns = self._describe()
+        comp = Compiler(self._columns, self.dialect)
+        todo = sorted(
+            {n for n in names if comp.column(n).kind == "csv" and n not in self._typed},
+        )
+        if todo:
+            row = self._fetch(
+                "SELECT "
+                + ", ".join(comp.not_numeric_count(n) for n in todo)
+                + f" FROM {self.view}"
+            )[0]
+            for n, bad in zip(todo, row, strict=True):
+                self._typed.add(n)
+                if not bad:
+                    self._numeric_csv.add(n)
+        return Compiler(self._columns, self.dialect, set(self._numeric_csv))
+
+    @staticmethod
+    def _columns_of(query: Query, spec: ProtectionSpec | None) -> list[str]:
+        cols = [c for s in query.statistics for c in s.columns()]
+        if spec is not None:
+            cols.append(spec.predicate.column)
+        return cols
+
+    def _compile(
+        self, query: Query, spec: ProtectionSpec | None
+    ) -> tuple[Compiler, list[tuple[str, str, str]], str]:
+        for s in query.statistics:
+            if not isinstance(s, LinearStatistic):
+                Compiler([], self.dialect).value(s)  # raises the pandas-only error
+        comp = self.compiler(self._columns_of(query, spec))
+        values = [comp.value(s) for s in query.statistics]
+        if spec is None:
+            stratum = "TRUE"
+        else:
+            p = spec.predicate
+            stratum = (
+                f"CASE WHEN {comp.missing(p.column)} THEN NULL "
+                f"WHEN {comp.predicate(p)} THEN TRUE ELSE FALSE END"
+            )
+        return comp, values, stratum
+
+    # -- validation and exact moments --------------------------------------------------------
+
+    def _first_pass(
+        self, query: Query, spec: ProtectionSpec | None
+    ) -> dict[object, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per stratum (True / False / None for an undecidable predicate): count, Σ g, min g,
+        max g and the count of unusable values per statistic (one scan, cached)."""
+        key = (None if spec is None else str(spec.predicate), query.names)
+        if key not in self._first:
+            self._first[key] = self._scan_first(query, spec)
+        return self._first[key]
+
+    def _scan_first(
+        self, query: Query, spec: ProtectionSpec | None
+    ) -> dict[object, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        _, values, stratum = self._compile(query, spec)
+        d = self.dialect
+        parts = [f"{stratum} AS s", "count(*) AS n"]
+        for k, (v, bad, _) in enumerate(values):
+            parts += [
+                f"{d.sum(f'CASE WHEN {bad} THEN 0.0 ELSE {v} END')} AS sum{k}",
+                f"min(CASE WHEN {bad} THEN NULL ELSE {v} END) AS min{k}",
+                f"max(CASE WHEN {bad} THEN NULL ELSE {v} END) AS max{k}",
+                f"sum(CASE WHEN {bad} THEN 1 ELSE 0 END) AS bad{k}",
+            ]
+        sql = f"SELECT {', '.join(parts)} FROM {self.view} GROUP BY 1"
+        out = {}
+        m = query.dim
+        for row in self._fetch(sql):
+            key, n = row[0], int(row[1])
+            r = np.array([np.nan if x is None else float(x) for x in row[2:]]).reshape(m, 4)
+            out[None if key is None else bool(key)] = (n, r[:, 0], r[:, 1], r[:, 2], r[:, 3])
+        return out
+
+    def _check_first_pass(self, query: Query, spec: ProtectionSpec | None, first: dict) -> None:
+        _, values, _ = self._compile(query, spec)
+        if spec is not None and None in first:
+            raise DistPrivacyError(
+                f"column {spec.predicate.column!r} has {first[None][0]} missing values; the "
+                f"predicate {spec.predicate} cannot be decided for them — drop or impute those "
+                "records"
+            )
+        bad = sum((f[4] for f in first.values()), np.zeros(query.dim))
+        for k, (_, _, msg) in enumerate(values):
+            if bad[k] > 0:
+                raise DistPrivacyError(msg.format(int(bad[k])))
+
+    def validate(self, query: Query, spec: ProtectionSpec | None = None) -> None:
+        self._check_first_pass(query, spec, self._first_pass(query, spec))
+
+    def strata_moments(
+        self, spec: ProtectionSpec, query: Query
+    ) -> tuple[StratumMoments, StratumMoments]:
+        key = (str(spec.predicate), query.names)
+        if key in self._moments:
+            out = self._moments[key]
+            check_strata(spec, out[0].count, out[1].count)
+            return out
+        first = self._first_pass(query, spec)
+        self._check_first_pass(query, spec, first)
+        empty = (0, *(np.full(query.dim, np.nan),) * 3, np.zeros(query.dim))
+        pos, neg = first.get(True, empty), first.get(False, empty)
+        check_strata(spec, pos[0], neg[0])
+        require_finite(query, np.stack([pos[1], neg[1]]), "sum", matrix=False)
+        mu0 = {True: pos[1] / pos[0], False: neg[1] / neg[0]}
+        _, values, stratum = self._compile(query, spec)
+        d = self.dialect
+        m = query.dim
+        inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
+        sel = ["s", f"{d.bucket} AS b" if d.bucket else "0 AS b"]
+        sel += [f"{d.sum(f'c{i}')}" for i in range(m)]
+        sel += [f"{d.sum(f'c{i} * c{j}')}" for i in range(m) for j in range(i, m)]
+        cexpr = ", ".join(
+            f"(v{k} - CASE WHEN s THEN {d.double(mu0[True][k])} "
+            f"ELSE {d.double(mu0[False][k])} END) AS c{k}"
+            for k in range(m)
+        )
+        sql = (
+            f"SELECT {', '.join(sel)} FROM (SELECT s, {cexpr} FROM "
+            f"(SELECT {stratum} AS s, {inner} FROM {self.view}) AS g) AS c GROUP BY 1, 2"
+        )
+        # Partial sums per (stratum, bucket), added exactly here (math.fsum): where the engine
+        # has no compensated sum, each partial sum covers a fraction of the records.
+        partial: dict[bool, list[list[float]]] = {True: [], False: []}
+        for r in self._fetch(sql):
+            partial[bool(r[0])].append([float(x) for x in r[2:]])
+        second = {
+            k: np.array([math.fsum(col) for col in zip(*v, strict=True)])
+            for k, v in partial.items()
+            if v
+        }
+        out = []
+        iu = np.triu_indices(m)
+        for flag, first_row in ((True, pos), (False, neg)):
+            N = first_row[0]
+            r = second[flag]
+            dlt = r[:m] / N
+            S = np.zeros((m, m))
+            S[iu] = r[m:]
+            S = S + np.triu(S, 1).T
+            S = S - N * np.outer(dlt, dlt)
+            require_finite(query, S, "sum of squares", matrix=True)
+            out.append(StratumMoments(N, mu0[flag] + dlt, S, first_row[2], first_row[3]))
+        self._moments[key] = (out[0], out[1])
+        return out[0], out[1]
+
+    # -- Monte-Carlo subsets -----------------------------------------------------------------
+
+    def _subset_sums(
+        self,
+        query: Query,
+        spec: ProtectionSpec | None,
+        picks: pd.DataFrame,
+        n: int,
+    ) -> np.ndarray:
+        """Σ g over each subset of ``picks`` (columns t, r, s, pos; pos 1-based: the row
+        number inside stratum s), ordered by (t, r); picks lists each subset's n records in
+        turn, subsets in (t, r) order. Returns shape (number of subsets, m).
+
+        Here (the generic SQL form) each stratum is numbered by ``row_number()`` ordered by the
+        values, joined with the picks and summed per subset."""
+        _, values, stratum = self._compile(query, spec)
+        m = query.dim
+        inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
+        order = ", ".join(f"v{k}" for k in range(m))
+        sums = ", ".join(f"{self.dialect.sum(f'x.v{k}')} AS f{k}" for k in range(m))
+        sql = (
+            f"SELECT p.t, p.r, {sums} FROM {self.picks_view} AS p JOIN "
+            f"(SELECT s, row_number() OVER (PARTITION BY s ORDER BY {order}) AS pos, {order} "
+            f"FROM (SELECT {stratum} AS s, {inner} FROM {self.view}) AS g "
+            "WHERE s IS NOT NULL) AS x "
+            "ON p.s = x.s AND p.pos = x.pos GROUP BY p.t, p.r ORDER BY p.t, p.r"
+        )
+        self._register(self.picks_view, picks)
+        try:
+            rows = self._fetch(sql)
+        finally:
+            self._unregister(self.picks_view)
+        return np.array([r[2:] for r in rows], dtype=float).reshape(len(rows), m)
+
+    def subset_statistics(
+        self,
+        spec: ProtectionSpec,
+        query: Query,
+        counts: Sequence[int],
+        size: int,
+        rng: np.random.Generator,
+    ) -> list[np.ndarray]:
+        from distprivacy.models import sample_without_replacement
+
+        first = self._first_pass(query, spec)  # also refuses what does not compile
+        self._check_first_pass(query, spec, first)
+        n_pos, n_neg = (first[flag][0] if flag in first else 0 for flag in (True, False))
+        check_strata(spec, n_pos, n_neg)
+        n = spec.n
+        frames = []
+        for t, k in enumerate(counts):
+            ia = sample_without_replacement(n_pos, k, size, rng)
+            ib = sample_without_replacement(n_neg, n - k, size, rng)
+            pos = np.concatenate([ia, ib], axis=1) + 1
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "t": np.full(size * n, t, dtype=np.int64),
+                        "r": np.repeat(np.arange(size, dtype=np.int64), n),
+                        "s": np.tile(np.arange(n) < k, size),
+                        "pos": pos.reshape(-1).astype(np.int64),
+                    }
+                )
+            )
+        sums = self._subset_sums(query, spec, pd.concat(frames, ignore_index=True), n)
+        if len(sums) != size * len(counts):  # pragma: no cover - a join lost rows
+            raise DistPrivacyError(
+                f"the {self.name} engine returned {len(sums)} subsets, expected "
+                f"{size * len(counts)}"
+            )
+        sums = sums * query.scales(n)
+        require_finite(query, sums, "subset statistics", matrix=False)
+        return [sums[t * size : (t + 1) * size] for t in range(len(counts))]
+
+    def random_subset_statistics(
+        self, query: Query, n: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        first = self._first_pass(query, None)
+        self._check_first_pass(query, None, first)
+        total = sum(f[0] for f in first.values())
+        if n > total:
+            raise DistPrivacyError(
+                f"subset size n={n} is larger than the data ({total} records); lower --subset-size"
+            )
+        pos = rng.choice(total, size=n, replace=False) + 1
+        picks = pd.DataFrame(
+            {
+                "t": np.zeros(n, dtype=np.int64),
+                "r": np.zeros(n, dtype=np.int64),
+                "s": np.ones(n, dtype=bool),
+                "pos": pos.astype(np.int64),
+            }
+        )
+        return self._subset_sums(query, None, picks, n)[0] * query.scales(n)
