@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,9 @@ from distprivacy.mechanisms.base import Calibration
 from distprivacy.models import FModel, as_generator, sample_statistics
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
+
+if TYPE_CHECKING:
+    from distprivacy.engines import Engine
 
 __all__ = [
     "ATTACKS",
@@ -241,7 +244,7 @@ def worst_pair(model: FModel, calibration: Calibration) -> tuple[int, int]:
 
 
 def draw_pair_samples(
-    data: pd.DataFrame,
+    data: pd.DataFrame | Engine,
     spec: ProtectionSpec,
     query: Query,
     pair: tuple[int, int],
@@ -251,6 +254,9 @@ def draw_pair_samples(
     """Real samples of F: ``size`` random size-n datasets at each value of the pair (indices
     into ``spec.values``), drawn from ``data`` — one index matrix and one gather per value."""
     gen = as_generator(rng)
+    if not isinstance(data, pd.DataFrame):  # an engine (DuckDB, Spark): it draws the subsets
+        counts = [spec.counts[t] for t in pair]
+        return tuple(data.subset_statistics(spec, query, counts, size, gen))  # type: ignore[return-value]
     pos, neg = spec.groups(data)
     return tuple(  # type: ignore[return-value]
         sample_statistics(data, query, pos, neg, spec.counts[t], spec.n, size, gen) for t in pair

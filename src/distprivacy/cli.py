@@ -34,7 +34,8 @@ from distprivacy.commands import (
     dumps_json,
     parse_float,
 )
-from distprivacy.datasets import load_data, load_table
+from distprivacy.datasets import load_table
+from distprivacy.engines import ENGINES, load_source, resolve_engine
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_mechanism
 from distprivacy.models import FModel, as_generator, fit_model, load_model_file
@@ -162,6 +163,20 @@ def _common_options(f: Callable) -> Callable:
             help="A user-supplied model of f_θ (JSON/TOML); replaces the data options.",
         ),
         click.option(
+            "--engine",
+            type=click.Choice(list(ENGINES), case_sensitive=False),
+            default="auto",
+            show_default=True,
+            help="Where the model's aggregates are computed: 'auto' = DuckDB for a CSV/Parquet "
+            "file, pandas for the Adult data; 'duckdb' scans files larger than memory; 'spark' "
+            "reads any Spark-readable path or table (needs Java and the [spark] extra).",
+        ),
+        click.option(
+            "--spark-master",
+            default=None,
+            help="Spark master URL for --engine spark (default local[*]).",
+        ),
+        click.option(
             "--modeling",
             type=click.Choice(["auto", "exact", "monte-carlo"]),
             default="auto",
@@ -248,6 +263,8 @@ def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any
                 "statistics",
                 "modeling",
                 "samples",
+                "engine",
+                "spark_master",
             )
             if ctx.get_parameter_source(k) == click.core.ParameterSource.COMMANDLINE
         ]
@@ -264,14 +281,17 @@ def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any
         pairs_within=p["pairs_within"],
     )
     query = Query.parse(p["statistics"])
-    data = load_data(p["data"])
-    query.validate(data)
+    data = resolve_engine(
+        p["engine"].lower(), load_source(p["data"]), spark_master=p["spark_master"]
+    )
+    data.validate(query, spec)
     bar = _LazyProgress("modelling f_θ", enabled=not p["as_json"])
     try:
         model = fit_model(
             data,
             spec,
             query,
+            engine=data,
             method=p["modeling"],
             n_samples=p["samples"],
             random_state=0 if p["seed"] is None else p["seed"],
@@ -282,6 +302,7 @@ def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any
     model.check_finite()
     info = {
         "data": p["data"] or "adult",
+        "engine": data.name,
         "spec": spec.to_dict(),
         "statistics": list(query.names),
         "modeling": model.method_,
@@ -593,8 +614,7 @@ def release(
         info["target"] = str(target)
     elif built is not None:
         data, spec, query = built
-        rows = as_generator(p["seed"]).choice(len(data), size=spec.n, replace=False)
-        value = query.evaluate(data.iloc[rows])
+        value = data.random_subset_statistics(query, spec.n, as_generator(p["seed"]))
         info["target"] = f"random {spec.n}-record subset of the data (demonstration)"
     else:
         raise DistPrivacyError(

@@ -421,6 +421,7 @@ class MonteCarloModel(FModel):
         self.record_sensitivities_ = eng.record_sensitivities(spec, query)
         self.n_ = spec.n
         self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
+        self.check_finite("Monte-Carlo model")
         return self
 
     def fit(
