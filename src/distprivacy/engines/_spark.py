@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 import warnings
@@ -89,12 +90,12 @@ def get_session(master: str | None = None, **config: str) -> Any:
             f"Spark did not start on {master or DEFAULT_MASTER}: {one_line(exc)}; Spark needs "
             f"Java 17 or 21 ({_JAVA})"
         ) from None
-    session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.setLogLevel("OFF")  # failures reach Python as one-line errors
     return session
 
 
 _LOG4J2 = """\
-rootLogger.level = error
+rootLogger.level = off
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -105,7 +106,8 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 
 
 def _log_config() -> str:
-    """A log4j2 configuration printing only Spark's errors (written once per process)."""
+    """A log4j2 configuration printing nothing: Spark's failures reach Python as exceptions and
+    are reported as one-line errors (written once per process)."""
     path = Path(tempfile.gettempdir()) / f"distprivacy-log4j2-{os.getpid()}.properties"
     if not path.exists():
         path.write_text(_LOG4J2)
@@ -114,10 +116,22 @@ def _log_config() -> str:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Silence pyspark's FutureWarnings about the pandas version (it works with ours)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
-        yield
+    """Silence pyspark's FutureWarnings about the pandas version (it works with ours), and
+    start the JVM with its standard error on /dev/null: it inherits file descriptor 2, and
+    its start-up banners and log lines would otherwise precede our one-line errors (its
+    failures reach Python as exceptions)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _kind(type_name: str, csv: bool) -> str:
