@@ -292,6 +292,12 @@ class NoiseDistribution:
     family: str
     basis: np.ndarray
     scales: np.ndarray
+    #: Optional exact factor F (m × r) of a Gaussian noise, Z = F y with y ~ N(0, I): computed
+    #: in unit-free coordinates, it keeps small-scale statistics' noise exact next to
+    #: large-scale ones (an orthonormal eigenbasis in raw units cannot, beyond a spread of
+    #: ~1e13). When given, the covariance and the draws come from it; ``basis``/``scales``
+    #: are then its orthonormal eigen-summary, for display.
+    factor: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -310,6 +316,11 @@ class NoiseDistribution:
             )
         object.__setattr__(self, "basis", V)
         object.__setattr__(self, "scales", s)
+        if self.factor is not None:
+            F = np.atleast_2d(np.asarray(self.factor, dtype=float))
+            if self.family != "gaussian" or F.shape[0] != V.shape[0] or not np.isfinite(F).all():
+                raise DistPrivacyError("a noise factor must be a finite m×r matrix (Gaussian)")
+            object.__setattr__(self, "factor", F)
 
     @classmethod
     def none(cls, m: int) -> NoiseDistribution:
@@ -328,18 +339,27 @@ class NoiseDistribution:
 
     @classmethod
     def gaussian_from_covariance(cls, cov: np.ndarray) -> NoiseDistribution:
-        """Gaussian noise with a given covariance (its eigenbasis and square-root eigenvalues;
-        directions with zero, rounding-level or rounding-negative eigenvalues carry no noise and
-        are dropped: every guarantee is verified on the covariance of the noise actually
-        drawn)."""
+        """Gaussian noise with a given covariance.
+
+        The covariance is factored in unit-free coordinates (each statistic divided by its own
+        noise SD), where it is well conditioned: Z = F y with F = D U Λ^½ exact to rounding for
+        every statistic, whatever their scales. Directions with zero, rounding-level (below
+        1e-15 of the largest, in those coordinates) or rounding-negative eigenvalues carry no
+        noise and are dropped, never rounded up: every guarantee is verified on the covariance
+        of the noise actually drawn (:attr:`covariance`)."""
         cov = np.asarray(cov, dtype=float)
-        w, V = np.linalg.eigh((cov + cov.T) / 2)
+        cov = (cov + cov.T) / 2
+        d = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        d = np.where(d > 0, d, 1.0)
+        w, U = np.linalg.eigh(cov / np.outer(d, d))
         if w.size and w[0] < -1e-9 * max(1.0, abs(w[-1])):
             raise DistPrivacyError("noise covariance must be positive semidefinite")
-        # Eigenvalues below 1e-13 of the largest are rounding of a rank-deficient covariance
-        # (e.g. noise along fewer directions than statistics): dropped, never rounded up.
-        keep = w > 1e-13 * max(float(w[-1]), 0.0) if w.size else w > 0
-        return cls("gaussian", V[:, keep], np.sqrt(w[keep]))
+        keep = w > 1e-15 * max(float(w[-1]), 0.0) if w.size else w > 0
+        factor = d[:, None] * U[:, keep] * np.sqrt(w[keep])
+        # The orthonormal eigen-summary (display only).
+        wr, V = np.linalg.eigh(factor @ factor.T)
+        show = wr > 1e-15 * max(float(wr[-1]), 0.0) if wr.size else wr > 0
+        return cls("gaussian", V[:, show], np.sqrt(wr[show]), factor=factor)
 
     @property
     def dim(self) -> int:
@@ -356,17 +376,24 @@ class NoiseDistribution:
 
     @cached_property
     def covariance(self) -> np.ndarray:
-        """Cov(Z) = V diag(var) Vᵀ, shape (m, m)."""
+        """Cov(Z) = V diag(var) Vᵀ (or F Fᵀ with a factor), shape (m, m)."""
+        if self.factor is not None:
+            return self.factor @ self.factor.T
         return (self.basis * self.variances) @ self.basis.T
 
     @cached_property
     def expected_l2_error(self) -> float:
         """E‖Z‖₂ (the paper's "L2 error" of Table 2, exactly rather than averaged)."""
+        if self.factor is not None:
+            w = np.clip(np.linalg.eigvalsh(self.covariance), 0.0, None)
+            return expected_norm("gaussian", np.sqrt(w[w > 0]))
         return expected_norm(self.family, self.scales)
 
     @property
     def expected_squared_error(self) -> float:
         """E‖Z‖₂² = tr Cov(Z)."""
+        if self.factor is not None:
+            return float(np.trace(self.covariance))
         return float(self.variances.sum())
 
     def sample(
@@ -377,7 +404,10 @@ class NoiseDistribution:
         d = self.scales.shape[0]
         check_memory(8.0 * count * (2 * d + self.dim), f"size={count} noise draws")
         src = resolve_source(rng)
-        if self.family == "none" or d == 0:
+        if self.factor is not None:
+            r = self.factor.shape[1]
+            out = src.standard_normal(count * r).reshape(count, r) @ self.factor.T
+        elif self.family == "none" or d == 0:
             out = np.zeros((count, self.dim))
         else:
             draw = src.standard_normal if self.family == "gaussian" else src.standard_laplace

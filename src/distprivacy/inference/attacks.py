@@ -131,8 +131,11 @@ class AttackScore:
         }
 
 
-def score_predictions(pred0: np.ndarray, pred1: np.ndarray, name: str = "") -> AttackScore:
-    """Score 0/1 guesses on models truly from G0 (``pred0``) and from G1 (``pred1``)."""
+def score_predictions(
+    pred0: np.ndarray, pred1: np.ndarray, name: str = "", level: float = 0.95
+) -> AttackScore:
+    """Score 0/1 guesses on models truly from G0 (``pred0``) and from G1 (``pred1``), with a
+    Clopper–Pearson interval at confidence ``level``."""
     pred0 = np.asarray(pred0).astype(int).ravel()
     pred1 = np.asarray(pred1).astype(int).ravel()
     if pred0.size == 0 or pred1.size == 0:
@@ -140,7 +143,7 @@ def score_predictions(pred0: np.ndarray, pred1: np.ndarray, name: str = "") -> A
     correct = int((pred0 == 0).sum() + (pred1 == 1).sum())
     n = pred0.size + pred1.size
     adv = abs(float(pred1.mean()) - float(pred0.mean()))
-    return AttackScore(name, correct / n, accuracy_interval(correct, n), adv, n)
+    return AttackScore(name, correct / n, accuracy_interval(correct, n, level), adv, n)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -252,6 +252,7 @@ def evaluate_defences(
     calibrations: Mapping[str, Calibration | None],
     *,
     random_state: int | np.random.Generator | None = None,
+    level: float = 0.95,
 ) -> pd.DataFrame:
     """Attack accuracy against task accuracy for each defence of the victim's outputs.
 
@@ -270,13 +271,16 @@ def evaluate_defences(
         None is the undefended release.
     random_state : seed or Generator
         Noise draws.
+    level : float
+        Confidence of the Clopper–Pearson intervals (checking several defences against their
+        bounds at once calls for a Bonferroni-corrected level).
 
     Returns
     -------
     DataFrame with one row per defence: ``defence``, ``mechanism``, ``epsilon``, ``delta``,
     ``mu``, ``max_attack_accuracy`` (the calibration's bound), ``expected_l2_error``,
     ``task_accuracy`` (mean over victim models), ``likelihood_ratio`` and ``meta_classifier``
-    accuracies with 95 % Clopper–Pearson bounds (``*_lo``, ``*_hi``), ``n_victim``.
+    accuracies with Clopper–Pearson bounds at ``level`` (``*_lo``, ``*_hi``), ``n_victim``.
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -306,10 +310,10 @@ def evaluate_defences(
         cov = None if cal is None else cal.noise_covariance
         lr0 = lr_attack.log_likelihood_ratio(Vn0, cov) > 0
         lr1 = lr_attack.log_likelihood_ratio(Vn1, cov) > 0
-        s_lr = score_predictions(lr0, lr1, "likelihood ratio")
+        s_lr = score_predictions(lr0, lr1, "likelihood ratio", level)
         clf = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
         clf.fit(An, lab_a)
-        s_mc = score_predictions(clf.predict(Vn0), clf.predict(Vn1), "meta-classifier")
+        s_mc = score_predictions(clf.predict(Vn0), clf.predict(Vn1), "meta-classifier", level)
         Vn = np.concatenate([Vn0, Vn1])
         task = ((Vn > statistic.decision_threshold) == (y == 1)).mean()
         rows.append(

@@ -133,6 +133,12 @@ def daum_variance(d: np.ndarray, S: np.ndarray, v: np.ndarray, bound: float) -> 
     so σ² = b²/(q²(bound − r)) − 1/q when r < bound. For d = α v this is the paper's closed
     form σ² = (α c/ε)² − 1/(vᵀ Σ⁻¹ v) (Algorithm 1, line 7: Σ + t v vᵀ ≻ 0 ⇔ t > −1/(vᵀΣ⁻¹v)).
     """
+    # In unit-free coordinates (each statistic divided by its SD): q, b, a and r are invariant
+    # under that map (v and d map with x), and the Cholesky factor stays well conditioned when
+    # dollars sit next to shares.
+    sd = np.sqrt(np.diag(S))
+    sd = np.where(sd > 0, sd, 1.0)
+    S, v, d = S / np.outer(sd, sd), v / sd, d / sd
     L = np.linalg.cholesky(S)
     Si_v = np.linalg.solve(L.T, np.linalg.solve(L, v))
     Si_d = np.linalg.solve(L.T, np.linalg.solve(L, d))
