@@ -25,6 +25,7 @@ import re
 import tomllib
 import zipfile
 import zlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,19 +194,20 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-class Schema:
+class Schema(ABC):
     """A node of a schema: :meth:`check` returns the value, converted, or raises
     :class:`InvalidFileError`."""
 
     #: The value kinds (``bool``, ``number``, ``str``, ``dict``, ``list``) the node accepts.
     kinds: frozenset[str] = frozenset()
 
+    @abstractmethod
     def describe(self) -> str:
         """What is expected, for messages ("an integer ≥ 1")."""
-        raise NotImplementedError
 
+    @abstractmethod
     def check(self, value: Any, path: str, ctx: _Ctx) -> Any:
-        raise NotImplementedError
+        """The value, converted, or :class:`InvalidFileError`."""
 
     def _wrong(self, value: Any, path: str, ctx: _Ctx, fix: str = "") -> InvalidFileError:
         return ctx.fail(path, f"must be {self.describe()}, got {show(value)}", fix)
