@@ -185,3 +185,16 @@ def test_per_statistic_output(adult):
     assert cal.utility_cost("scaled") == pytest.approx(
         float(np.sum(cal.noise_sd**2 / model.statistic_scales() ** 2))
     )
+
+
+def test_short_repr_and_summary(adult):
+    """A calibration's repr is one short line; summary() gives the guarantee, its basis and
+    every statistic's noise SD."""
+    spec = ProtectionSpec("income==>50K", 300, [0.3, 0.4, 0.5])
+    model = fit_model(adult, spec, Query.parse(STATISTICS), method="exact")
+    cal = make_mechanism("DauM-G", 0.5, DELTA).calibrate(model)
+    assert "\n" not in repr(cal) and len(repr(cal)) < 120 and "verified" in repr(cal)
+    text = cal.summary()
+    assert all(name in text for name in model.statistic_names_) and cal.basis in text
+    rel = cal.release(np.asarray(model.means_[0]), rng=0)
+    assert "\n" not in repr(rel) and len(repr(rel)) < 300

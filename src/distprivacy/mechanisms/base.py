@@ -51,7 +51,7 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Calibration:
     """A calibrated mechanism, inspectable before any release.
 
@@ -156,6 +156,32 @@ class Calibration:
                 strict=True,
             )
         ]
+
+    def __repr__(self) -> str:
+        mu = "" if self.mu is None else f", μ={self.mu:.4g}"
+        return (
+            f"Calibration({self.mechanism}, ε={self.epsilon:g}, δ={self.delta_achieved:.3g}{mu}, "
+            f"E‖Z‖₂={self.expected_l2_error:.4g}, {'verified' if self.verified else 'assumed'})"
+        )
+
+    def summary(self) -> str:
+        """A few lines a person can read: the guarantee, what it rests on, and each
+        statistic's noise SD and relative error."""
+        mu = "" if self.mu is None else f"μ = {self.mu:.4g}-GDP, "
+        lines = [
+            f"{self.mechanism} ({self.theorem})",
+            f"  guarantee: {mu}({self.epsilon:.4g}, {self.delta_achieved:.3g})-distribution "
+            f"privacy; no attacker above {self.max_attack_accuracy:.1%} accuracy",
+            f"  rests on: {self.basis or 'the assumptions below'}"
+            f" ({'verified' if self.verified else 'not verified'})",
+            f"  noise: {self.noise.family}, E‖Z‖₂ = {self.expected_l2_error:.4g}",
+        ]
+        for row in self.per_statistic():
+            rel = row["relative_error"]
+            rel_text = "—" if rel is None else f"{rel:.2%}"
+            lines.append(f"    {row['statistic']}: SD {row['noise_sd']:.4g} ({rel_text})")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
 
     @property
     def mu(self) -> float | None:
@@ -307,7 +333,7 @@ class Calibration:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Release:
     """Released statistics M(D) and the calibration that produced them."""
 
@@ -315,6 +341,12 @@ class Release:
     statistic_names: tuple[str, ...]
     calibration: Calibration
     secure: bool
+
+    def __repr__(self) -> str:
+        vals = ", ".join(
+            f"{n}={v:.4g}" for n, v in zip(self.statistic_names, self.values, strict=True)
+        )
+        return f"Release({vals}; by {self.calibration.mechanism}, secure={self.secure})"
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(
