@@ -3,7 +3,7 @@ complete but is not.
 
 Files
     :func:`atomic_write` writes a file as a temporary file in the same directory (named
-    ``.distprivacy-tmp-HOST-PID-XXXX-NAME``), flushed to disk (``fsync``), then renamed over
+    ``.distprivacy-tmp-HOST-PID-RANDOM-NAME``), flushed to disk (``fsync``), then renamed over
     the target (``os.replace``, atomic on POSIX and Windows): a reader sees the old file or the
     new one, never a cut one. The temporary files a killed process left are removed by the
     next write of the same file (or the next run into the folder). :func:`write_text`,
