@@ -48,29 +48,8 @@ from distprivacy.spec import ProtectionSpec
 ROOT = Path(__file__).resolve().parents[1]
 
 # The paper's blood-pressure query (attribute privacy), a fast command to attach options to.
-BP = [
-    "attribute",
-    "gaussian",
-    "--sensitive",
-    "gender",
-    "--query",
-    "blood_pressure",
-    "-n",
-    "50",
-    "--binary",
-    "--parameter-range",
-    "0.25:0.75",
-    "--secret",
-    "(0.25,0.5)",
-    "--secret",
-    "(0.5,0.75)",
-    "--slope",
-    "blood_pressure=6:10",
-    "--residual-variance",
-    "blood_pressure=100",
-    "--pair-distance",
-    "centres",
-]
+from test_attribute_cli import BP  # noqa: E402
+
 # The same problem for temperature: σ² = 0, F(X) would be released unchanged.
 NO_NOISE_BP = [
     a.replace("blood_pressure", "temperature").replace("=6:10", "=0:0.3").replace("=100", "=4")

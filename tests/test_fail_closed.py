@@ -198,3 +198,13 @@ def test_short_repr_and_summary(adult):
     assert all(name in text for name in model.statistic_names_) and cal.basis in text
     rel = cal.release(np.asarray(model.means_[0]), rng=0)
     assert "\n" not in repr(rel) and len(repr(rel)) < 300
+
+
+def test_covariance_mismatch_does_not_depend_on_units(adult):
+    """The equal-covariance diagnostic is measured in unit-free coordinates."""
+    spec = ProtectionSpec("income==>50K", 300, [0.3, 0.4, 0.5])
+    base = fit_model(adult, spec, Query.parse(STATISTICS), method="exact")
+    data = adult.copy()
+    data["capital_gain"] = data["capital_gain"].astype(float) * 1e-3
+    scaled = fit_model(data, spec, Query.parse(STATISTICS), method="exact")
+    assert scaled.covariance_mismatch() == pytest.approx(base.covariance_mismatch(), rel=1e-9)

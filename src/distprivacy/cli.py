@@ -299,7 +299,6 @@ def _build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any
         )
     finally:
         bar.close()
-    model.check_finite()
     info = {
         "data": p["data"] or "adult",
         "engine": data.name,

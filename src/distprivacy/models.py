@@ -221,16 +221,17 @@ class FModel:
                 )
 
     def covariance_mismatch(self) -> float:
-        """Largest relative Frobenius difference ‖Σ_θi − Σ_θj‖ / max ‖Σ‖ over the pairs.
+        """Largest relative Frobenius difference ‖Σ_θi − Σ_θj‖ / max ‖Σ‖ over the pairs, in
+        unit-free coordinates (each statistic divided by :meth:`statistic_scales`), so that a
+        money statistic does not hide the mismatch of a share.
 
         Zero when the equal-covariance assumption of Thm 4.4/4.5/A.1 holds exactly.
         """
         i, j = np.array(self.pair_indices_).T
-        d = np.linalg.norm(self.covariances_[i] - self.covariances_[j], axis=(1, 2))
-        s = np.maximum(
-            np.linalg.norm(self.covariances_[i], axis=(1, 2)),
-            np.linalg.norm(self.covariances_[j], axis=(1, 2)),
-        )
+        sc = self.statistic_scales()
+        C = self.covariances_ / np.outer(sc, sc)
+        d = np.linalg.norm(C[i] - C[j], axis=(1, 2))
+        s = np.maximum(np.linalg.norm(C[i], axis=(1, 2)), np.linalg.norm(C[j], axis=(1, 2)))
         with np.errstate(invalid="ignore", divide="ignore"):
             r = np.where(s > 0, d / s, 0.0)
         return float(r.max())

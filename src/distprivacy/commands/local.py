@@ -23,6 +23,7 @@ from distprivacy.commands import (
     dumps_json,
 )
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.outputs import write_csv
 
 MECHANISM_NAMES = ("rr", "laplace", "gaussian", "exponential", "tupling")
 
@@ -93,8 +94,7 @@ def _theorem(name: str, mech, param: float, lam0, lam1, domain, delta: float) ->
     return g.to_dict()
 
 
-@local.command("city")
-@click.option(
+_GRID = click.option(
     "--grid",
     "side",
     type=Number(integer=True, low=2),
@@ -102,6 +102,10 @@ def _theorem(name: str, mech, param: float, lam0, lam1, domain, delta: float) ->
     show_default=True,
     help="Grid side.",
 )
+
+
+@local.command("city")
+@_GRID
 @click.option("--seed", type=SEED, default=0, show_default=True, help="Generator seed.")
 @click.option("--out", "out", type=click.Path(dir_okay=False), required=True, help="CSV path.")
 def city(side: int, seed: int, out: str) -> None:
@@ -114,7 +118,7 @@ def city(side: int, seed: int, out: str) -> None:
     frame = pd.DataFrame({"cell": np.arange(g.size), "row": row, "col": col})
     frame["lambda0"], frame["lambda1"] = lam0, lam1
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
+    write_csv(frame, out, index=False)  # atomically
     click.echo(f"Wrote {out}: {side}×{side} grid, seed {seed}")
 
 
@@ -135,14 +139,7 @@ def city(side: int, seed: int, out: str) -> None:
 )
 @click.option("--k", type=INTEGER, default=10, show_default=True, help="Dummies (tupling).")
 @click.option("--base-epsilon", type=FLOAT, default=None, help="RR ε of the tupling base.")
-@click.option(
-    "--grid",
-    "side",
-    type=Number(integer=True, low=2),
-    default=16,
-    show_default=True,
-    help="Grid side.",
-)
+@_GRID
 @click.option("--pair", type=click.Path(dir_okay=False), default=None, help="CSV of λ0, λ1.")
 @click.option("--delta", type=FLOAT, default=1e-3, show_default=True)
 @click.option(
