@@ -36,11 +36,11 @@ from distprivacy.mechanisms import (
 from distprivacy.models import (
     GaussianModel,
     MonteCarloModel,
-    as_generator,
     fit_model,
     sample_statistics,
 )
-from distprivacy.noise import NoiseDistribution, expected_norm, resolve_source
+from distprivacy.noise import NoiseDistribution, expected_norm
+from distprivacy.randomness import check_random_state
 from distprivacy.query import CallableStatistic, Query
 from distprivacy.resources import check_memory, format_bytes, memory_limit, parse_size
 from distprivacy.spec import ProtectionSpec
@@ -145,15 +145,13 @@ def test_bad_seed_every_command(capsys, tmp_path, k, seed):
 @pytest.mark.parametrize("seed", [-1, -(2**40), 2**32, True, 1.5, "3", 2 + 0j])
 def test_bad_seed_python(seed):
     from distprivacy.local.domains import clustered_city, grid
-    from distprivacy.local.mechanisms import as_generator as local_generator
 
     cal = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
     calls = [
-        lambda: as_generator(seed),
-        lambda: resolve_source(seed),
+        lambda: check_random_state(seed, secure=False),
+        lambda: check_random_state(seed, secure=True),
         lambda: cal.sample_noise(3, rng=seed),
         lambda: cal.release([1.0, 2.0], rng=seed),
-        lambda: local_generator(seed),
         lambda: clustered_city(grid(4), seed=seed),
     ]
     for call in calls:
@@ -354,7 +352,7 @@ GRID_VALUES = ["0.5", True, 1 + 1j, math.nan, math.inf, -1, 0, None, [1], 1e300,
 
 def _api_calls(adult) -> dict:
     from distprivacy import accounting as acc
-    from distprivacy.noise import SecureGenerator
+    from distprivacy.randomness import SecureGenerator
 
     gm = adult_free_model()
     spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])

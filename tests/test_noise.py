@@ -9,7 +9,8 @@ import pytest
 from scipy import integrate, special, stats
 
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.noise import NoiseDistribution, SecureNoise, expected_norm, resolve_source
+from distprivacy.noise import NoiseDistribution, expected_norm
+from distprivacy.randomness import SecureGenerator, check_random_state
 
 
 @pytest.mark.parametrize("d", [1, 2, 5, 13])
@@ -107,18 +108,18 @@ def test_sampled_noise_matches_calibrated_scale_and_a_wrong_scale_is_caught(fact
 
 def test_seeded_sampling_is_reproducible_and_secure_default_is_not():
     n = NoiseDistribution.isotropic("laplace", 3, 2.0)
-    assert np.array_equal(n.sample(10, rng=4), n.sample(10, rng=4))
+    assert np.array_equal(n.sample(10, random_state=4), n.sample(10, random_state=4))
     a, b = n.sample(10), n.sample(10)
     assert a.shape == (10, 3) and not np.array_equal(a, b)
-    assert isinstance(resolve_source(None), SecureNoise)
-    assert n.sample(rng=1).shape == (3,)
+    assert isinstance(check_random_state(None, secure=True), SecureGenerator)
+    assert n.sample(random_state=1).shape == (3,)
 
 
 def test_secure_source_distribution():
     """OpenDP's standard draws have mean 0 and variance 1 (Gaussian) / 2 (Laplace)."""
-    src = SecureNoise()
+    src = SecureGenerator()
     g = src.standard_normal(4000)
-    lap = src.standard_laplace(4000)
+    lap = src.laplace(0.0, 1.0, 4000)
     assert abs(g.mean()) < 6 / math.sqrt(4000)
     assert _variance_ratio_ok(g, 1.0)
     assert abs(lap.mean()) < 6 * math.sqrt(2) / math.sqrt(4000)
@@ -133,5 +134,5 @@ def test_bad_noise_specs():
         NoiseDistribution("gaussian", np.eye(2), np.array([1.0, -1.0]))
     with pytest.raises(DistPrivacyError, match="family"):
         NoiseDistribution("cauchy", np.eye(2), np.array([1.0, 1.0]))
-    with pytest.raises(DistPrivacyError, match="rng"):
-        resolve_source("seed")
+    with pytest.raises(DistPrivacyError, match="random_state"):
+        check_random_state("seed", secure=True)

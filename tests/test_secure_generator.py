@@ -13,10 +13,9 @@ from distprivacy.local.mechanisms import (
     RandomizedResponse,
     SnappedLaplace,
     TuplingMechanism,
-    as_generator,
     planar_laplace_sample,
 )
-from distprivacy.noise import SecureGenerator
+from distprivacy.randomness import SecureGenerator, check_random_state
 
 ALPHA = 1e-6
 N = 20_000
@@ -56,7 +55,7 @@ def test_erlang_and_laplace_and_normal_draws():
 
 
 def test_local_mechanisms_default_to_the_secure_generator():
-    assert isinstance(as_generator(None), SecureGenerator)
+    assert isinstance(check_random_state(None, secure=True), SecureGenerator)
     rr = RandomizedResponse(4, 1.0)
     y = rr.sample(np.zeros(N, dtype=int))  # rng=None: secure
     counts = np.bincount(y, minlength=4)

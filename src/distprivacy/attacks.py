@@ -27,8 +27,9 @@ from scipy import stats
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.base import Calibration
-from distprivacy.models import ExactModel, as_generator, sample_statistics
+from distprivacy.models import ExactModel, sample_statistics
 from distprivacy.query import Query
+from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
 
 __all__ = [
@@ -51,7 +52,7 @@ def split_data(
         raise DistPrivacyError(
             f"cannot split {len(data)} records into parts of {list(sizes)} and a remainder"
         )
-    perm = as_generator(random_state).permutation(len(data))
+    perm = check_random_state(random_state, secure=False).permutation(len(data))
     cuts = np.cumsum(sizes)
     return [data.iloc[idx].reset_index(drop=True) for idx in np.split(perm, cuts)]
 
@@ -280,7 +281,7 @@ class MetaClassifierAttack:
         defences: Mapping[str, Calibration | None],
     ) -> dict[str, AttackResult]:
         """Attack each defence (None = no defence) on the same shadow and test datasets."""
-        rng = as_generator(self.random_state)
+        rng = check_random_state(self.random_state, secure=False)
         S, T, lab = self.draw(aux, test, spec, query, rng)
         return self.run_on(S, T, lab, defences, rng)
 

@@ -44,8 +44,9 @@ from scipy import stats
 from distprivacy.attacks import LikelihoodRatioAttack
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.base import Calibration
-from distprivacy.models import FModel, as_generator, sample_statistics
+from distprivacy.models import FModel, sample_statistics
 from distprivacy.query import Query
+from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
 
 if TYPE_CHECKING:
@@ -253,7 +254,7 @@ def draw_pair_samples(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Real samples of F: ``size`` random size-n datasets at each value of the pair (indices
     into ``spec.values``), drawn from ``data`` — one index matrix and one gather per value."""
-    gen = as_generator(rng)
+    gen = check_random_state(rng, secure=False)
     if not isinstance(data, pd.DataFrame):  # an engine (DuckDB, Spark): it draws the subsets
         counts = [spec.counts[t] for t in pair]
         return tuple(data.subset_statistics(spec, query, counts, size, gen))  # type: ignore[return-value]
@@ -384,7 +385,7 @@ def audit(
             raise DistPrivacyError(f"the audit needs at least 40 samples per θ, got {len(s)}")
         if not np.isfinite(s).all():
             raise DistPrivacyError(f"the samples under {name} contain NaN or infinite values")
-    gen = as_generator(rng)
+    gen = check_random_state(rng, secure=False)
     A = A[gen.permutation(len(A))] + calibration.sample_noise(len(A), rng=gen).reshape(A.shape)
     B = B[gen.permutation(len(B))] + calibration.sample_noise(len(B), rng=gen).reshape(B.shape)
 
@@ -451,7 +452,7 @@ def audit_model(
     """Audit on the data: draw ``samples_per_value`` real datasets at each value of the pair
     (default: :func:`worst_pair`), give the likelihood-ratio attack the model's moments, and run
     :func:`audit`."""
-    gen = as_generator(rng)
+    gen = check_random_state(rng, secure=False)
     i, j = worst_pair(model, calibration) if pair is None else pair
     samples = draw_pair_samples(data, spec, query, (i, j), samples_per_value, gen)
     moments = ([model.means_[i], model.means_[j]], [model.covariances_[i], model.covariances_[j]])

@@ -38,8 +38,9 @@ from distprivacy.datasets import load_table
 from distprivacy.engines import ENGINES, load_source, resolve_engine
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_mechanism
-from distprivacy.models import FModel, as_generator, fit_model, load_model_file
+from distprivacy.models import FModel, fit_model, load_model_file
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
 
 DEFAULT_PROPERTY = "income==>50K"
@@ -613,7 +614,8 @@ def release(
         info["target"] = str(target)
     elif built is not None:
         data, spec, query = built
-        value = data.random_subset_statistics(query, spec.n, as_generator(p["seed"]))
+        gen = check_random_state(p["seed"], secure=False)
+        value = data.random_subset_statistics(query, spec.n, gen)
         info["target"] = f"random {spec.n}-record subset of the data (demonstration)"
     else:
         raise DistPrivacyError(

@@ -28,3 +28,100 @@ class ResourceLimitError(DistPrivacyError):
 class ExactReleaseError(DistPrivacyError):
     """A release would publish the true statistics (the calibration adds no noise, Thm 4.4) and
     the caller did not pass ``allow_exact=True`` (``--allow-exact`` on the command line)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Warnings: typed, so that code reads the category, never the message text.
+# ---------------------------------------------------------------------------------------------
+
+
+class DistPrivacyWarning(UserWarning):
+    """A caveat of a calibration or a release; the subclass says which (``code`` in JSON)."""
+
+    code = "caveat"
+
+
+class ClassicRuleWarning(DistPrivacyWarning):
+    """The classic Gaussian rule c = √(2 ln(1.25/δ)) is used outside its proven range (ε > 1)."""
+
+    code = "classic-rule"
+
+
+class AssumptionWarning(DistPrivacyWarning):
+    """A modelling assumption of the theorem is visibly off in the fitted model (unequal
+    covariances, different supports, a translation that is not one)."""
+
+    code = "assumption"
+
+
+class ShortfallWarning(DistPrivacyWarning):
+    """Exact accounting finds the noise achieves a larger δ than the nominal one."""
+
+    code = "shortfall"
+
+
+class MoreNoiseWarning(DistPrivacyWarning):
+    """Verifying the guarantee under the fitted model needed more noise than the theorem's."""
+
+    code = "more-noise"
+
+
+class SwampedWarning(DistPrivacyWarning):
+    """The noise SD of a statistic exceeds its typical magnitude."""
+
+    code = "swamped"
+
+
+class LimitWarning(DistPrivacyWarning):
+    """A computation ran near a stated limit (time, memory or sample size)."""
+
+    code = "resource"
+
+
+#: Every warning category, by its JSON code.
+WARNING_CODES: dict[str, type[DistPrivacyWarning]] = {
+    c.code: c
+    for c in (
+        DistPrivacyWarning,
+        ClassicRuleWarning,
+        AssumptionWarning,
+        ShortfallWarning,
+        MoreNoiseWarning,
+        SwampedWarning,
+        LimitWarning,
+    )
+}
+
+
+class Notice(str):
+    """One caveat: its text (a ``str``, so it prints and serialises as the message) and its
+    ``category``, a :class:`DistPrivacyWarning` subclass that code tests instead of the text.
+
+    Examples
+    --------
+    >>> n = Notice("the classic rule is outside its range", ClassicRuleWarning)
+    >>> n.category is ClassicRuleWarning, n.code
+    (True, 'classic-rule')
+    """
+
+    category: type[DistPrivacyWarning]
+
+    def __new__(
+        cls, message: str, category: type[DistPrivacyWarning] = DistPrivacyWarning
+    ) -> Notice:
+        obj = super().__new__(cls, message)
+        obj.category = category
+        return obj
+
+    @property
+    def code(self) -> str:
+        return self.category.code
+
+    def __reduce__(self):  # pickling keeps the category
+        return (Notice, (str(self), self.category))
+
+    def emit(self, stacklevel: int = 2) -> None:
+        """Issue it as a Python warning of its category."""
+        import warnings
+
+        warnings.warn(str(self), self.category, stacklevel=stacklevel + 1)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.accounting import check_int, check_seed
+from distprivacy.accounting import check_int
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.files import (
     Array,
@@ -41,6 +41,7 @@ from distprivacy.files import (
     read_mapping_file,
 )
 from distprivacy.query import Query
+from distprivacy.randomness import check_random_state
 from distprivacy.resources import check_memory
 from distprivacy.spec import ProtectionSpec
 
@@ -62,19 +63,6 @@ def _on_engine(data: Data, engine: str | Engine | None) -> tuple[pd.DataFrame, E
 
     eng = resolve_engine(engine, data)
     return (eng.data, None) if eng.name == "pandas" else (None, eng)  # type: ignore[attr-defined]
-
-
-def as_generator(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    """A NumPy generator from a seed, a generator (used as is) or None (fresh OS entropy)."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None or (
-        isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
-    ):
-        return np.random.default_rng(check_seed(random_state, "random_state"))
-    raise DistPrivacyError(
-        f"random_state must be an int seed, a numpy Generator or None, got {type(random_state)}"
-    )
 
 
 def sample_without_replacement(
@@ -435,7 +423,7 @@ class MonteCarloModel(FModel):
     ) -> MonteCarloModel:
         """Draw ``n_samples`` subsets per θ and compute F on each (vectorised; on an ``engine``
         other than pandas, by the engine, see :mod:`distprivacy.engines`)."""
-        rng = as_generator(self.random_state)
+        rng = check_random_state(self.random_state, secure=False)
         data, eng = _on_engine(data, engine)
         if eng is not None:
             return self._fit_on_engine(eng, spec, query, rng, progress)

@@ -6,9 +6,9 @@ single direction v) and y has d independent components, Gaussian N(0, s_k²) or 
 Lap(0, b_k). :class:`NoiseDistribution` holds (family, V, scales) and knows its covariance, its
 exact expected L2 error E‖Z‖₂ and how to sample.
 
-Randomness: a release defaults to :class:`SecureNoise` (OpenDP's samplers, driven by the OS's
-cryptographically secure generator); experiments pass a seed or a NumPy generator and are
-reproducible bit for bit.
+Randomness: :func:`distprivacy.randomness.check_random_state` with ``secure=True`` — a release
+defaults to the secure generator (OpenDP's samplers, driven by the OS's cryptographically secure
+generator); experiments pass a seed or a NumPy generator and are reproducible bit for bit.
 """
 
 from __future__ import annotations
@@ -16,200 +16,18 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
-import os
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Protocol
 
 import numpy as np
 from scipy import integrate, special
 
-from distprivacy.accounting import check_int, check_number, check_seed
+from distprivacy.accounting import check_int, check_number
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
 
 FAMILIES = ("gaussian", "laplace", "none")
-
-
-class NoiseSource(Protocol):
-    """Where noise comes from: i.i.d. standard normal and standard Laplace (scale 1) draws."""
-
-    def standard_normal(self, size: int) -> np.ndarray: ...
-
-    def standard_laplace(self, size: int) -> np.ndarray: ...
-
-    @property
-    def secure(self) -> bool: ...
-
-
-class SeededNoise:
-    """Reproducible noise from a NumPy generator (for experiments; not for real releases)."""
-
-    secure = False
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-
-    def standard_normal(self, size: int) -> np.ndarray:
-        return self.rng.standard_normal(size)
-
-    def standard_laplace(self, size: int) -> np.ndarray:
-        return self.rng.laplace(0.0, 1.0, size)
-
-
-class SecureNoise:
-    """Noise from OpenDP's samplers (exact Gaussian/Laplace sampling from the OS CSPRNG).
-
-    OpenDP draws the standard variates; the library scales and rotates them (floating-point
-    post-processing of secure draws).
-    """
-
-    secure = True
-
-    def __init__(self) -> None:
-        import opendp.prelude as dp
-
-        dp.enable_features("contrib")
-        self._dp = dp
-
-    def _draw(self, size: int, family: str) -> np.ndarray:
-        dp = self._dp
-        if size == 0:
-            return np.empty(0)
-        dom = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
-        if family == "gaussian":
-            meas = dp.m.make_gaussian(dom, dp.l2_distance(T=float), scale=1.0)
-        else:
-            meas = dp.m.make_laplace(dom, dp.l1_distance(T=float), scale=1.0)
-        return np.asarray(meas([0.0] * size), dtype=float)
-
-    def standard_normal(self, size: int) -> np.ndarray:
-        return self._draw(int(size), "gaussian")
-
-    def standard_laplace(self, size: int) -> np.ndarray:
-        return self._draw(int(size), "laplace")
-
-
-class SecureGenerator:
-    """The part of :class:`numpy.random.Generator`'s interface that local samplers use, driven
-    by the OS's cryptographically secure generator (``os.urandom``) and OpenDP's samplers.
-
-    ``random`` gives 53-bit uniform doubles on [0, 1); ``integers`` is exactly uniform
-    (rejection of the 64-bit words above the largest multiple of the range, redrawn in one
-    vectorised step); ``choice`` with probabilities inverts the CDF at a secure uniform;
-    ``gamma`` with an integer shape k is a sum of k exponentials −log(1 − U); ``laplace`` and
-    ``standard_normal`` come from OpenDP (:class:`SecureNoise`). Floating-point transforms of
-    secure draws are post-processing. Not reproducible by design: for experiments pass a seed.
-    """
-
-    secure = True
-
-    def __init__(self) -> None:
-        self._noise: SecureNoise | None = None
-
-    @property
-    def _opendp(self) -> SecureNoise:
-        if self._noise is None:
-            self._noise = SecureNoise()
-        return self._noise
-
-    @staticmethod
-    def _count(size: int | tuple[int, ...] | None) -> tuple[tuple[int, ...], int]:
-        if size is None:
-            shape: tuple = ()
-        elif isinstance(size, tuple | list):
-            shape = tuple(size)
-        else:
-            shape = (size,)
-        shape = tuple(check_int(s, "size", low=0) for s in shape)
-        n = math.prod(shape)
-        check_memory(16.0 * n, f"{n} secure random draws")
-        return shape, n
-
-    @staticmethod
-    def _words(n: int) -> np.ndarray:
-        return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
-
-    def random(self, size: int | tuple[int, ...] | None = None) -> np.ndarray:
-        """Uniform doubles on [0, 1) with 53 random bits each."""
-        shape, n = self._count(size)
-        return ((self._words(n) >> np.uint64(11)) * 2.0**-53).reshape(shape)
-
-    def uniform(
-        self, low: float = 0.0, high: float = 1.0, size: int | tuple[int, ...] | None = None
-    ) -> np.ndarray:
-        """Uniform on [low, high)."""
-        return low + (high - low) * self.random(size)
-
-    def integers(
-        self, low: int, high: int | None = None, size: int | tuple[int, ...] | None = None
-    ) -> np.ndarray:
-        """Exactly uniform integers on [low, high) (``high`` exclusive, as NumPy's)."""
-        if high is None:
-            low, high = 0, low
-        span = int(high) - int(low)
-        if span <= 0:
-            raise DistPrivacyError(f"integers needs low < high, got [{low}, {high})")
-        shape, n = self._count(size)
-        limit = (2**64 // span) * span  # words ≥ limit would bias the remainder
-        words = self._words(n)
-        bad = words >= np.uint64(limit) if limit < 2**64 else np.zeros(n, dtype=bool)
-        while bad.any():
-            words[bad] = self._words(int(bad.sum()))
-            bad = words >= np.uint64(limit)
-        return (int(low) + (words % np.uint64(span)).astype(np.int64)).reshape(shape)
-
-    def choice(
-        self,
-        a: int,
-        size: int | tuple[int, ...] | None = None,
-        p: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Draws from range(a), uniform or with probabilities ``p`` (inverse CDF)."""
-        if p is None:
-            return self.integers(0, int(a), size)
-        cdf = np.cumsum(np.asarray(p, dtype=float))
-        cdf[-1] = 1.0
-        shape, _ = self._count(size)
-        return np.searchsorted(cdf, self.random(shape), side="right").reshape(shape)
-
-    def standard_normal(self, size: int | tuple[int, ...] | None = None) -> np.ndarray:
-        shape, n = self._count(size)
-        return self._opendp.standard_normal(n).reshape(shape)
-
-    def laplace(
-        self, loc: float = 0.0, scale: float = 1.0, size: int | tuple[int, ...] | None = None
-    ) -> np.ndarray:
-        shape, n = self._count(size)
-        return loc + scale * self._opendp.standard_laplace(n).reshape(shape)
-
-    def gamma(
-        self, shape: float, scale: float = 1.0, size: int | tuple[int, ...] | None = None
-    ) -> np.ndarray:
-        """Gamma with an integer shape k (an Erlang variable: k exponentials summed)."""
-        k = int(shape)
-        if k != shape or k < 1:
-            raise DistPrivacyError(
-                f"the secure gamma sampler needs an integer shape ≥ 1, got {shape}"
-            )
-        out_shape, n = self._count(size)
-        u = self.random((k, n))
-        return (scale * -np.log1p(-u).sum(axis=0)).reshape(out_shape)
-
-
-def resolve_source(rng: int | np.random.Generator | NoiseSource | None) -> NoiseSource:
-    """None → :class:`SecureNoise`; an int seed or a Generator → :class:`SeededNoise`."""
-    if rng is None:
-        return SecureNoise()
-    if isinstance(rng, np.random.Generator):
-        return SeededNoise(rng)
-    if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
-        return SeededNoise(np.random.default_rng(check_seed(rng, "rng")))
-    if hasattr(rng, "standard_normal") and hasattr(rng, "standard_laplace"):
-        return rng  # type: ignore[return-value]
-    raise DistPrivacyError(
-        f"rng must be None (secure), an int seed or a numpy Generator, got {type(rng).__name__}"
-    )
 
 
 def _laplace_log_mgf(t: float, b: float) -> float:
@@ -396,22 +214,26 @@ class NoiseDistribution:
             return float(np.trace(self.covariance))
         return float(self.variances.sum())
 
-    def sample(
-        self, size: int | None = None, rng: int | np.random.Generator | NoiseSource | None = None
-    ) -> np.ndarray:
-        """Draw Z: shape (m,) when ``size`` is None, else (size, m). One draw call in all."""
+    def sample(self, size: int | None = None, random_state: RandomState = None) -> np.ndarray:
+        """Draw Z: shape (m,) when ``size`` is None, else (size, m). One draw call in all.
+
+        ``random_state`` None draws from the secure generator (:mod:`distprivacy.randomness`).
+        """
         count = 1 if size is None else check_int(size, "size", low=0)
         d = self.scales.shape[0]
         check_memory(8.0 * count * (2 * d + self.dim), f"size={count} noise draws")
-        src = resolve_source(rng)
+        gen = check_random_state(random_state, secure=True)
         if self.factor is not None:
             r = self.factor.shape[1]
-            out = src.standard_normal(count * r).reshape(count, r) @ self.factor.T
+            out = gen.standard_normal(count * r).reshape(count, r) @ self.factor.T
         elif self.family == "none" or d == 0:
             out = np.zeros((count, self.dim))
         else:
-            draw = src.standard_normal if self.family == "gaussian" else src.standard_laplace
-            y = draw(count * d).reshape(count, d) * self.scales
+            if self.family == "gaussian":
+                y = gen.standard_normal(count * d)
+            else:
+                y = gen.laplace(0.0, 1.0, count * d)
+            y = y.reshape(count, d) * self.scales
             out = y @ self.basis.T
         return out[0] if size is None else out
 

@@ -70,7 +70,8 @@ from distprivacy.files import (
     read_mapping_file,
     validate,
 )
-from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
+from distprivacy.noise import NoiseDistribution
+from distprivacy.randomness import RandomState, check_random_state
 
 RULES = CALIBRATION_RULES
 PAIR_READINGS = ("sup", "centres")
@@ -324,7 +325,7 @@ class APGMCalibration:
     def release(
         self,
         value: float | ArrayLike,
-        rng: int | np.random.Generator | NoiseSource | None = None,
+        rng: RandomState = None,
         *,
         size: int | None = None,
     ) -> np.ndarray | float:
@@ -347,7 +348,7 @@ class APGMCalibration:
                 f"the value to release has shape {v.shape}, expected ({k},) for "
                 f"{list(self.statistics)}"
             )
-        z = self.noise.sample(size, resolve_source(rng))
+        z = self.noise.sample(size, check_random_state(rng, secure=True))
         out = v + z
         if k == 1:
             return float(out[0]) if size is None else out[:, 0]

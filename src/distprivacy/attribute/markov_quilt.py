@@ -43,7 +43,8 @@ from scipy import special
 from distprivacy.accounting import check_epsilon
 from distprivacy.attribute.bayesnet import DiscreteBayesNet, discretized_normal_cpt
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
+from distprivacy.noise import NoiseDistribution
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import Predicate, check_column
 
 THEOREM = (
@@ -805,7 +806,7 @@ class AttributeQuiltMechanism:
         self,
         data: pd.DataFrame,
         *,
-        rng: int | np.random.Generator | NoiseSource | None = None,
+        rng: RandomState = None,
         size: int | None = None,
     ) -> QuiltRelease:
         """M(X) = F(X) + Z, Z ~ Lap(scale) from :meth:`calibrate` (calibrated for len(data)).
@@ -835,7 +836,7 @@ class AttributeQuiltMechanism:
                 f"call calibrate(n_records={n}) first"
             )
         value = self.query.evaluate(data)
-        source = resolve_source(rng)
+        source = check_random_state(rng, secure=True)
         z = cal.noise.sample(size, rng=source)
         out = value + (z[:, 0] if size is not None else float(z[0]))
         return QuiltRelease(out, cal.scale, bool(source.secure), cal)

@@ -30,7 +30,8 @@ from distprivacy.accounting import check_epsilon
 from distprivacy.attribute.framework import Secret, ValueSet
 from distprivacy.distances import wasserstein_inf
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
-from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
+from distprivacy.noise import NoiseDistribution
+from distprivacy.randomness import RandomState, check_random_state
 
 THEOREM = "Song, Wang & Chaudhuri 2017, Alg. 1 (Wasserstein Mechanism), Thm 3.2"
 
@@ -141,7 +142,7 @@ class WassersteinCalibration:
     def release(
         self,
         value: float | ArrayLike,
-        rng: int | np.random.Generator | NoiseSource | None = None,
+        rng: RandomState = None,
         *,
         size: int | None = None,
     ) -> np.ndarray | float:
@@ -151,7 +152,7 @@ class WassersteinCalibration:
             raise DistPrivacyError(
                 f"the value to release has shape {v.shape}, expected ({self.dim},)"
             )
-        out = v + self.noise.sample(size, resolve_source(rng))
+        out = v + self.noise.sample(size, check_random_state(rng, secure=True))
         if self.dim == 1:
             return float(out[0]) if size is None else out[:, 0]
         return out

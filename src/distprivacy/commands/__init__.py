@@ -15,13 +15,10 @@ the option and its valid range. JSON goes out through :func:`dumps_json` only: n
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import click
-import numpy as np
 
 from distprivacy.accounting import check_int, check_number, check_seed
 from distprivacy.exceptions import DistPrivacyError
@@ -152,31 +149,7 @@ allow_exact_option = click.option(
     "Without it such a release is refused (exit 2).",
 )
 
-
-def jsonable(x: Any) -> Any:
-    """Plain JSON data: NumPy scalars/arrays as Python numbers/lists, NaN and ±inf as None."""
-    if isinstance(x, np.ndarray):
-        return jsonable(x.tolist())
-    if isinstance(x, np.bool_):
-        return bool(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, float | np.floating):
-        v = float(x)
-        return v if math.isfinite(v) else None
-    if isinstance(x, Mapping):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple | set | frozenset):
-        return [jsonable(v) for v in x]
-    return x
-
-
-def dumps_json(obj: Any, *, indent: int | None = 2, **kw: Any) -> str:
-    """The one way the command line writes JSON: valid JSON always (``allow_nan=False``; NaN
-    and ±inf become ``null``), NumPy values converted, anything else by ``str``."""
-    kw.setdefault("default", str)
-    return json.dumps(jsonable(obj), indent=indent, allow_nan=False, **kw)
-
+from distprivacy._json import dumps_json, jsonable  # noqa: E402  (re-exported)
 
 __all__ = [
     "DELTA",

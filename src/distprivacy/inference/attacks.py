@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.randomness import check_random_state
 
 __all__ = [
     "AttackScore",
@@ -208,12 +209,6 @@ def _check_data(data: Any, name: str, d_in: int | None = None) -> tuple[np.ndarr
     return X, y.astype(float)
 
 
-def _rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    from distprivacy.models import as_generator
-
-    return as_generator(random_state)
-
-
 class _ModelAttack(ABC):
     """Shared scoring: ``predict`` on each victim population, then :func:`score_predictions`."""
 
@@ -362,7 +357,7 @@ class ThresholdTest(_ModelAttack):
         X0, y0 = _check_data(self.data0, "data0", pop0.layer_sizes[0])
         X1, y1 = _check_data(self.data1, "data1", pop0.layer_sizes[0])
         self._data = (X0, y0, X1, y1)
-        rng = _rng(self.random_state)
+        rng = check_random_state(self.random_state, secure=False)
         S0, S1 = self._stats(pop0), self._stats(pop1)
         i0 = rng.permutation(S0.shape[0])[: self.n_select]
         i1 = rng.permutation(S1.shape[0])[: self.n_select]
@@ -738,7 +733,7 @@ class PermutationInvariantNetwork(_ModelAttack):
         return float(0.5 * np.mean((out - t) ** 2))
 
     def _train(self, Ws: list[np.ndarray], bs: list[np.ndarray], t: np.ndarray, n: int) -> None:
-        rng = _rng(self.random_state)
+        rng = check_random_state(self.random_state, secure=False)
         params = [
             p.astype(np.float32) for p in _pin_init(self.layer_sizes_, self.hidden, self.rep, rng)
         ]

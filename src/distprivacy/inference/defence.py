@@ -35,10 +35,11 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
-from distprivacy.inference.attacks import _check_pair, _rng, score_predictions
+from distprivacy.inference.attacks import _check_pair, score_predictions
 from distprivacy.mechanisms import Calibration, make_mechanism
 from distprivacy.models import GaussianModel
 from distprivacy.noise import NoiseDistribution
+from distprivacy.randomness import check_random_state
 
 __all__ = [
     "DEFAULT_MECHANISMS",
@@ -297,7 +298,7 @@ def evaluate_defences(
         raise DistPrivacyError(
             f"labels must be {statistic.dim} values 0/1, one per query point; got shape {y.shape}"
         )
-    rng = _rng(random_state)
+    rng = check_random_state(random_state, secure=False)
     A0, A1 = statistic(adversary[0]), statistic(adversary[1])
     V0, V1 = statistic(victim[0]), statistic(victim[1])
     lab_a = np.r_[np.zeros(len(A0), int), np.ones(len(A1), int)]

@@ -34,9 +34,9 @@ from distprivacy.inference.transformers import (
     DistributionTransformer,
     _check_size,
     _predicate,
-    _rng,
     as_transformer,
 )
+from distprivacy.randomness import check_random_state
 from distprivacy.spec import Predicate, check_column
 
 __all__ = [
@@ -126,7 +126,7 @@ def stratified_split(
     if isinstance(by, str | Predicate):
         by = [by]
     codes = _strata_codes(data, list(by))
-    rng = _rng(seed)
+    rng = check_random_state(seed, secure=False)
     order = rng.permutation(len(data))
     # stable sort by stratum of the shuffled rows: each stratum's rows in random order
     perm = order[np.argsort(codes[order], kind="stable")]

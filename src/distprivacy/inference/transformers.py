@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.randomness import check_random_state
 from distprivacy.spec import Predicate, proportion_to_count
 
 __all__ = [
@@ -50,16 +51,6 @@ __all__ = [
 
 #: Memory for the random keys of one block of datasets (bytes).
 KEY_BYTES: int = 64 * 2**20
-
-
-def _rng(seed) -> np.random.Generator:
-    if seed is None:
-        raise DistPrivacyError("seed is required (an integer or a numpy Generator) for sampling")
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise DistPrivacyError(f"seed must be a non-negative integer or a Generator, got {seed!r}")
-    return np.random.default_rng(int(seed))
 
 
 def _predicate(p: str | Predicate, what: str) -> Predicate:
@@ -304,7 +295,7 @@ class RatioTransformer(DistributionTransformer):
     def sample(self, data, *, n, n_datasets, rows=None, seed=None) -> np.ndarray:
         n_datasets = _check_size("n_datasets", n_datasets)
         plan = self.plan(data, n=n, rows=rows)
-        rng = _rng(seed)
+        rng = check_random_state(seed, secure=False)
         parts = [
             _uniform_subsets(g, int(k), n_datasets, rng)
             for g, k in zip(plan["groups"], plan["counts"].ravel(), strict=True)
@@ -375,7 +366,7 @@ class FunctionTransformer(DistributionTransformer):
                 f"the transformer {self.describe()['name']!r} keeps {support} rows of the pool "
                 f"but datasets need n={n}; lower n or widen the filter"
             )
-        rng = _rng(seed)
+        rng = check_random_state(seed, secure=False)
         positive = w[w > 0]
         if np.all(positive == positive[0]):  # a filter: uniform on the kept rows
             out = _uniform_subsets(pool[w > 0], n, n_datasets, rng)
@@ -396,7 +387,7 @@ class IdentityTransformer(DistributionTransformer):
         pool = _pool(data, rows)
         if pool.size < n:
             raise DistPrivacyError(f"the pool has {pool.size} rows but datasets need n={n}")
-        rng = _rng(seed)
+        rng = check_random_state(seed, secure=False)
         out = _uniform_subsets(pool, n, n_datasets, rng)
         return rng.permuted(out, axis=1, out=out)
 

@@ -48,9 +48,9 @@ from distprivacy.local.mechanisms import (
     FiniteMechanism,
     RandomizedResponse,
     TuplingMechanism,
-    as_generator,
     check_k,
 )
+from distprivacy.randomness import check_random_state
 from distprivacy.resources import check_memory
 
 __all__ = [
@@ -337,7 +337,7 @@ class TuplingMonteCarlo:
         check_int(n_samples, "n_samples", low=2)
         # s_ab (complex) plus a_, b_ and the profile's per-sample temporaries: ~64 bytes each.
         check_memory(64.0 * n_samples, f"{n_samples} Monte-Carlo samples of the tupling output")
-        g = as_generator(rng)
+        g = check_random_state(rng, secure=True)
         self.k = mechanism.k
         r, r2 = _tupling_terms(mechanism, lam, lam2)
         self.r_, self.r2_ = r, r2

@@ -13,7 +13,8 @@ The tupling mechanism (notes, "The tupling mechanism") outputs a (k+1)-tuple: th
 mechanism's output at a uniformly random position among k dummies drawn i.i.d. from ν.
 
 Randomness: every sampler takes ``rng``. The default, ``None``, is a real obfuscation: draws
-come from the OS's cryptographically secure generator (:class:`distprivacy.noise.SecureGenerator`).
+come from the OS's cryptographically secure generator
+(:class:`distprivacy.randomness.SecureGenerator`).
 An int seed or a NumPy Generator gives reproducible draws, bit for bit, for experiments.
 """
 
@@ -26,10 +27,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from distprivacy.accounting import check_int, check_positive, check_seed
+from distprivacy.accounting import check_int, check_positive
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import Domain, check_distribution
-from distprivacy.noise import SecureGenerator
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "SnappedGaussian",
     "SnappedLaplace",
     "TuplingMechanism",
-    "as_generator",
     "check_k",
     "check_positive",
     "gaussian_sample",
@@ -71,21 +71,7 @@ def check_k(k: int) -> int:
     return int(k)
 
 
-Rng = int | np.random.Generator | SecureGenerator | None
-
-
-def as_generator(rng: Rng) -> np.random.Generator | SecureGenerator:
-    """None → a secure generator (real releases); an int seed or a Generator → a NumPy
-    Generator (reproducible experiments)."""
-    if rng is None:
-        return SecureGenerator()
-    if isinstance(rng, np.random.Generator | SecureGenerator):
-        return rng
-    if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
-        return np.random.default_rng(check_seed(rng, "rng"))
-    raise DistPrivacyError(
-        f"rng must be None (secure), an int seed or a numpy Generator, got {type(rng).__name__}"
-    )
+Rng = RandomState
 
 
 def _indices(x: ArrayLike, n: int) -> np.ndarray:
@@ -152,7 +138,7 @@ class FiniteMechanism:
 
     def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
         """Obfuscate each input index in ``x`` (inverse-CDF on its row; vectorised)."""
-        g = as_generator(rng)
+        g = check_random_state(rng, secure=True)
         xi = _indices(x, self.n_inputs)
         cdf = np.cumsum(self.matrix_, axis=1)
         cdf[:, -1] = 1.0
@@ -207,7 +193,7 @@ class RandomizedResponse(FiniteMechanism):
 
     def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
         """Keep or replace by a uniform other value (O(1) per input)."""
-        g = as_generator(rng)
+        g = check_random_state(rng, secure=True)
         xi = _indices(x, self.n)
         keep = g.random(xi.shape) < self.keep_probability
         other = g.integers(0, self.n - 1, size=xi.shape)
@@ -248,7 +234,7 @@ def laplace_1d_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> np.nd
     """y = x + Lap(1/ε): density (ε/2)e^{−ε|y−x|}, ε·|·|-XDP (004 §V; notes "Laplace and W∞")."""
     eps = check_positive(epsilon, "epsilon")
     xa = np.asarray(x, dtype=float)
-    return xa + as_generator(rng).laplace(0.0, 1.0 / eps, size=xa.shape)
+    return xa + check_random_state(rng, secure=True).laplace(0.0, 1.0 / eps, size=xa.shape)
 
 
 def planar_laplace_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> np.ndarray:
@@ -260,7 +246,7 @@ def planar_laplace_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> n
     xa = np.asarray(x, dtype=float)
     if xa.shape[-1:] != (2,):
         raise DistPrivacyError(f"planar Laplace needs points of shape (..., 2), got {xa.shape}")
-    g = as_generator(rng)
+    g = check_random_state(rng, secure=True)
     theta = g.uniform(0.0, 2 * np.pi, size=xa.shape[:-1])
     r = g.gamma(2.0, 1.0 / eps, size=xa.shape[:-1])
     return xa + np.stack([r * np.cos(theta), r * np.sin(theta)], axis=-1)
@@ -270,7 +256,7 @@ def gaussian_sample(x: ArrayLike, sigma: float, *, rng: Rng = None) -> np.ndarra
     """y = x + N(0, σ²I) (isotropic, any dimension; the last axis holds coordinates)."""
     s = check_positive(sigma, "sigma")
     xa = np.asarray(x, dtype=float)
-    return xa + s * as_generator(rng).standard_normal(xa.shape)
+    return xa + s * check_random_state(rng, secure=True).standard_normal(xa.shape)
 
 
 def _axis_sizes(domain: Domain) -> tuple[int, ...]:
@@ -546,7 +532,7 @@ class TuplingMechanism:
         self, x: ArrayLike, *, rng: Rng = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(tuples (n, k+1), position of the real entry in each)."""
-        g = as_generator(rng)
+        g = check_random_state(rng, secure=True)
         xi = np.atleast_1d(_indices(x, self.base.n_inputs))
         real = self.base.sample(xi, rng=g)
         dummies = g.choice(self.base.n_outputs, size=(xi.size, self.k + 1), p=self.nu_)

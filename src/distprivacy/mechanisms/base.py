@@ -27,7 +27,8 @@ from distprivacy.accounting import (
 )
 from distprivacy.exceptions import DistPrivacyError, ExactReleaseError, NotApplicableError
 from distprivacy.models import FModel
-from distprivacy.noise import NoiseDistribution, NoiseSource, resolve_source
+from distprivacy.noise import NoiseDistribution
+from distprivacy.randomness import RandomState, check_random_state, is_secure
 
 #: What a guarantee rests on (``Calibration.basis``).
 BASIS_FITTED = "exact profile of the fitted Gaussian model (unequal covariances included)"
@@ -252,16 +253,14 @@ class Calibration:
         n = self.noise
         return n.family != "none" and bool(np.any(n.scales > 0))
 
-    def sample_noise(
-        self, size: int | None = None, rng: int | np.random.Generator | NoiseSource | None = None
-    ) -> np.ndarray:
+    def sample_noise(self, size: int | None = None, rng: RandomState = None) -> np.ndarray:
         """Draw the noise Z (one call for all ``size`` draws; ``size`` a non-negative integer)."""
         return self.noise.sample(size, rng)
 
     def release(
         self,
         value: np.ndarray | list[float],
-        rng: int | np.random.Generator | NoiseSource | None = None,
+        rng: RandomState = None,
         *,
         allow_exact: bool = False,
     ) -> Release:
@@ -271,7 +270,7 @@ class Calibration:
         ----------
         value : array (m,)
             F(D), the true statistics of the dataset being released (finite real numbers).
-        rng : None, int, Generator or NoiseSource
+        rng : None, int, Generator or SecureGenerator
             None (default): cryptographically secure noise (OpenDP). A seed or generator makes the
             release reproducible — for experiments only, never for a real release.
         allow_exact : bool
@@ -288,15 +287,15 @@ class Calibration:
         v = check_vector(value, "the value to release", len(self.statistic_names))
         if not self.adds_noise and not allow_exact:
             raise ExactReleaseError(exact_release_reason(self))
-        source = resolve_source(rng)
-        noisy = v + self.noise.sample(None, source)
+        gen = check_random_state(rng, secure=True)
+        noisy = v + self.noise.sample(None, gen)
         bad = [n for n, x in zip(self.statistic_names, noisy, strict=True) if not np.isfinite(x)]
         if bad:
             raise DistPrivacyError(
                 f"the release of {', '.join(bad)} overflowed (value plus noise is not a finite "
                 "number); rescale the statistic"
             )
-        return Release(noisy, self.statistic_names, self, bool(getattr(source, "secure", False)))
+        return Release(noisy, self.statistic_names, self, is_secure(gen))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (JSON output of ``distprivacy calibrate``)."""

@@ -1,0 +1,341 @@
+"""One guarantee type and one calibration protocol for every wing of the library.
+
+A :class:`Guarantee` is a frozen description of what one release promises — the model is
+dp_accounting's frozen ``DpEvent`` and OpenDP's ``Measurement.check(d_in, d_out)``: (ε, δ) at
+the stated ε, μ where the whole curve is μ-GDP, the largest accuracy any attacker can reach,
+what it rests on and the theorem that proves it. :meth:`Guarantee.delta_at` is its privacy
+profile and :meth:`Guarantee.check` answers "is this release (ε′, δ′)-private?".
+
+Every calibration of the library — the main mechanisms (:class:`distprivacy.mechanisms.
+Calibration`), attribute privacy (APGM, the Markov quilt, Pufferfish–Wasserstein) and the local
+mechanisms — follows the :class:`Calibrated` protocol: inspect it (``guarantee``, ``noise``,
+``summary()``), then ``release(...)`` returns a :class:`Release`; ``to_dict()`` /
+``from_dict()`` round-trip it as plain data.
+
+The profile of a point guarantee
+--------------------------------
+A pair of output laws that is (ε, δ)-indistinguishable in both directions has the trade-off
+function f_{ε,δ} (Kairouz, Oh & Viswanath 2015, Thm 2.1; Dong, Roth & Su 2022, Prop 2.5), whose
+privacy profile is, for ε′ < ε,
+
+    δ(ε′) = 1 − (1 − δ)(1 + e^{ε′}) / (1 + e^{ε})
+
+and δ(ε′) = δ for ε′ ≥ ε. :meth:`Guarantee.delta_at` uses it whenever the guarantee is known only
+at its point; a μ-GDP guarantee uses δ_μ(ε′) = Φ(−ε′/μ + μ/2) − e^{ε′} Φ(−ε′/μ − μ/2) (Dong, Roth
+& Su 2022, Cor 2.13), the exact curve.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from distprivacy._json import jsonable, number
+from distprivacy.accounting import check_delta, check_number
+from distprivacy.exceptions import DistPrivacyError
+
+#: What the (ε, δ) curve of a guarantee is known as.
+CURVES = ("gdp", "point")
+
+#: The privacy notions of the library's wings.
+NOTIONS = (
+    "distribution privacy",
+    "attribute privacy",
+    "Pufferfish privacy",
+    "local distribution privacy",
+)
+
+
+def point_profile(epsilon: float, delta: float, eps: float) -> float:
+    """δ(ε′) of the trade-off function f_{ε,δ}: the smallest δ′ every (ε, δ)-indistinguishable
+    pair meets at ε′ (module docstring)."""
+    if eps >= epsilon:
+        return float(delta)
+    if math.isinf(epsilon):
+        return 1.0
+    # 1 − (1 − δ)(1 + e^{ε′})/(1 + e^{ε}), computed without overflow for large ε.
+    ratio = math.exp(eps - epsilon) * (1.0 + math.exp(-eps)) / (1.0 + math.exp(-epsilon))
+    return float(min(1.0, max(delta, 1.0 - (1.0 - delta) * ratio)))
+
+
+def point_accuracy(epsilon: float, delta: float) -> float:
+    """(e^ε + δ)/(1 + e^ε): the largest accuracy of an attacker between two equally likely
+    laws that are (ε, δ)-indistinguishable (Chen & Ohrimenko 2023, §3.3)."""
+    if math.isinf(epsilon):
+        return 1.0
+    return float((1.0 + delta * math.exp(-epsilon)) / (1.0 + math.exp(-epsilon)))
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What one release promises, verified (or assumed) for the noise actually used.
+
+    Attributes
+    ----------
+    epsilon : float
+        The ε it is stated at (ε ≥ 0, may be ∞ for "nothing hidden").
+    delta : float
+        The δ the noise achieves at ``epsilon`` (exact accounting; 0 for pure-ε mechanisms).
+    theorem : str
+        The result that proves it (paper and number).
+    notion : str
+        ``distribution privacy`` (the main paper), ``attribute privacy``, ``Pufferfish
+        privacy`` or ``local distribution privacy``.
+    mu : float or None
+        μ of a μ-GDP guarantee (Gaussian mechanisms). With ``curve="gdp"`` the whole profile is
+        δ_μ(ε′); with ``curve="point"`` μ is reported but the curve is only known at ε.
+    curve : {"gdp", "point"}
+        How :meth:`delta_at` extends the guarantee to other ε′.
+    max_attack_accuracy : float or None
+        Largest accuracy of any attacker between two equally likely secrets (None: computed
+        from the curve, Φ(μ/2) or (e^ε + δ)/(1 + e^ε)).
+    basis : str
+        What it rests on (the fitted model, every dataset, an assumption).
+    verified : bool
+        True when it was verified for this noise without an unchecked modelling assumption.
+    assumptions : tuple of str
+        The theorem's hypotheses the release relies on.
+    holds_for_every_input : bool
+        True for a local-DP guarantee (every pair of inputs, not only the stated pairs) — the
+        condition for composing two mechanisms on the same input (Kawamoto & Murakami 2019).
+    """
+
+    epsilon: float
+    delta: float
+    theorem: str
+    notion: str = "distribution privacy"
+    mu: float | None = None
+    curve: str = "point"
+    max_attack_accuracy: float | None = None
+    basis: str = ""
+    verified: bool = False
+    assumptions: tuple[str, ...] = ()
+    holds_for_every_input: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.epsilon, bool) or not (
+            isinstance(self.epsilon, int | float | np.floating) and self.epsilon >= 0
+        ):
+            raise DistPrivacyError(f"a guarantee needs ε ≥ 0, got {self.epsilon!r}")
+        if isinstance(self.delta, bool) or not (
+            isinstance(self.delta, int | float | np.floating) and 0 <= self.delta <= 1
+        ):
+            raise DistPrivacyError(f"a guarantee needs δ in [0, 1], got {self.delta!r}")
+        if self.curve not in CURVES:
+            raise DistPrivacyError(f"curve must be one of {CURVES}, got {self.curve!r}")
+        if self.notion not in NOTIONS:
+            raise DistPrivacyError(f"notion must be one of {NOTIONS}, got {self.notion!r}")
+        if self.mu is not None and not (self.mu >= 0):
+            raise DistPrivacyError(f"μ must be ≥ 0 (or ∞), got {self.mu!r}")
+        if self.curve == "gdp" and self.mu is None:
+            raise DistPrivacyError("a μ-GDP curve needs μ")
+        if self.curve == "gdp" and self.delta < self._gdp(self.epsilon) * (1 - 1e-6):
+            raise DistPrivacyError(
+                f"δ = {self.delta:.3g} is below the μ-GDP curve at ε = {self.epsilon:g} "
+                f"(δ_μ(ε) = {self._gdp(self.epsilon):.3g} for μ = {self.mu:g})"
+            )
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        object.__setattr__(self, "delta", float(self.delta))
+        object.__setattr__(self, "assumptions", tuple(str(a) for a in self.assumptions))
+        if self.max_attack_accuracy is None:
+            object.__setattr__(self, "max_attack_accuracy", self._accuracy_from_curve())
+
+    def _gdp(self, eps: float) -> float:
+        from distprivacy.profiles import gdp_delta
+
+        if math.isinf(self.mu) or math.isinf(eps):  # type: ignore[arg-type]
+            return 1.0 if math.isinf(self.mu) else 0.0  # type: ignore[arg-type]
+        return float(min(gdp_delta(eps, self.mu), 1.0))
+
+    def _accuracy_from_curve(self) -> float:
+        if self.curve == "gdp":
+            from distprivacy.profiles import gdp_accuracy
+
+            return 1.0 if math.isinf(self.mu) else float(gdp_accuracy(self.mu))  # type: ignore[arg-type]
+        return point_accuracy(self.epsilon, self.delta)
+
+    @property
+    def pure(self) -> bool:
+        """Whether this is a pure-ε guarantee (δ = 0)."""
+        return self.delta == 0.0 and self.curve == "point"
+
+    def delta_at(self, epsilon: float) -> float:
+        """An upper bound on δ(ε′) for any ε′ ≥ 0 — the privacy profile (exact for μ-GDP;
+        the f_{ε,δ} bound when only the point is known)."""
+        eps = check_number(epsilon, "epsilon", low=0)
+        if self.curve == "gdp":
+            return self._gdp(eps)
+        return point_profile(self.epsilon, self.delta, eps)
+
+    def epsilon_at(self, delta: float) -> float:
+        """The smallest ε′ with :meth:`delta_at` (ε′) ≤ ``delta`` (∞ if none)."""
+        d = check_delta(delta, allow_zero=True)
+        if self.curve == "gdp":
+            from distprivacy.profiles import gdp_epsilon
+
+            if math.isinf(self.mu):  # type: ignore[arg-type]
+                return math.inf
+            return float(gdp_epsilon(d, self.mu)) if d > 0 else math.inf
+        if d >= self.delta:
+            # Solve 1 − (1 − δ)(1 + e^{ε′})/(1 + e^{ε}) = d for ε′ (below ε).
+            if self.delta >= 1:
+                return 0.0
+            x = (1.0 - d) / (1.0 - self.delta) * (1.0 + math.exp(self.epsilon)) - 1.0
+            return float(min(self.epsilon, max(0.0, math.log(x)))) if x > 0 else 0.0
+        return math.inf
+
+    def check(self, epsilon: float, delta: float) -> bool:
+        """Whether the release is (ε, δ)-private by this guarantee (OpenDP's
+        ``Measurement.check``)."""
+        return self.delta_at(epsilon) <= check_delta(delta, allow_zero=True) * (1 + 1e-12)
+
+    def describe(self) -> str:
+        """One line: μ, (ε, δ), the attack bound and the basis."""
+        mu = "" if self.mu is None else f"μ = {self.mu:.4g}-GDP, "
+        how = "verified" if self.verified else "assumed"
+        return (
+            f"{mu}({self.epsilon:.4g}, {self.delta:.3g})-{self.notion}; no attacker above "
+            f"{self.max_attack_accuracy:.1%} accuracy ({how})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON: infinities as the string ``"inf"``)."""
+        return jsonable(
+            {
+                "epsilon": self.epsilon,
+                "delta": self.delta,
+                "theorem": self.theorem,
+                "notion": self.notion,
+                "mu": self.mu,
+                "curve": self.curve,
+                "max_attack_accuracy": self.max_attack_accuracy,
+                "basis": self.basis,
+                "verified": self.verified,
+                "assumptions": list(self.assumptions),
+                "holds_for_every_input": self.holds_for_every_input,
+            }
+        )
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Guarantee:
+        """Inverse of :meth:`to_dict` (unknown keys refused)."""
+        known = {
+            "epsilon", "delta", "theorem", "notion", "mu", "curve", "max_attack_accuracy",
+            "basis", "verified", "assumptions", "holds_for_every_input",
+        }  # fmt: skip
+        if not isinstance(raw, Mapping):
+            raise DistPrivacyError(f"a guarantee must be an object, got {type(raw).__name__}")
+        extra = sorted(set(raw) - known)
+        if extra:
+            raise DistPrivacyError(f"unknown key(s) in a guarantee: {', '.join(extra)}")
+        kw = dict(raw)
+        kw["epsilon"] = number(kw.get("epsilon"))
+        if kw.get("mu") is not None:
+            kw["mu"] = number(kw["mu"])
+        kw["assumptions"] = tuple(kw.get("assumptions", ()))
+        try:
+            return cls(**kw)
+        except TypeError as e:
+            raise DistPrivacyError(f"a guarantee is missing a field: {e}") from None
+
+
+@dataclass(frozen=True, repr=False)
+class Release:
+    """Released values M(D) and the calibration that produced them.
+
+    Attributes
+    ----------
+    values : ndarray
+        The released statistics (shape (m,)), or the obfuscated records of a local mechanism.
+    statistic_names : tuple of str
+    calibration : Calibrated
+    secure : bool
+        Whether the noise came from the cryptographically secure generator.
+    """
+
+    values: np.ndarray
+    statistic_names: tuple[str, ...]
+    calibration: Any
+    secure: bool
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.calibration.guarantee
+
+    @property
+    def value(self) -> float:
+        """The one released number (for a single statistic)."""
+        if np.size(self.values) != 1:
+            raise DistPrivacyError(f"this release holds {np.size(self.values)} values; use .values")
+        return float(np.asarray(self.values).reshape(-1)[0])
+
+    def __repr__(self) -> str:
+        if len(self.statistic_names) == np.size(self.values) <= 8:
+            vals = ", ".join(
+                f"{n}={v:.4g}"
+                for n, v in zip(self.statistic_names, np.ravel(self.values), strict=True)
+            )
+        else:
+            vals = f"{np.size(self.values)} values"
+        mech = getattr(self.calibration, "mechanism", type(self.calibration).__name__)
+        return f"Release({vals}; by {mech}, secure={self.secure})"
+
+    def to_dict(self) -> dict[str, Any]:
+        vals = np.asarray(self.values)
+        if vals.ndim == 1 and len(self.statistic_names) == vals.size:
+            stats: Any = dict(zip(self.statistic_names, vals.tolist(), strict=True))
+        else:
+            stats = vals.tolist()
+        return jsonable(
+            {
+                "statistics": stats,
+                "noise_added": bool(getattr(self.calibration, "adds_noise", True)),
+                "secure_randomness": self.secure,
+                "guarantee": self.guarantee.to_dict(),
+                "calibration": self.calibration.to_dict(),
+            }
+        )
+
+
+@runtime_checkable
+class Calibrated(Protocol):
+    """The protocol every calibration of the library follows: inspect, then release.
+
+    Attributes
+    ----------
+    mechanism : str
+        Its short name.
+    statistic_names : tuple of str
+        What a release holds.
+    guarantee : Guarantee
+        What a release promises.
+    """
+
+    mechanism: str
+
+    @property
+    def statistic_names(self) -> tuple[str, ...]: ...
+
+    @property
+    def guarantee(self) -> Guarantee: ...
+
+    def summary(self) -> str: ...
+
+    def release(self, value: Any, random_state: Any = None, **kwargs: Any) -> Release: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Calibrated: ...
+
+
+def check_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Statistic names as a tuple of non-empty strings."""
+    out = tuple(names)
+    if not all(isinstance(n, str) and n for n in out):
+        raise DistPrivacyError("statistic names must be non-empty strings")
+    return out
