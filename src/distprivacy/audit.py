@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from distprivacy.attacks import LikelihoodRatioAttack
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.intervals import clopper_pearson
 from distprivacy.mechanisms.base import Calibration
 from distprivacy.models import FModel, sample_statistics
 from distprivacy.query import Query
@@ -74,15 +74,6 @@ DEFAULT_ATTACKS = ("likelihood-ratio", "logistic", "boosting")
 # ------------------------------------------------------------------------------------------------
 # Statistics
 # ------------------------------------------------------------------------------------------------
-
-
-def clopper_pearson(k: np.ndarray | int, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided exact (Clopper–Pearson 1934) 1 − α confidence interval for a binomial rate:
-    (lower, upper) for k successes in n trials; vectorised over k."""
-    k = np.asarray(k, dtype=float)
-    lo = np.where(k > 0, stats.beta.ppf(alpha / 2, k, n - k + 1), 0.0)
-    hi = np.where(k < n, stats.beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
-    return lo, hi
 
 
 def _log_ratio(num: np.ndarray, den: np.ndarray, delta: float) -> np.ndarray:

@@ -9,8 +9,9 @@ Every random function of distprivacy takes one argument, ``random_state``, and p
   exact samplers. Not reproducible, by design.
 * ``None`` with ``secure=False`` (simulations, attacks, experiments): a NumPy generator seeded
   from fresh OS entropy.
-* an integer seed in [0, 2³² − 1]: ``numpy.random.default_rng(seed)`` — reproducible bit for
-  bit, never secure, whatever ``secure`` says.
+* an integer seed in [0, 2¹²⁸ − 1]: ``numpy.random.default_rng(seed)`` — reproducible bit for
+  bit, never secure, whatever ``secure`` says. (The command line's ``--seed`` is narrower,
+  [0, 2³² − 1], :func:`distprivacy.accounting.check_seed`; derived seeds may use 64 bits.)
 * a :class:`numpy.random.Generator` or a :class:`SecureGenerator`: used as it is (its state
   advances).
 
@@ -26,9 +27,12 @@ from typing import TypeAlias
 
 import numpy as np
 
-from distprivacy.accounting import check_int, check_seed
+from distprivacy.accounting import check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.resources import check_memory
+
+#: Largest integer seed :func:`check_random_state` takes.
+MAX_SEED = 2**128 - 1
 
 
 class _OpenDPDraws:
@@ -197,16 +201,16 @@ def check_random_state(random_state: RandomState, *, secure: bool) -> Generator:
     Raises
     ------
     DistPrivacyError
-        For anything but None, an integer seed in [0, 2³² − 1] or a generator.
+        For anything but None, an integer seed in [0, 2¹²⁸ − 1] or a generator.
     """
     if random_state is None:
         return SecureGenerator() if secure else np.random.default_rng()
     if isinstance(random_state, np.random.Generator | SecureGenerator):
         return random_state
     if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
-        return np.random.default_rng(check_seed(random_state, "random_state"))
+        return np.random.default_rng(check_int(random_state, "random_state", low=0, high=MAX_SEED))
     raise DistPrivacyError(
-        "random_state must be None, an integer seed in [0, 2^32 - 1] or a numpy Generator, "
+        "random_state must be None, an integer seed in [0, 2^128 - 1] or a numpy Generator, "
         f"got {type(random_state).__name__} {random_state!r}"
     )
 

@@ -90,8 +90,8 @@ class Population(Protocol):
 
 def accuracy_interval(correct: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Clopper–Pearson (exact binomial) interval for an accuracy of ``correct`` out of ``n``
-    (:func:`distprivacy.inference.game.binomial_ci`)."""
-    from distprivacy.inference.game import binomial_ci
+    (:func:`distprivacy.intervals.binomial_ci`)."""
+    from distprivacy.intervals import binomial_ci
 
     if n <= 0:
         raise DistPrivacyError("an accuracy needs at least one prediction; got none")

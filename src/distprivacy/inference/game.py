@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference.population import ModelPopulation
@@ -36,6 +35,7 @@ from distprivacy.inference.transformers import (
     _predicate,
     as_transformer,
 )
+from distprivacy.intervals import CI_METHODS, binomial_ci, check_ci_method, check_level
 from distprivacy.randomness import check_random_state
 from distprivacy.spec import Predicate, check_column
 
@@ -52,8 +52,6 @@ __all__ = [
     "stratified_split",
     "train_models",
 ]
-
-CI_METHODS = ("wilson", "clopper-pearson")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,52 +268,6 @@ def train_models(
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_level(level: float) -> float:
-    if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
-        raise DistPrivacyError(f"level must be strictly between 0 and 1, e.g. 0.95, got {level!r}")
-    return float(level)
-
-
-def _check_method(method: str) -> str:
-    if method not in CI_METHODS:
-        raise DistPrivacyError(f"unknown CI method {method!r}; use one of {', '.join(CI_METHODS)}")
-    return method
-
-
-def binomial_ci(k, n, *, level: float = 0.95, method: str = "wilson"):
-    """Two-sided confidence interval for a proportion ``k / n`` (vectorised over arrays).
-
-    ``"wilson"``: the Wilson score interval (Wilson 1927). ``"clopper-pearson"``: the exact
-    interval from Beta quantiles (Clopper & Pearson 1934), conservative.
-
-    Returns
-    -------
-    (lo, hi)
-        Floats for scalar inputs, arrays otherwise.
-    """
-    level = _check_level(level)
-    _check_method(method)
-    k_arr = np.asarray(k, dtype=np.float64)
-    n_arr = np.asarray(n, dtype=np.float64)
-    if np.any(n_arr <= 0) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
-        raise DistPrivacyError(f"need 0 ≤ k ≤ n and n > 0, got k={k}, n={n}")
-    a = 1 - level
-    if method == "clopper-pearson":
-        with np.errstate(invalid="ignore"):
-            lo = np.where(k_arr == 0, 0.0, stats.beta.ppf(a / 2, k_arr, n_arr - k_arr + 1))
-            hi = np.where(k_arr == n_arr, 1.0, stats.beta.ppf(1 - a / 2, k_arr + 1, n_arr - k_arr))
-    else:
-        z = float(stats.norm.ppf(1 - a / 2))
-        p = k_arr / n_arr
-        den = 1 + z * z / n_arr
-        centre = (p + z * z / (2 * n_arr)) / den
-        half = z * np.sqrt(p * (1 - p) / n_arr + z * z / (4 * n_arr * n_arr)) / den
-        lo, hi = np.maximum(0.0, centre - half), np.minimum(1.0, centre + half)
-    if np.ndim(lo) == 0:
-        return float(lo), float(hi)
-    return lo, hi
-
-
 def difference_ci(k1, n1, k0, n0, *, level: float = 0.95, method: str = "wilson"):
     """Interval for d = k1/n1 − k0/n0, two independent proportions (vectorised).
 
@@ -323,8 +275,8 @@ def difference_ci(k1, n1, k0, n0, *, level: float = 0.95, method: str = "wilson"
     Wilson intervals. ``"clopper-pearson"``: [lo₁ − hi₀, hi₁ − lo₀] from Clopper–Pearson
     intervals at level 1 − (1 − level)/2 each (Bonferroni: jointly at least ``level``).
     """
-    level = _check_level(level)
-    _check_method(method)
+    level = check_level(level)
+    check_ci_method(method)
     p1 = np.asarray(k1, dtype=np.float64) / np.asarray(n1, dtype=np.float64)
     p0 = np.asarray(k0, dtype=np.float64) / np.asarray(n0, dtype=np.float64)
     d = p1 - p0
@@ -407,8 +359,8 @@ def advantage(
     for name, v in (("b", b), ("b_hat", b_hat)):
         if not np.all((v == 0) | (v == 1)):
             raise DistPrivacyError(f"{name} must hold bits 0/1")
-    level = _check_level(level)
-    _check_method(method)
+    level = check_level(level)
+    check_ci_method(method)
     n1 = int(np.sum(b == 1))
     n0 = int(b.size - n1)
     if n0 == 0 or n1 == 0:
