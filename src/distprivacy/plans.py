@@ -1,0 +1,396 @@
+"""Plans: calibrate once, review, release later — without refitting.
+
+A plan is one calibrated mechanism written to a JSON file with everything a later release needs
+and everything a reviewer should see:
+
+* the specification (protected property, n, values, pairs Ψ), the statistics (as query text) and
+  the columns they read;
+* the modelling choices and the fitted model's moments (per-θ means and covariances of F, the
+  pairs), so that the ledger (:mod:`distprivacy.ledger`) can account for repeated releases
+  exactly without the data;
+* the mechanism and its noise (the calibration of :meth:`Calibration.to_dict`, with the exact
+  noise factor), the verified guarantee and its assumptions;
+* the SHA-256 fingerprint of the columns the model was fitted on (:func:`data_fingerprint`), the
+  library version, the time, and a digest of the whole plan.
+
+:meth:`Plan.load` recomputes the digest and refuses a plan that was modified after it was saved,
+then rebuilds the calibration and checks that its guarantee is the one written in the plan.
+:meth:`Plan.release` checks the target's columns and size n before evaluating the statistics on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from distprivacy._json import dumps_json, jsonable
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.guarantee import Guarantee, Release
+from distprivacy.models import FModel, GaussianModel
+from distprivacy.query import Count, Mean, Proportion, Query, Sum
+from distprivacy.randomness import RandomState
+
+#: The ``format`` field of a plan file and the version this library writes.
+PLAN_FORMAT = "distprivacy-plan"
+PLAN_VERSION = 1
+
+#: Largest plan file read (bytes): a plan holds moments, not data.
+MAX_PLAN_BYTES = 64 * 2**20
+
+_KEYS = {
+    "format",
+    "format_version",
+    "library_version",
+    "created",
+    "mechanism",
+    "spec",
+    "query",
+    "statistics",
+    "columns",
+    "modelling",
+    "model",
+    "data_fingerprint",
+    "calibration",
+    "guarantee",
+    "assumptions",
+    "digest",
+}
+
+
+class PlanError(DistPrivacyError):
+    """A plan file is missing, malformed, modified after it was saved, or does not fit the
+    data it is asked to release."""
+
+
+def query_text(query: Query) -> str | None:
+    """The text :meth:`Query.parse` reads back into ``query`` (None when a statistic is a
+    Python callable, which a file cannot hold)."""
+    parts = []
+    for s in query.statistics:
+        if isinstance(s, Proportion):  # before Count: a Proportion is a Count
+            parts.append(f"proportion:{s.predicate}")
+        elif isinstance(s, Count):
+            parts.append(f"count:{s.predicate}")
+        elif isinstance(s, Mean):
+            parts.append(f"mean:{s.column}")
+        elif isinstance(s, Sum):
+            parts.append(f"sum:{s.column}")
+        else:
+            return None
+    return ",".join(parts)
+
+
+def data_fingerprint(data: pd.DataFrame, columns: Sequence[str]) -> str:
+    """SHA-256 of the columns used, in row order: for each column (sorted by name) its name,
+    its dtype and its values, each value written as ``repr`` of the Python scalar (floats
+    round-trip exactly), NaN as ``nan``. Renaming, reordering rows or changing one value
+    changes it; other columns do not.
+
+    Returns
+    -------
+    str
+        ``"sha256:<64 hex digits>"``.
+    """
+    h = hashlib.sha256()
+    for c in sorted(set(columns)):
+        if c not in data.columns:
+            raise PlanError(f"the data has no column {c!r} to fingerprint")
+        col = data[c]
+        h.update(f"{len(c)}:{c}|{col.dtype}|{len(col)}\n".encode())
+        if col.dtype.kind in "biuf":
+            arr = np.ascontiguousarray(col.to_numpy(dtype=np.float64))
+            h.update(arr.tobytes())
+        else:
+            h.update("\x1f".join("nan" if pd.isna(v) else repr(v) for v in col).encode())
+        h.update(b"\x1e")
+    return "sha256:" + h.hexdigest()
+
+
+def query_columns(query: Query, spec: Any | None) -> tuple[str, ...]:
+    """The columns the statistics and the protected property read."""
+    cols: list[str] = []
+    for s in query.statistics:
+        cols.extend(s.columns())
+    if spec is not None:
+        cols.append(spec.predicate.column)
+    return tuple(dict.fromkeys(cols))
+
+
+def model_to_dict(model: FModel) -> dict[str, Any]:
+    """The fitted moments of ``model`` in the model-file layout (thetas with mean and
+    covariance, pairs, statistics, n); samples are not kept."""
+    model._check_fitted()
+    labels = [str(t) for t in model.thetas_]
+    return jsonable(
+        {
+            "statistics": list(model.statistic_names_),
+            "thetas": [
+                {"label": lab, "mean": model.means_[t], "covariance": model.covariances_[t]}
+                for t, lab in enumerate(labels)
+            ],
+            "pairs": [[labels[i], labels[j]] for i, j in model.pair_indices_],
+            "record_sensitivities": model.record_sensitivities_,
+            "n": model.n_,
+            "method": model.method_,
+        }
+    )
+
+
+def model_from_dict(raw: Mapping[str, Any]) -> GaussianModel:
+    """Rebuild the moments written by :func:`model_to_dict` (validated as a user's model)."""
+    try:
+        thetas = raw["thetas"]
+        model = GaussianModel(
+            thetas=[t["label"] for t in thetas],
+            means=[t["mean"] for t in thetas],
+            covariances=[t["covariance"] for t in thetas],
+            pairs=[tuple(p) for p in raw["pairs"]],
+            statistic_names=raw["statistics"],
+            record_sensitivities=raw.get("record_sensitivities"),
+            n=raw.get("n"),
+            source="the plan's model",
+        )
+    except (KeyError, TypeError) as e:
+        raise PlanError(f"the plan's model is malformed ({type(e).__name__}: {e})") from None
+    model.method_ = str(raw.get("method") or "plan")
+    return model
+
+
+def _digest(body: Mapping[str, Any]) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, repr=False)
+class Plan:
+    """A calibrated mechanism kept for a later release (see the module docstring).
+
+    Build one with :meth:`from_calibration`; :meth:`save` writes it, :meth:`load` reads it back
+    (digest checked) and :meth:`release` releases a target dataset with it.
+    """
+
+    calibration: Any
+    model: FModel
+    spec: dict[str, Any] | None = None
+    query: str | None = None
+    columns: tuple[str, ...] = ()
+    modelling: dict[str, Any] = field(default_factory=dict)
+    data_fingerprint: str | None = None
+    library_version: str = ""
+    created: str = ""
+
+    @classmethod
+    def from_calibration(
+        cls,
+        calibration: Any,
+        model: FModel | None = None,
+        *,
+        data: pd.DataFrame | None = None,
+        modelling: Mapping[str, Any] | None = None,
+    ) -> Plan:
+        """A plan of ``calibration`` on the model it was calibrated on.
+
+        Parameters
+        ----------
+        calibration : Calibration
+        model : FModel, optional
+            Defaults to the model the calibration remembers (``calibration.model_``).
+        data : DataFrame, optional
+            The data the model was fitted on, for the fingerprint (the columns used).
+        modelling : mapping, optional
+            The modelling choices (method, samples, seed, engine) to record.
+        """
+        from distprivacy import __version__
+
+        model = model if model is not None else getattr(calibration, "model_", None)
+        if model is None:
+            raise PlanError("a plan needs the model the calibration was made on; pass model=")
+        q = getattr(model, "query_", None)
+        spec = getattr(model, "spec_", None)
+        text = None if q is None else query_text(q)
+        columns = () if q is None else query_columns(q, spec)
+        fp = getattr(model, "data_fingerprint_", None)
+        if data is not None and columns:
+            fp = data_fingerprint(data, columns)
+        return cls(
+            calibration=calibration,
+            model=model,
+            spec=None if spec is None else spec.to_dict(),
+            query=text,
+            columns=tuple(columns),
+            modelling={"method": model.method_, **dict(modelling or {})},
+            data_fingerprint=fp,
+            library_version=__version__,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.calibration.guarantee
+
+    @property
+    def n(self) -> int | None:
+        return None if self.spec is None else int(self.spec["n"])
+
+    @property
+    def protected_property(self) -> str | None:
+        return None if self.spec is None else str(self.spec["property"])
+
+    def body(self) -> dict[str, Any]:
+        """Everything but the digest, as plain data."""
+        return jsonable(
+            {
+                "format": PLAN_FORMAT,
+                "format_version": PLAN_VERSION,
+                "library_version": self.library_version,
+                "created": self.created,
+                "mechanism": self.calibration.mechanism,
+                "spec": self.spec,
+                "query": self.query,
+                "statistics": list(self.calibration.statistic_names),
+                "columns": list(self.columns),
+                "modelling": self.modelling,
+                "model": model_to_dict(self.model),
+                "data_fingerprint": self.data_fingerprint,
+                "calibration": self.calibration.to_dict(),
+                "guarantee": self.guarantee.to_dict(),
+                "assumptions": list(self.guarantee.assumptions),
+            }
+        )
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the plan's canonical JSON (sorted keys, no spaces), digest excluded."""
+        return _digest(self.body())
+
+    def to_dict(self) -> dict[str, Any]:
+        body = self.body()
+        return {**body, "digest": _digest(body)}
+
+    def __repr__(self) -> str:
+        return (
+            f"Plan({self.calibration.mechanism}, {self.guarantee.describe()}, "
+            f"digest={self.digest[:19]}…)"
+        )
+
+    def save(self, path: str | Path) -> Path:
+        """Write the plan (atomically) as JSON; returns the path."""
+        from distprivacy.outputs import check_output_file, write_text
+
+        p = Path(path)
+        check_output_file(p)
+        return write_text(p, dumps_json(self.to_dict()) + "\n")
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], source: str = "the plan") -> Plan:
+        """Rebuild a plan, refusing a modified one (digest) or an inconsistent one."""
+        from distprivacy.mechanisms import Calibration
+
+        if not isinstance(raw, Mapping) or raw.get("format") != PLAN_FORMAT:
+            raise PlanError(f'{source} is not a distprivacy plan (no "format": {PLAN_FORMAT!r})')
+        extra = sorted(set(raw) - _KEYS)
+        missing = sorted(_KEYS - set(raw))
+        if extra or missing:
+            what = "unknown keys " + ", ".join(extra) if extra else "missing " + ", ".join(missing)
+            raise PlanError(f"{source}: {what}; calibrate again with --save")
+        if raw["format_version"] != PLAN_VERSION:
+            raise PlanError(
+                f"{source} has format version {raw['format_version']!r}; this library reads "
+                f"{PLAN_VERSION}: calibrate again with --save"
+            )
+        body = {k: v for k, v in raw.items() if k != "digest"}
+        if _digest(body) != raw["digest"]:
+            raise PlanError(
+                f"{source} was modified after it was saved (its digest does not match its "
+                "content); calibrate again with --save"
+            )
+        cal = Calibration.from_dict(raw["calibration"])
+        stated = Guarantee.from_dict(raw["guarantee"])
+        if cal.guarantee != stated:
+            raise PlanError(f"{source}: its calibration does not give the guarantee it states")
+        model = model_from_dict(raw["model"])
+        if tuple(model.statistic_names_) != tuple(cal.statistic_names):
+            raise PlanError(f"{source}: the model's statistics differ from the calibration's")
+        object.__setattr__(cal, "model_", model) if _has_slot(cal, "model_") else None
+        return cls(
+            calibration=cal,
+            model=model,
+            spec=raw["spec"],
+            query=raw["query"],
+            columns=tuple(raw["columns"]),
+            modelling=dict(raw["modelling"]),
+            data_fingerprint=raw["data_fingerprint"],
+            library_version=raw["library_version"],
+            created=raw["created"],
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> Plan:
+        """Read a plan file written by :meth:`save` (digest checked)."""
+        p = Path(path)
+        if not p.is_file():
+            raise PlanError(f"plan file {str(p)!r} does not exist")
+        if p.stat().st_size > MAX_PLAN_BYTES:
+            raise PlanError(f"plan file {p.name!r} is larger than {MAX_PLAN_BYTES // 2**20} MiB")
+        try:
+            raw = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise PlanError(f"plan file {p.name!r} is not valid JSON ({e})") from None
+        return cls.from_dict(raw, f"plan file {p.name!r}")
+
+    # -- releasing --------------------------------------------------------------------------
+
+    def target_values(self, target: pd.DataFrame) -> np.ndarray:
+        """F(target): checks the target has the plan's columns and exactly n records."""
+        if self.query is None:
+            raise PlanError(
+                "this plan has no query (a user's model or Python statistics): give the "
+                "statistics' values instead (--value a,b,…)"
+            )
+        if not isinstance(target, pd.DataFrame):
+            raise PlanError(f"the target must be a table, got {type(target).__name__}")
+        missing = [c for c in self.columns if c not in target.columns]
+        if missing:
+            raise PlanError(
+                f"the target lacks column{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)} that the plan's statistics read"
+            )
+        if self.n is not None and len(target) != self.n:
+            raise PlanError(
+                f"the target has {len(target)} records but the plan was calibrated for n = "
+                f"{self.n}; release a dataset of exactly {self.n} records"
+            )
+        query = Query.parse(self.query)
+        query.validate(target)
+        return np.asarray(query.evaluate(target), dtype=float)
+
+    def release(
+        self,
+        target: pd.DataFrame | None = None,
+        *,
+        values: Sequence[float] | None = None,
+        random_state: RandomState = None,
+        allow_exact: bool = False,
+    ) -> Release:
+        """Release ``target`` (a table of n records) or the statistics' ``values`` with the
+        plan's calibration, without refitting anything."""
+        if (target is None) == (values is None):
+            raise PlanError("give the target dataset or the statistics' values, not both")
+        v = self.target_values(target) if target is not None else values
+        return self.calibration.release(v, random_state=random_state, allow_exact=allow_exact)
+
+
+def _has_slot(obj: Any, name: str) -> bool:
+    return hasattr(obj, "__dataclass_fields__") and name in obj.__dataclass_fields__
+
+
+def _no_constant(name: str) -> float:
+    raise PlanError(f"a plan never holds {name}; the file was not written by distprivacy")
