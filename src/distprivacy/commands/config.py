@@ -1,0 +1,113 @@
+"""``--config FILE.toml``: every option of a command from a TOML file, validated strictly.
+
+The file's keys are the command's option names (``epsilon``, ``subset-size`` or ``subset_size``,
+``protect``, ``mechanism``, …); a table named after the command (``[release]``) may hold them
+instead. Unknown keys are refused with the list of known ones; each value goes through the
+option's own type (so ``epsilon = -1`` is refused exactly as ``--epsilon -1``). Options given on
+the command line win over the file. Example (``release.toml``)::
+
+    [release]
+    protect = "income==>50K"
+    values = "0.45,0.55"
+    subset-size = 100
+    mechanism = "DauM-G"
+    epsilon = 0.5
+    plan = "plan.json"
+    target = "records.csv"
+    ledger = "ledger.db"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from distprivacy.exceptions import DistPrivacyError
+
+#: Largest configuration file read (bytes).
+MAX_CONFIG_BYTES = 1 * 2**20
+
+
+def _names(command: click.Command) -> dict[str, click.Parameter]:
+    """Every spelling a file may use for each option → the parameter."""
+    out: dict[str, click.Parameter] = {}
+    for p in command.params:
+        if p.name in (None, "config") or not isinstance(p, click.Option):
+            continue
+        spellings = {p.name, p.name.replace("_", "-").rstrip("-")}
+        for o in p.opts:
+            if o.startswith("--"):
+                spellings.add(o[2:])
+                spellings.add(o[2:].replace("-", "_"))
+        for s in spellings:
+            out[s] = p
+    return out
+
+
+def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
+    """The file's settings as ``{parameter name: value}`` for ``command`` (strict)."""
+    p = Path(path)
+    if not p.is_file():
+        raise DistPrivacyError(f"--config: {str(p)!r} does not exist")
+    if p.stat().st_size > MAX_CONFIG_BYTES:
+        raise DistPrivacyError(f"--config: {p.name!r} is larger than 1 MiB")
+    try:
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise DistPrivacyError(f"--config: {p.name!r} is not valid TOML ({e})") from None
+    name = command.name or ""
+    if name in raw and isinstance(raw[name], dict):
+        others = sorted(k for k in raw if k != name)
+        if others:
+            raise DistPrivacyError(
+                f"--config: {p.name!r} has a [{name}] table and other keys ({', '.join(others)});"
+                f" put every setting in [{name}]"
+            )
+        raw = raw[name]
+    known = _names(command)
+    unknown = sorted(k for k in raw if k not in known)
+    if unknown:
+        listed = sorted({o[2:] for q in set(known.values()) for o in q.opts if o.startswith("--")})
+        raise DistPrivacyError(
+            f"--config: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} in "
+            f"{p.name!r} for `{name}`; known: {', '.join(listed)}"
+        )
+    settings: dict[str, Any] = {}
+    for key, value in raw.items():
+        param = known[key]
+        if isinstance(value, dict):
+            raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a value, not a table")
+        if param.name in settings:
+            raise DistPrivacyError(f"--config: {p.name!r} sets {key} twice (two spellings)")
+        if isinstance(value, list) and not param.multiple:
+            value = ",".join(str(v) for v in value)
+        settings[param.name] = value  # type: ignore[index]
+    return settings
+
+
+def _apply(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None or ctx.resilient_parsing:
+        return value
+    settings = read_config(value, ctx.command)
+    # Through click's own machinery: a value in default_map is converted and validated by the
+    # option's type exactly as if it had been typed, and the command line still wins.
+    ctx.default_map = {**(ctx.default_map or {}), **settings}
+    return value
+
+
+def config_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--config FILE.toml`` option (eager: read before the other options)."""
+    return click.option(
+        "--config",
+        type=click.Path(dir_okay=False),
+        default=None,
+        is_eager=True,
+        expose_value=False,
+        callback=_apply,
+        help="Take the options from a TOML file (keys: the option names; unknown keys refused). "
+        "Options on the command line win.",
+    )(f)
