@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from distprivacy.audit import ATTACKS as AUDIT_ATTACKS
-from distprivacy.audit import DEFAULT_ATTACKS, AuditResult, audit_model
+from distprivacy.audit import DEFAULT_ATTACKS, AuditResult
 from distprivacy.commands import PROBABILITY_OPEN, Number, dumps_json
 from distprivacy.commands._common import (
     LazyProgress,
@@ -49,6 +49,8 @@ def _audit_all(
     ``random_state`` and the mechanism's name, so its audit does not depend on which others
     are listed; ``progress(done, total)`` after each.
     """
+    from distprivacy.audit import audit_model  # looked up at call time (tests replace it)
+
     results = []
     for k, cal in enumerate(cals):
         derived = random_state + (zlib.crc32(cal.mechanism.encode()) << 32)
