@@ -690,7 +690,7 @@ def test_python_zero_noise_release_needs_allow_exact():
 
 def test_dumps_json_never_writes_nan():
     text = dumps_json({"a": math.nan, "b": [np.float64(math.inf), np.int64(3)], "c": np.ones(2)})
-    assert strict_json(text) == {"a": None, "b": [None, 3], "c": [1.0, 1.0]}
+    assert strict_json(text) == {"a": None, "b": ["inf", 3], "c": [1.0, 1.0]}
 
 
 @pytest.mark.parametrize(

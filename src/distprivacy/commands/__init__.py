@@ -1,10 +1,12 @@
-"""Command groups of the other frameworks (thin: parse, call the library, print), and the
-option types and output helper every command shares.
+"""The commands (thin: parse, call the library, print), and the option types and output
+helper every command shares.
 
-Each module defines one click group that :mod:`distprivacy.cli` registers:
-``attribute`` (Zhang, Ohrimenko & Cummings), ``local`` (Kawamoto & Murakami) and
-``models`` (Suri & Evans). Bad input raises :class:`distprivacy.DistPrivacyError`, which the
-entry point prints as one line with exit status 2.
+Each module defines commands that :mod:`distprivacy.cli` registers: ``calibrate``,
+``release``, ``audit`` (Chen & Ohrimenko; their shared options in :mod:`._common`) and
+``reproduce``, and one click group per other framework: ``attribute`` (Zhang, Ohrimenko &
+Cummings), ``local`` (Kawamoto & Murakami) and ``models`` (Suri & Evans). Bad input raises
+:class:`distprivacy.DistPrivacyError`, which the entry point prints as one line with exit
+status 2.
 
 Numeric options use :class:`Number` (and seeds :data:`SEED`), which parse the text and hand the
 value to :mod:`distprivacy.accounting`'s ``check_*`` — the one place numbers are validated — so
@@ -60,6 +62,19 @@ def parse_float(text: str, name: str) -> float:
         return float(text)
     except ValueError:
         raise DistPrivacyError(f"{name}: {text!r} is not a valid float") from None
+
+
+def parse_floats(text: str, name: str, *, example: str = "0.45,0.55") -> list[float]:
+    """``"0.45,0.55"`` → [0.45, 0.55] (blank items skipped), each a finite number
+    (:func:`~distprivacy.accounting.check_number`); DistPrivacyError naming ``name`` and showing
+    ``example`` when an item is not a number."""
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise DistPrivacyError(
+            f"cannot read {name} {text!r}; give comma-separated numbers, e.g. {example}"
+        ) from None
+    return [check_number(v, name) for v in vals]
 
 
 class Number(click.ParamType):
@@ -169,5 +184,6 @@ __all__ = [
     "dumps_json",
     "jsonable",
     "parse_float",
+    "parse_floats",
     "parse_integer",
 ]

@@ -1,0 +1,403 @@
+"""What ``calibrate``, ``release`` and ``audit`` share: their options (one decorator), the
+progress bar, loading the data and fitting the model, and the mechanisms asked for."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from distprivacy.accounting import check_delta, check_epsilon, check_number, check_rule
+from distprivacy.commands import (
+    FLOAT,
+    INTEGER,
+    POSITIVE,
+    SEED,
+    Number,
+    parse_float,
+    parse_floats,
+)
+from distprivacy.engines import ENGINES, load_source, resolve_engine
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_mechanism
+from distprivacy.models import FModel, fit_model, load_model_file
+from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.spec import ProtectionSpec
+
+DEFAULT_PROPERTY = "income==>50K"
+DEFAULT_VALUES = "0.45,0.55"
+
+#: Progress bars and status lines go to stderr (stdout stays the command's output).
+err_console = Console(stderr=True)
+
+#: The options that say where f_θ comes from; ``--model`` replaces them all.
+DATA_OPTIONS = (
+    "data",
+    "protect",
+    "values_",
+    "pairs",
+    "pairs_within",
+    "subset_size",
+    "statistics",
+    "modeling",
+    "samples",
+    "engine",
+    "spark_master",
+)
+
+
+class LazyProgress:
+    """A rich progress bar on stderr that appears only once work has taken over a second.
+
+    Parameters
+    ----------
+    description : str
+        The text before the bar.
+    enabled : bool
+        Whether to show it at all (never when stderr is not a terminal: there rich would leave
+        blank lines before an error line).
+    """
+
+    def __init__(self, description: str, enabled: bool) -> None:
+        self.description = description
+        self.enabled = enabled and err_console.is_terminal
+        self.start = time.monotonic()
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        """Report ``done`` of ``total`` steps (a ``progress`` callback of the library)."""
+        if not self.enabled:
+            return
+        if self.progress is None and time.monotonic() - self.start > 1.0:
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task(self.description, total=total)
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        """Remove the bar, if it was shown."""
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _pairs(text: str) -> list[tuple[float, float]]:
+    """``"0.45:0.55,0.5:0.6"`` → [(0.45, 0.55), (0.5, 0.6)]."""
+    out = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        a, sep, b = part.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            pair = (parse_float(a, "--pairs"), parse_float(b, "--pairs"))
+        except (ValueError, DistPrivacyError):
+            raise DistPrivacyError(
+                f"cannot read pair {part!r}; write P1:P2 pairs, e.g. 0.45:0.55,0.5:0.6"
+            ) from None
+        out.append(tuple(check_number(v, "--pairs") for v in pair))
+    return out
+
+
+_OPTIONS = [
+    click.option(
+        "--data",
+        type=click.Path(),
+        default=None,
+        help="CSV/Parquet file or a directory with adult.data/adult.test "
+        "(default: the Adult data, fetched and cached on first use).",
+    ),
+    click.option(
+        "--protect",
+        default=DEFAULT_PROPERTY,
+        show_default=True,
+        help="The sensitive record property, COLUMN OP VALUE.",
+    ),
+    click.option(
+        "--values",
+        "values_",
+        default=DEFAULT_VALUES,
+        show_default=True,
+        help="Candidate proportions p of records with the property.",
+    ),
+    click.option(
+        "--pairs",
+        default=None,
+        help="Explicit protected pairs P1:P2,... (default: all pairs of values).",
+    ),
+    click.option(
+        "--pairs-within",
+        type=POSITIVE,
+        default=None,
+        help="Protect every pair of values at most this far apart (Example 2.1).",
+    ),
+    click.option(
+        "--subset-size",
+        type=INTEGER,
+        default=100,
+        show_default=True,
+        help="Size n of the released dataset.",
+    ),
+    click.option(
+        "--statistics",
+        default=ADULT_DEFAULT_STATISTICS,
+        show_default=True,
+        help="Comma-separated statistics: mean:COL, sum:COL, count:PRED, proportion:PRED.",
+    ),
+    click.option(
+        "--model",
+        "model_file",
+        type=click.Path(),
+        default=None,
+        help="A user-supplied model of f_θ (JSON/TOML); replaces the data options.",
+    ),
+    click.option(
+        "--engine",
+        type=click.Choice(list(ENGINES), case_sensitive=False),
+        default="auto",
+        show_default=True,
+        help="Where the model's aggregates are computed: 'auto' = DuckDB for a CSV/Parquet "
+        "file, pandas for the Adult data; 'duckdb' scans files larger than memory; 'spark' "
+        "reads any Spark-readable path or table (needs Java and the [spark] extra).",
+    ),
+    click.option(
+        "--spark-master",
+        default=None,
+        help="Spark master URL for --engine spark (default local[*]).",
+    ),
+    click.option(
+        "--modeling",
+        type=click.Choice(["auto", "exact", "monte-carlo"]),
+        default="auto",
+        show_default=True,
+        help="How f_θ is modelled from the data.",
+    ),
+    click.option(
+        "--samples",
+        type=Number(integer=True, low=2),
+        default=1000,
+        show_default=True,
+        help="Monte-Carlo subsets per θ.",
+    ),
+    click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True),
+    click.option("--delta", type=FLOAT, default=1e-3, show_default=True),
+    click.option(
+        "--calibration",
+        default="exact",
+        show_default=True,
+        help="Gaussian calibration rule: 'exact' (μ-GDP accounting) or the paper's "
+        "'classic' c = √(2 ln(1.25/δ)).",
+    ),
+    click.option(
+        "--covariances",
+        type=click.Choice(["fitted", "pooled"], case_sensitive=False),
+        default="fitted",
+        show_default=True,
+        help="Exact rule: 'fitted' makes the target hold for the fitted Gaussians with their "
+        "unequal covariances too; 'pooled' is the paper's assumption (one covariance per "
+        "pair), the unequal-covariance figure only reported.",
+    ),
+    click.option(
+        "--utility",
+        type=click.Choice(["scaled", "l2"], case_sensitive=False),
+        default="scaled",
+        show_default=True,
+        help="How noise is costed where a mechanism chooses (OptM-G's objective, the "
+        "unequal-covariance fix) and which mechanism is named best: 'scaled' Σ Var(Z_k)/s_k² "
+        "(each statistic's noise relative to its own sampling SD s_k; unit-free), 'l2' the "
+        "paper's raw E‖Z‖₂ (mixed units).",
+    ),
+    click.option(
+        "--target-mu",
+        type=FLOAT,
+        default=None,
+        help="Calibrate the Gaussian mechanisms to this μ-GDP parameter instead of ε.",
+    ),
+    click.option(
+        "--max-attack-accuracy",
+        type=FLOAT,
+        default=None,
+        help="Calibrate the Gaussian mechanisms so that no attacker between two equally "
+        "likely θ exceeds this accuracy (e.g. 0.55).",
+    ),
+    click.option(
+        "--seed",
+        type=SEED,
+        default=None,
+        help="Seed for the noise and the modelling (experiments only: seeded noise is not "
+        "secure). Without it the noise is cryptographically secure and the Monte-Carlo "
+        "modelling uses seed 0.",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+]
+
+
+def common_options(f: Callable) -> Callable:
+    """Add the options of ``calibrate``, ``release`` and ``audit`` (data, model, targets,
+    seed, ``--json``) to a command."""
+    for opt in reversed(_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
+def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any], Any]:
+    """Validate the options, load the data and fit the model.
+
+    Returns
+    -------
+    model : FModel
+    info : dict
+        Where the model came from, for the output.
+    built : tuple or None
+        ``(data, spec, query)`` when fitted from data; None for ``--model``.
+    """
+    check_epsilon(p["epsilon"])
+    check_rule(p["calibration"])
+    if p["model_file"] is not None:
+        explicit = [k for k in DATA_OPTIONS if _given(ctx, k)]
+        if explicit:
+            flags = ", ".join("--" + e.rstrip("_").replace("_", "-") for e in explicit)
+            raise DistPrivacyError(f"--model replaces the data options; drop {flags}")
+        model = load_model_file(p["model_file"])
+        return model, {"model_file": str(p["model_file"])}, None
+    spec = ProtectionSpec(
+        p["protect"],
+        p["subset_size"],
+        parse_floats(p["values_"], "--values"),
+        pairs=_pairs(p["pairs"]) if p["pairs"] else None,
+        pairs_within=p["pairs_within"],
+    )
+    query = Query.parse(p["statistics"])
+    data = resolve_engine(
+        p["engine"].lower(), load_source(p["data"]), spark_master=p["spark_master"]
+    )
+    data.validate(query, spec)
+    bar = LazyProgress("modelling f_θ", enabled=not p["as_json"])
+    try:
+        model = fit_model(
+            data,
+            spec,
+            query,
+            engine=data,
+            method=p["modeling"],
+            n_samples=p["samples"],
+            random_state=0 if p["seed"] is None else p["seed"],
+            progress=bar,
+        )
+    finally:
+        bar.close()
+    info = {
+        "data": p["data"] or "adult",
+        "engine": data.name,
+        "spec": spec.to_dict(),
+        "statistics": list(query.names),
+        "modeling": model.method_,
+    }
+    return model, info, (data, spec, query)
+
+
+def _target_options(p: dict[str, Any]) -> dict[str, float | None]:
+    return {"mu": p["target_mu"], "max_accuracy": p["max_attack_accuracy"]}
+
+
+def check_targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | None]:
+    """The Gaussian targets given (μ or maximum accuracy), validated against --epsilon."""
+    t = _target_options(p)
+    if t["mu"] is not None and t["max_accuracy"] is not None:
+        raise DistPrivacyError("give --target-mu or --max-attack-accuracy, not both")
+    if any(v is not None for v in t.values()):
+        if _given(ctx, "epsilon"):
+            raise DistPrivacyError(
+                "give --epsilon or a target (--target-mu / --max-attack-accuracy), not both"
+            )
+        if p["calibration"] != "exact":
+            raise DistPrivacyError("targets given as μ or accuracy need --calibration exact")
+        # The values themselves, before any data is read (a Gaussian mechanism validates them).
+        make_mechanism("ExpM-G", None, 0.5, "exact", **t)
+    return t
+
+
+def mechanism_names(
+    ctx: click.Context, mechanisms: tuple[str, ...], p: dict[str, Any]
+) -> list[str]:
+    """The mechanisms asked for (default: all), with δ and the targets validated for them."""
+    names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
+    # δ ∈ (0, 1) for (ε, δ) mechanisms; pure-ε ones ignore it but it must still lie in [0, 1).
+    check_delta(p["delta"], allow_zero=not any(MECHANISMS[n].uses_delta for n in names))
+    check_targets(ctx, p)
+    return names
+
+
+def settings(p: dict[str, Any]) -> dict[str, Any]:
+    """The calibration settings, for --json output."""
+    return {
+        "epsilon": p["epsilon"],
+        "delta": p["delta"],
+        "calibration": p["calibration"],
+        "covariances": p["covariances"].lower(),
+        "utility": p["utility"].lower(),
+        "target_mu": p["target_mu"],
+        "max_attack_accuracy": p["max_attack_accuracy"],
+    }
+
+
+def _epsilon(p: dict[str, Any], t: dict[str, float | None]) -> float | None:
+    """ε, or None when a target (μ or accuracy) replaces it."""
+    return None if any(v is not None for v in t.values()) else p["epsilon"]
+
+
+def mechanism(name: str, p: dict[str, Any]):
+    """The mechanism ``name`` with the options' ε (or target), δ, rule and utility."""
+    t = _target_options(p)
+    return make_mechanism(
+        name,
+        _epsilon(p, t),
+        p["delta"],
+        p["calibration"],
+        covariances=p["covariances"].lower(),
+        utility=p["utility"].lower(),
+        **t,
+    )
+
+
+def calibrate_many(
+    model: FModel, names: list[str], p: dict[str, Any], show: bool
+) -> tuple[list[Calibration], dict[str, str]]:
+    """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
+    is listed as not applicable with the reason (:func:`calibrate_all`)."""
+    t = _target_options(p)
+    bar = LazyProgress("calibrating", enabled=show)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
+            return calibrate_all(
+                model,
+                _epsilon(p, t),
+                p["delta"],
+                p["calibration"],
+                names,
+                progress=bar,
+                covariances=p["covariances"].lower(),
+                utility=p["utility"].lower(),
+                **t,
+            )
+    finally:
+        bar.close()

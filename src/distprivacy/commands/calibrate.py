@@ -1,0 +1,139 @@
+"""``distprivacy calibrate``: every applicable mechanism's noise and error side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from distprivacy.commands import dumps_json
+from distprivacy.commands._common import (
+    build,
+    calibrate_many,
+    common_options,
+    mechanism_names,
+    settings,
+)
+from distprivacy.commands._display import (
+    fmt,
+    model_dict,
+    noise_summary,
+    per_statistic_table,
+    print_header,
+    print_not_applicable,
+    short_theorem,
+)
+from distprivacy.exceptions import ClassicRuleWarning
+from distprivacy.mechanisms import Calibration
+
+
+def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
+    """The mechanism of least noise cost under ``utility`` among those whose verified δ meets
+    their target (all of them, if none does)."""
+    if not cals:
+        return None
+    ok = [c for c in cals if c.verified]
+    among = "verified" if ok else "all (none verified)"
+    best = min(ok or cals, key=lambda c: c.utility_cost(utility))
+    objective = "least E‖Z‖₂" if utility == "l2" else "least Σ_k Var(Z_k)/s_k², s_k the sampling SD"
+    return {
+        "mechanism": best.mechanism,
+        "utility": utility,
+        "objective": objective,
+        "cost": best.utility_cost(utility),
+        "among": among,
+    }
+
+
+def _print_warnings(console: Console, cals: list[Calibration]) -> None:
+    """Each calibration's caveats; the classic rule's, the same for every Gaussian mechanism,
+    once."""
+    notes = [(c.mechanism, w) for c in cals for w in c.warnings]
+    if not notes:
+        return
+    console.print("[bold yellow]Warnings[/]")
+    seen: set = set()
+    for name, w in notes:
+        shared = getattr(w, "category", None) is ClassicRuleWarning
+        key = str(w) if shared else (name, str(w))
+        if key in seen:
+            continue
+        seen.add(key)
+        who = "Gaussian mechanisms" if shared else name
+        console.print(f"  {who}: {w}")
+
+
+@click.command()
+@common_options
+@click.option(
+    "--mechanism",
+    "mechanisms",
+    multiple=True,
+    help="Only these mechanisms (repeatable; default: all).",
+)
+@click.pass_context
+def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None:
+    """Show every applicable mechanism's noise and expected L2 error side by side."""
+    names = mechanism_names(ctx, mechanisms, p)
+    model, info, _ = build(ctx, p)
+    cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
+    if p["as_json"]:
+        click.echo(
+            dumps_json(
+                {
+                    **info,
+                    **settings(p),
+                    "model": model_dict(model),
+                    "mechanisms": [c.to_dict() for c in cals],
+                    "best": _best(cals, p["utility"].lower()),
+                    "not_applicable": skipped,
+                }
+            )
+        )
+        return
+    console = Console()
+    print_header(console, model, info, p)
+    table = Table(title="Calibrations (expected L2 error = E‖Z‖₂, exact)")
+    numeric = ("E‖Z‖₂", "ε", "δ", "μ", "δ achieved", "max acc.")
+    for col in ("mechanism", "noise", *numeric, "proof"):
+        table.add_column(
+            col,
+            justify="right" if col in numeric else "left",
+            no_wrap=col in ("mechanism", "E‖Z‖₂"),
+        )
+    for c in cals:
+        table.add_row(
+            c.mechanism,
+            noise_summary(c),
+            fmt(c.expected_l2_error),
+            f"{c.epsilon:.4g}",
+            f"{c.delta:g}",
+            "—" if c.mu is None else f"{c.mu:.4g}",
+            f"{c.delta_achieved:.3g}",
+            f"{c.max_attack_accuracy:.4f}",
+            short_theorem(c.theorem),
+        )
+    console.print(table)
+    console.print(
+        "μ: the μ-GDP parameter; δ achieved: exact δ at ε (worse of the shared-covariance and "
+        "the fitted unequal-covariance Gaussians); max acc.: the best any attacker can do "
+        "between two equally likely θ."
+    )
+    if cals:
+        console.print(per_statistic_table(cals))
+        best = _best(cals, p["utility"].lower())
+        if best is not None:
+            console.print(
+                f"Best utility among the {best['among']} calibrations ({best['objective']}): "
+                f"[bold]{best['mechanism']}[/]"
+            )
+        unverified = sorted({c.basis for c in cals if not c.verified})
+        if unverified:
+            console.print("Guarantees resting on an assumption (not verified):")
+            for b in unverified:
+                who = ", ".join(c.mechanism for c in cals if c.basis == b and not c.verified)
+                console.print(f"  {who}: {b}")
+    _print_warnings(console, cals)
+    print_not_applicable(console, skipped)
