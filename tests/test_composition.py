@@ -134,6 +134,14 @@ def test_naive_composition_is_wrong_in_both_directions():
     assert up.mu == pytest.approx(math.sqrt(0.5 / 3.1), rel=1e-12)  # 0.4016
     assert down.mu == pytest.approx(math.sqrt(0.5 / 4.9), rel=1e-12)  # 0.3194
     assert down.mu < up.naive_mu < up.mu
+    # Without noise and ρ = 0.99, each statistic alone has μ = 0.5 but together √50 = 7.07:
+    # ten times the naive 0.707 (F1 − F2 nearly cancels the sampling noise).
+    S = np.array([[1.0, 0.99], [0.99, 1.0]])
+    m = GaussianModel(["a", "b"], [[0.0, 0.0], [0.5, -0.5]], [S, S], [("a", "b")])
+    bare = joint_accounting(m, [([0], [[0.0]]), ([1], [[0.0]])], delta=1e-3)
+    assert bare.release_mus == pytest.approx((0.5, 0.5), rel=1e-12)
+    assert bare.mu == pytest.approx(math.sqrt(50.0), rel=1e-9)
+    assert bare.naive_mu == pytest.approx(math.sqrt(0.5), rel=1e-12)
 
 
 def test_fails_closed():
