@@ -352,3 +352,33 @@ def test_sigkill_never_leaves_a_printed_release_unrecorded(tmp_path):
         printed_total += len(printed)
     assert printed_total > 0
     assert time.monotonic() - t0 < 60
+
+
+def test_a_mu_budget_also_bounds_the_attack(tmp_path):
+    """A cumulative guarantee whose exact profile failed closed (attack bound 1) is refused
+    under a μ budget even when its μ fits."""
+    failed = Guarantee(1.0, 1.0, "joint", mu=0.1, max_attack_accuracy=1.0)
+    with Ledger.init(tmp_path / "l.db", budget_mu=1.0) as led:
+        with pytest.raises(BudgetExceededError, match=r"attack bound = 100\.00%"):
+            led.record(_entry(failed), _first)
+        assert led.releases() == []
+
+
+def test_entry_from_plan(adult_plan):
+    from types import SimpleNamespace
+
+    cal, plan, g, fp = adult_plan
+    fake = SimpleNamespace(
+        to_dict=lambda: plan,
+        calibration=cal,
+        guarantee=g,
+        data_fingerprint=fp,
+        protected_property=PROP,
+    )
+    e = LedgerEntry.from_plan(fake, np.ones(5))
+    assert (e.fingerprint, e.property, e.mechanism) == (fp, PROP, "DauM-G")
+    assert e.plan_digest == "sha256:plan" and e.noise_family == "gaussian"
+    assert np.array_equal(e.noise_covariance, cal.noise_covariance)
+    assert e.values == (1.0,) * 5 and e.statistics == cal.statistic_names
+    with pytest.raises(LedgerError, match="no protected property"):
+        LedgerEntry.from_plan(SimpleNamespace(**{**fake.__dict__, "protected_property": None}), [1])

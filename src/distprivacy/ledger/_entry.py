@@ -33,7 +33,10 @@ def _dumps(x: Any) -> str:
 
 @dataclass(frozen=True)
 class Budget:
-    """A ledger's budget: μ (``kind="mu"``) or (ε, δ) (``kind="epsilon-delta"``)."""
+    """A ledger's budget: μ (``kind="mu"``) or (ε, δ) (``kind="epsilon-delta"``).
+
+    A μ budget holds when the cumulative μ is at most μ and the cumulative attack bound at most
+    Φ(μ/2); an (ε, δ) budget when the cumulative δ at ε is at most δ."""
 
     kind: str
     mu: float | None = None
@@ -62,6 +65,18 @@ class Budget:
                 )
             if not g.mu <= self.mu * (1 + 1e-12):  # type: ignore[operator]
                 return f"cumulative μ = {g.mu:.4g} would exceed the budget μ = {self.mu:.4g}"
+            # As a single calibration to a target μ: the attack bound of the fitted Gaussians
+            # (unequal covariances; 1 when the exact profile failed) must also stay within
+            # Φ(μ/2).
+            from distprivacy.profiles import gdp_accuracy
+
+            cap = float(gdp_accuracy(self.mu))
+            acc = float(g.max_attack_accuracy)  # type: ignore[arg-type]
+            if not acc <= cap * (1 + 1e-9):
+                return (
+                    f"cumulative attack bound = {acc:.2%} would exceed the budget μ = "
+                    f"{self.mu:.4g} (Φ(μ/2) = {cap:.2%})"
+                )
             return None
         d = g.delta_at(self.epsilon)  # type: ignore[arg-type]
         if not d <= self.delta * (1 + 1e-9):  # type: ignore[operator]
