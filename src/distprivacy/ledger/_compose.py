@@ -1,0 +1,147 @@
+"""Composing the releases recorded in a ledger (see :mod:`distprivacy.ledger`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from distprivacy.guarantee import Guarantee
+from distprivacy.ledger._entry import Composer, LedgerEntry, _dumps
+
+
+def data_fingerprint(data: Any, columns: Sequence[str]) -> str:
+    """SHA-256 of the columns ``columns`` of the table ``data``, canonical: for each column
+    (sorted by name, each once) its name, dtype and length, then its values in row order —
+    numbers (bool, int, float) as little-endian float64 bytes, anything else as the ``repr``
+    of each value, NaN as ``nan``. Reordering rows or changing one value changes it; columns
+    not named do not. Returns ``"sha256:<64 hex digits>"`` (the plans' fingerprint:
+    :func:`distprivacy.plans.data_fingerprint`)."""
+    from distprivacy.plans import data_fingerprint as fingerprint
+
+    return fingerprint(data, columns)
+
+
+def _is_gaussian(e: LedgerEntry) -> bool:
+    return (
+        e.noise_family in ("gaussian", "none")
+        and e.noise_covariance is not None
+        and e.plan is not None
+        and isinstance(e.plan.get("model"), Mapping)
+    )
+
+
+def _restricted(model: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    ix = [list(model.statistic_names_).index(n) for n in names]
+    return model.means_[:, ix], model.covariances_[:, ix][:, :, ix]
+
+
+def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | None) -> Any:
+    """One model of every recorded statistic: a plan's model that covers them all and agrees
+    with every other plan's model, or ``fit(union query text)``."""
+    from distprivacy.composition import CompositionError
+    from distprivacy.plans import model_from_dict
+
+    specs = {_dumps(e.plan.get("spec")) for e in entries}  # type: ignore[union-attr]
+    if len(specs) > 1:
+        raise CompositionError(
+            "the releases recorded for this dataset were calibrated for different "
+            "specifications (n, values or pairs); their joint guarantee is not computed"
+        )
+    models = [model_from_dict(e.plan["model"]) for e in entries]  # type: ignore[index]
+    union = list(dict.fromkeys(n for m in models for n in m.statistic_names_))
+    for cand in sorted(models, key=lambda m: -m.dim):
+        if not set(union) <= set(cand.statistic_names_):
+            break
+        agree = True
+        for m in models:
+            same = [str(t) for t in m.thetas_] == [str(t) for t in cand.thetas_] and (
+                m.pair_indices_ == cand.pair_indices_
+            )
+            if same:
+                mu, cov = _restricted(cand, m.statistic_names_)
+                same = np.allclose(mu, m.means_, rtol=1e-12, atol=0) and np.allclose(
+                    cov, m.covariances_, rtol=1e-12, atol=1e-300
+                )
+            agree = agree and same
+        if agree:
+            return cand
+    queries = [e.plan.get("query") for e in entries]  # type: ignore[union-attr]
+    if fit is None or any(not q for q in queries):
+        raise CompositionError(
+            "the releases recorded for this dataset use different statistics ("
+            + "; ".join(sorted({", ".join(m.statistic_names_) for m in models}))
+            + "); their joint model needs the data they were fitted on (give it to refit the "
+            "union of the statistics)"
+        )
+    parts = [p.strip() for q in queries for p in str(q).split(",") if p.strip()]
+    return fit(",".join(dict.fromkeys(parts)))
+
+
+def plan_composer(
+    *,
+    delta: float,
+    fit: Callable[[str], Any] | None = None,
+    convention: str = "average",
+) -> Composer:
+    """The ``compose`` of :meth:`Ledger.record` for releases made from plans.
+
+    * Every release Gaussian (or noiseless) with the plan's fitted moments: the exact joint
+      accounting of :func:`distprivacy.composition.compose_gaussian` on one model of every
+      released statistic, at ``delta`` (the ledger's :attr:`Budget.report_delta`). The model
+      is a plan's own when it covers every statistic and agrees with the others' moments (the
+      same plan released again, or subsets of one plan's statistics); otherwise
+      ``fit(query_text)`` refits the union of the statistics on the data (refused without it).
+    * Else, when every guarantee holds for every pair of datasets (group DP):
+      :func:`distprivacy.composition.compose_guarantees`.
+    * Else a single release keeps its own guarantee, and several are refused
+      (:class:`~distprivacy.composition.CompositionError`): no ε is ever added silently.
+    """
+    from distprivacy.accounting import check_delta
+
+    d = check_delta(delta)
+
+    def compose(entries: list[LedgerEntry]) -> Guarantee:
+        from distprivacy.composition import (
+            CompositionError,
+            compose_gaussian,
+            compose_guarantees,
+        )
+
+        if not entries:
+            raise CompositionError("nothing to compose")
+        if all(_is_gaussian(e) for e in entries):
+            model = _union_model(entries, fit)
+            names = list(model.statistic_names_)
+            releases = []
+            for e in entries:
+                own = e.plan["model"]["statistics"]  # type: ignore[index]
+                picked = (
+                    [own[i] for i in e.statistic_indices]
+                    if e.statistic_indices is not None
+                    else list(e.statistics)
+                )
+                missing = [n for n in picked if n not in names]
+                if missing:
+                    raise CompositionError(
+                        f"release {e.id or 'new'}: statistics {', '.join(missing)} are not in "
+                        "the joint model"
+                    )
+                releases.append(([names.index(n) for n in picked], e.noise_covariance))
+            return compose_gaussian(model, releases, delta=d, convention=convention)
+        if len(entries) == 1:
+            return entries[0].guarantee
+        if all(e.guarantee.holds_for_every_input for e in entries):
+            return compose_guarantees([e.guarantee for e in entries])
+        bad = next(
+            e for e in entries if not _is_gaussian(e) and not e.guarantee.holds_for_every_input
+        )
+        raise CompositionError(
+            f"cannot compose a {bad.mechanism} release ({bad.noise_family or 'unknown'} noise) "
+            "with other releases of the same dataset: its guarantee rests on the model of f_θ "
+            "and no exact joint computation exists for it; the release is refused rather than "
+            "adding ε's"
+        )
+
+    return compose

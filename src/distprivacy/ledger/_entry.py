@@ -1,0 +1,271 @@
+"""Ledger entries, budgets and errors (see :mod:`distprivacy.ledger`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distprivacy._json import jsonable, number
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.guarantee import Guarantee
+
+#: The δ at which a μ budget's cumulative ε is reported (the library's default δ).
+DEFAULT_REPORT_DELTA = 1e-3
+
+
+class LedgerError(DistPrivacyError):
+    """A ledger file is missing, not a ledger, of another version, or misused."""
+
+
+class BudgetExceededError(DistPrivacyError):
+    """A release would take the cumulative guarantee past the ledger's budget (nothing was
+    recorded)."""
+
+
+def _dumps(x: Any) -> str:
+    return json.dumps(jsonable(x), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A ledger's budget: μ (``kind="mu"``) or (ε, δ) (``kind="epsilon-delta"``).
+
+    A μ budget holds when the cumulative μ is at most μ and the cumulative attack bound at most
+    Φ(μ/2); an (ε, δ) budget when the cumulative δ at ε is at most δ."""
+
+    kind: str
+    mu: float | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+
+    @property
+    def report_delta(self) -> float:
+        """The δ at which cumulative ε is reported: the budget's δ, or
+        :data:`DEFAULT_REPORT_DELTA` for a μ budget."""
+        return float(self.delta) if self.kind == "epsilon-delta" else DEFAULT_REPORT_DELTA
+
+    def describe(self) -> str:
+        if self.kind == "mu":
+            return f"μ = {self.mu:.4g}"
+        return f"(ε, δ) = ({self.epsilon:.4g}, {self.delta:.3g})"
+
+    def exceeded_by(self, g: Guarantee) -> str | None:
+        """None if ``g`` is within the budget, else the refusal message (naming the budget
+        and the figure)."""
+        if self.kind == "mu":
+            if g.mu is None:
+                return (
+                    f"the cumulative guarantee has no μ ({g.theorem}); the budget is "
+                    f"{self.describe()}"
+                )
+            if not g.mu <= self.mu * (1 + 1e-12):  # type: ignore[operator]
+                return f"cumulative μ = {g.mu:.4g} would exceed the budget μ = {self.mu:.4g}"
+            # As a single calibration to a target μ: the attack bound of the fitted Gaussians
+            # (unequal covariances; 1 when the exact profile failed) must also stay within
+            # Φ(μ/2).
+            from distprivacy.profiles import gdp_accuracy
+
+            cap = float(gdp_accuracy(self.mu))
+            acc = float(g.max_attack_accuracy)  # type: ignore[arg-type]
+            if not acc <= cap * (1 + 1e-9):
+                return (
+                    f"cumulative attack bound = {acc:.2%} would exceed the budget μ = "
+                    f"{self.mu:.4g} (Φ(μ/2) = {cap:.2%})"
+                )
+            return None
+        d = g.delta_at(self.epsilon)  # type: ignore[arg-type]
+        if not d <= self.delta * (1 + 1e-9):  # type: ignore[operator]
+            eps = g.epsilon_at(self.delta)  # type: ignore[arg-type]
+            return (
+                f"cumulative δ = {d:.3g} at ε = {self.epsilon:.4g} (ε = {eps:.4g} at δ = "
+                f"{self.delta:.3g}) would exceed the budget {self.describe()}"
+            )
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(
+            {"kind": self.kind, "mu": self.mu, "epsilon": self.epsilon, "delta": self.delta}
+        )
+
+
+def _budget(mu: float | None, epsilon: float | None, delta: float | None) -> Budget:
+    from distprivacy.accounting import check_delta, check_number
+
+    if mu is not None and (epsilon is not None or delta is not None):
+        raise LedgerError("give one budget: μ, or ε and δ — not both kinds")
+    if mu is not None:
+        return Budget("mu", mu=float(check_number(mu, "the budget μ", low=0, low_open=True)))
+    if epsilon is None or delta is None:
+        raise LedgerError("give a budget: --budget-mu MU, or --budget-epsilon E --budget-delta D")
+    eps = float(check_number(epsilon, "the budget ε", low=0, low_open=True))
+    if math.isinf(eps):
+        raise LedgerError("the budget ε must be finite")
+    return Budget("epsilon-delta", epsilon=eps, delta=float(check_delta(delta)))
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One release, as recorded.
+
+    Attributes
+    ----------
+    fingerprint : str
+        The dataset's fingerprint (:func:`data_fingerprint`).
+    property : str
+        The protected property (e.g. ``income==>50K``).
+    mechanism : str
+    statistics : tuple of str
+        The released statistics' names.
+    guarantee : Guarantee
+        The release's own guarantee.
+    values : tuple of float
+        The released values.
+    noise_family : str or None
+        ``gaussian``, ``laplace`` or ``none``.
+    noise_covariance : ndarray or None
+        Cov(Z) of the release.
+    plan : mapping or None
+        The plan's JSON (spec, query, fitted moments ``model``, calibration, ...).
+    plan_digest : str or None
+    statistic_indices : tuple of int or None
+        Indices of the statistics in the plan's model (default: all, in order).
+    id, time : int, str
+        Set by the ledger.
+    cumulative : Guarantee or None
+        The cumulative guarantee after this release (set by the ledger).
+    """
+
+    fingerprint: str
+    property: str
+    mechanism: str
+    statistics: tuple[str, ...]
+    guarantee: Guarantee
+    values: tuple[float, ...] = ()
+    noise_family: str | None = None
+    noise_covariance: np.ndarray | None = field(default=None, compare=False)
+    plan: Mapping[str, Any] | None = field(default=None, compare=False)
+    plan_digest: str | None = None
+    statistic_indices: tuple[int, ...] | None = None
+    id: int | None = None
+    time: str | None = None
+    cumulative: Guarantee | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("fingerprint", "property", "mechanism"):
+            v = getattr(self, name)
+            if not isinstance(v, str) or not v:
+                raise LedgerError(f"a ledger entry needs a non-empty {name}, got {v!r}")
+        if not isinstance(self.guarantee, Guarantee):
+            raise LedgerError("a ledger entry's guarantee must be a Guarantee")
+        object.__setattr__(self, "statistics", tuple(str(s) for s in self.statistics))
+        vals = np.asarray(self.values, dtype=float).reshape(-1)
+        object.__setattr__(self, "values", tuple(float(v) for v in vals))
+        if self.noise_covariance is not None:
+            object.__setattr__(
+                self, "noise_covariance", np.asarray(self.noise_covariance, dtype=float)
+            )
+        if self.statistic_indices is not None:
+            object.__setattr__(
+                self, "statistic_indices", tuple(int(i) for i in self.statistic_indices)
+            )
+
+    @classmethod
+    def from_plan(
+        cls,
+        plan: Any,
+        values: Sequence[float] | np.ndarray,
+        *,
+        fingerprint: str | None = None,
+        property: str | None = None,
+    ) -> LedgerEntry:
+        """The entry of releasing ``values`` with a :class:`distprivacy.plans.Plan`.
+
+        ``fingerprint`` defaults to the plan's data fingerprint and ``property`` to its
+        protected property."""
+        raw = plan.to_dict()
+        cal = plan.calibration
+        fp = fingerprint if fingerprint is not None else plan.data_fingerprint
+        prop = property if property is not None else plan.protected_property
+        if not fp or not prop:
+            raise LedgerError(
+                "a ledger entry needs the dataset's fingerprint and the protected property; "
+                "this plan has "
+                + ("no fingerprint" if not fp else "no protected property (a user's model)")
+            )
+        return cls(
+            fingerprint=fp,
+            property=prop,
+            mechanism=cal.mechanism,
+            statistics=tuple(cal.statistic_names),
+            guarantee=plan.guarantee,
+            values=np.asarray(values, dtype=float),
+            noise_family=getattr(getattr(cal, "noise", None), "family", None),
+            noise_covariance=getattr(cal, "noise_covariance", None),
+            plan=raw,
+            plan_digest=raw.get("digest"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (``ledger show --json``; the plan itself is left out, its digest kept)."""
+        return jsonable(
+            {
+                "id": self.id,
+                "time": self.time,
+                "fingerprint": self.fingerprint,
+                "property": self.property,
+                "plan_digest": self.plan_digest,
+                "mechanism": self.mechanism,
+                "statistics": list(self.statistics),
+                "values": list(self.values),
+                "guarantee": self.guarantee.to_dict(),
+                "noise_family": self.noise_family,
+                "noise_covariance": self.noise_covariance,
+                "cumulative": None if self.cumulative is None else self.cumulative.to_dict(),
+            }
+        )
+
+    def _row(self, time: str, cumulative: Guarantee) -> tuple[Any, ...]:
+        return (
+            time,
+            self.fingerprint,
+            self.property,
+            self.plan_digest,
+            self.mechanism,
+            _dumps(list(self.statistics)),
+            _dumps(self.guarantee.to_dict()),
+            self.noise_family,
+            None if self.noise_covariance is None else _dumps(self.noise_covariance),
+            _dumps(list(self.values)),
+            None if self.plan is None else _dumps(self.plan),
+            None if self.statistic_indices is None else _dumps(list(self.statistic_indices)),
+            _dumps(cumulative.to_dict()),
+        )
+
+    @classmethod
+    def _from_row(cls, row: Sequence[Any]) -> LedgerEntry:
+        (rid, time, fp, prop, digest, mech, stats, g, fam, cov, vals, plan, idx, cum) = row
+        cov_v = None if cov is None else np.array(json.loads(cov), dtype=float)
+        return cls(
+            fingerprint=fp,
+            property=prop,
+            mechanism=mech,
+            statistics=tuple(json.loads(stats)),
+            guarantee=Guarantee.from_dict(json.loads(g)),
+            values=tuple(number(v) for v in json.loads(vals)),
+            noise_family=fam,
+            noise_covariance=cov_v,
+            plan=None if plan is None else json.loads(plan),
+            plan_digest=digest,
+            statistic_indices=None if idx is None else tuple(json.loads(idx)),
+            id=int(rid),
+            time=time,
+            cumulative=Guarantee.from_dict(json.loads(cum)),
+        )
+
+
+Composer = Callable[[list[LedgerEntry]], Guarantee]
