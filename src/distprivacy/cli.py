@@ -16,6 +16,7 @@ from distprivacy import __version__
 from distprivacy.commands.attribute import attribute
 from distprivacy.commands.audit import audit
 from distprivacy.commands.calibrate import calibrate
+from distprivacy.commands.ledger import ledger
 from distprivacy.commands.local import local
 from distprivacy.commands.models import models
 from distprivacy.commands.release import release
@@ -29,7 +30,7 @@ def cli() -> None:
     """Release dataset statistics with (ε, δ)-distribution privacy for a global property."""
 
 
-for _command in (calibrate, release, audit, reproduce, attribute, local, models):
+for _command in (calibrate, release, audit, ledger, reproduce, attribute, local, models):
     cli.add_command(_command)
 
 
