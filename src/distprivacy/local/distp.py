@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
+from distprivacy._json import jsonable
 from distprivacy.accounting import check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import check_distribution
@@ -526,17 +527,14 @@ class Profile:
     n_samples: int | None = None
 
     def to_dict(self) -> dict:
-        out = {
-            "method": self.method,
-            "epsilon": self.epsilons.tolist(),
-            "delta": self.delta.tolist(),
-        }
+        """Plain JSON data (:func:`distprivacy._json.jsonable`)."""
+        out: dict = {"method": self.method, "epsilon": self.epsilons, "delta": self.delta}
         if self.delta_upper is not None:
-            out["delta_upper"] = self.delta_upper.tolist()
-            out["delta_lower"] = self.delta_lower.tolist()  # type: ignore[union-attr]
+            out["delta_upper"] = self.delta_upper
+            out["delta_lower"] = self.delta_lower
             out["confidence"] = self.confidence
             out["n_samples"] = self.n_samples
-        return out
+        return jsonable(out)
 
 
 @dataclass(frozen=True)
@@ -557,7 +555,9 @@ class EpsilonResult:
         return self.epsilon if self.epsilon_upper is None else self.epsilon_upper
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        """Plain JSON data (:func:`distprivacy._json.jsonable`; ∞ as ``"inf"``), the fields
+        that are set."""
+        return jsonable({k: v for k, v in self.__dict__.items() if v is not None})
 
 
 def _choose_tupling_method(mech: TuplingMechanism, method: str, limit: int) -> str:

@@ -239,6 +239,10 @@ def clustered_city(
     if shared_hotspots < 0 or group_hotspots < 1:
         raise DistPrivacyError("need shared_hotspots ≥ 0 and group_hotspots ≥ 1")
     gen = check_random_state(random_state, secure=False)
+    if not isinstance(gen, np.random.Generator):
+        raise DistPrivacyError(
+            "clustered_city simulates data: pass an integer seed or a numpy Generator"
+        )
     pts = domain.points / domain.cell
     lo, hi = pts.min(axis=0), pts.max(axis=0)
 
