@@ -13,7 +13,9 @@ SQL = Σ_x π[x] Σ_y A(x)[y]·d(x, y) with π = (λ0 + λ1)/2.
 Outputs (CSV, PNG, report.md): the city; ε against SQL for randomized response, planar Laplace,
 Gaussian and the exponential mechanism (exact profiles), and for tupling over RR (Monte Carlo
 with certified ε); the dummies k each tupling base needs to reach a target ε; the theorem-based
-guarantees beside the exact values; a Bayes-factor reading of each guarantee.
+guarantees beside the exact values; a Bayes-factor reading of each guarantee. This module
+computes the numbers; :mod:`distprivacy.experiments._local_report` draws the figures and writes
+the report.
 """
 
 from __future__ import annotations
