@@ -166,7 +166,9 @@ def test_monte_carlo_agrees_with_enumeration_within_its_bound(seed):
     mech = TuplingMechanism(RandomizedResponse(4, 2.0), 4, nu=[0.1, 0.2, 0.3, 0.4])
     eps = np.array([0.0, 0.02, 0.05, 0.1, 0.2])
     exact = tupling_profile_exact(mech, lam, lam2, eps)
-    mc = TuplingMonteCarlo(mech, lam, lam2, n_samples=200_000, rng=seed).profile(eps, alpha=1e-6)
+    mc = TuplingMonteCarlo(mech, lam, lam2, n_samples=200_000, random_state=seed).profile(
+        eps, alpha=1e-6
+    )
     assert (mc.delta_lower <= exact + 1e-15).all() and (exact <= mc.delta_upper + 1e-15).all()
     assert np.max(mc.delta_upper - mc.delta_lower) < 0.01  # and the interval is informative
 
@@ -177,7 +179,9 @@ def test_monte_carlo_catches_a_wrong_number_of_dummies():
     base = RandomizedResponse(4, 2.0)
     eps = np.array([0.02, 0.05])
     exact_k2 = tupling_profile_exact(TuplingMechanism(base, 2), lam, lam2, eps)
-    mc_k6 = TuplingMonteCarlo(TuplingMechanism(base, 6), lam, lam2, n_samples=200_000, rng=0)
+    mc_k6 = TuplingMonteCarlo(
+        TuplingMechanism(base, 6), lam, lam2, n_samples=200_000, random_state=0
+    )
     prof = mc_k6.profile(eps, alpha=1e-6)
     assert ((exact_k2 > prof.delta_upper) | (exact_k2 < prof.delta_lower)).any()
 
@@ -187,11 +191,13 @@ def test_certified_epsilon_bounds_the_exact_one():
     lam, lam2 = _pair(rng, 5)
     mech = TuplingMechanism(RandomizedResponse(5, 3.0), 5)
     exact = distp_epsilon(mech, lam, lam2, 1e-2, method="enumeration").epsilon
-    res = monte_carlo_epsilon(mech, lam, lam2, 1e-2, n_samples=100_000, rng=3, alpha=1e-3)
+    res = monte_carlo_epsilon(mech, lam, lam2, 1e-2, n_samples=100_000, random_state=3, alpha=1e-3)
     assert res.epsilon_upper >= exact
     assert res.epsilon == pytest.approx(exact, rel=0.05)
     assert res.guaranteed == res.epsilon_upper
-    again = distp_epsilon(mech, lam, lam2, 1e-2, method="monte-carlo", n_samples=100_000, rng=3)
+    again = distp_epsilon(
+        mech, lam, lam2, 1e-2, method="monte-carlo", n_samples=100_000, random_state=3
+    )
     assert again.epsilon == res.epsilon  # reproducible bit for bit
 
 
@@ -200,10 +206,10 @@ def test_affine_reuse_equals_fresh_sampling_for_rr():
     m = 6
     lam, lam2 = _pair(rng, m)
     ident = TuplingMonteCarlo(
-        TuplingMechanism(FiniteMechanism(np.eye(m)), 7), lam, lam2, n_samples=5000, rng=9
+        TuplingMechanism(FiniteMechanism(np.eye(m)), 7), lam, lam2, n_samples=5000, random_state=9
     )
     rr = RandomizedResponse(m, 2.5)
-    direct = TuplingMonteCarlo(TuplingMechanism(rr, 7), lam, lam2, n_samples=5000, rng=9)
+    direct = TuplingMonteCarlo(TuplingMechanism(rr, 7), lam, lam2, n_samples=5000, random_state=9)
     other = (1 - rr.keep_probability) / (m - 1)
     reused = ident.affine(rr.keep_probability - other, m * other)
     np.testing.assert_allclose(reused.a_, direct.a_, rtol=1e-12)
@@ -216,7 +222,7 @@ def test_auto_method_switches_to_monte_carlo_and_needs_a_seed():
     mech = TuplingMechanism(RandomizedResponse(50, 3.0), 30)
     with pytest.raises(DistPrivacyError, match="needs a seed"):
         distp_profile(mech, lam, lam2, [0.1])
-    prof = distp_profile(mech, lam, lam2, [0.1], n_samples=2000, rng=0)
+    prof = distp_profile(mech, lam, lam2, [0.1], n_samples=2000, random_state=0)
     assert prof.method == "monte-carlo" and prof.delta_upper is not None
     with pytest.raises(DistPrivacyError, match="count vectors"):
         distp_profile(mech, lam, lam2, [0.1], method="enumeration")

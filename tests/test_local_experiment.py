@@ -54,7 +54,7 @@ def test_experiment_numbers_are_recomputable(quick_run):
     out, _, _ = quick_run
     city = pd.read_csv(out / "city.csv")
     g = grid(8)
-    lam0, lam1 = clustered_city(g, seed=0)
+    lam0, lam1 = clustered_city(g, random_state=0)
     np.testing.assert_allclose(city["lambda0"], lam0)
     eq = pd.read_csv(out / "equal_privacy.csv")
     row = eq[(eq["mechanism"] == "RR")].iloc[0]
@@ -73,7 +73,7 @@ def test_reproduce_cli_runs_the_target(tmp_path, capsys):
 def test_local_distp_cli_text_and_json(tmp_path, capsys):
     assert main(["local", "distp", "--grid", "6", "--param", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    lam0, lam1 = clustered_city(grid(6), seed=0)
+    lam0, lam1 = clustered_city(grid(6), random_state=0)
     want = distp_epsilon(RandomizedResponse(36, 2.0), lam0, lam1, 1e-3).epsilon
     assert out["distp_epsilon"] == pytest.approx(want)
     assert out["distp_method"] == "closed-form" and out["sql_km"] > 0

@@ -19,10 +19,11 @@ from distprivacy.local.distp import (
 )
 from distprivacy.local.domains import grid, line
 from distprivacy.local.guarantees import (
-    DistPGuarantee,
     compose_independent,
     compose_same_input,
     coupling_within,
+    domain_wasserstein_1,
+    domain_wasserstein_inf,
     dp_distp_for_relation,
     dp_implies_distp,
     gaussian_local_dp,
@@ -33,10 +34,9 @@ from distprivacy.local.guarantees import (
     laplace_kl_1d,
     local_dp_delta,
     local_dp_epsilon,
+    local_guarantee,
     post_process,
     tupling_hoeffding,
-    wasserstein_1,
-    wasserstein_inf,
     xdp_epsilon,
 )
 from distprivacy.local.mechanisms import (
@@ -66,7 +66,7 @@ def test_wasserstein_inf_matches_the_core_bottleneck_and_the_line():
         a[0] += 1
         b[5] += 1
         want = winf_l1(g.points, g.points, x_weights=a, y_weights=b)
-        assert wasserstein_inf(a / a.sum(), b / b.sum(), g) == pytest.approx(want)
+        assert domain_wasserstein_inf(a / a.sum(), b / b.sum(), g) == pytest.approx(want)
     L = line(12)
     for _ in range(5):
         p, q = rng.dirichlet(np.ones(12)), rng.dirichlet(np.ones(12))
@@ -74,8 +74,8 @@ def test_wasserstein_inf_matches_the_core_bottleneck_and_the_line():
         t = np.linspace(1e-9, 1 - 1e-9, 200_001)
         Fi = np.searchsorted(np.cumsum(p), t)
         Gi = np.searchsorted(np.cumsum(q), t)
-        assert wasserstein_inf(p, q, L) == pytest.approx(np.max(np.abs(Fi - Gi)))
-        assert wasserstein_1(p, q, L) == pytest.approx(
+        assert domain_wasserstein_inf(p, q, L) == pytest.approx(np.max(np.abs(Fi - Gi)))
+        assert domain_wasserstein_1(p, q, L) == pytest.approx(
             stats.wasserstein_distance(np.arange(12), np.arange(12), p, q), abs=1e-9
         )
 
@@ -85,7 +85,7 @@ def test_laplace_winf_bound_holds_against_the_exact_profile(seed):
     rng = np.random.default_rng(seed)
     g = grid(4)
     lam, lam2 = _sparse_pair(rng, 16)
-    W = wasserstein_inf(lam, lam2, g)
+    W = domain_wasserstein_inf(lam, lam2, g)
     for eps in (0.3, 1.0, 2.0):
         mech = SnappedLaplace(g, eps)
         bound = laplace_distp(eps, lam, lam2, g)
@@ -122,7 +122,7 @@ def test_dp_implies_distp_on_random_instances(seed):
         assert (privacy_profile(P, Q, eps) <= ldp + 1e-12).all()
         assert epsilon_for_delta(P, Q, 0.0) <= pure + 1e-12
     g = dp_implies_distp(pure)
-    assert g.local_dp and g.delta == 0
+    assert g.holds_for_every_input and g.delta == 0
 
 
 def test_dp_on_a_relation_gives_distp_on_coupled_pairs():
@@ -171,7 +171,7 @@ def test_gaussian_local_dp_bounds_exact_distp():
     g = grid(4)
     mech = SnappedGaussian(g, 1.5)
     guar = gaussian_local_dp(1.5, g.diameter, 2.0)
-    assert guar.local_dp
+    assert guar.holds_for_every_input
     for _ in range(5):
         lam, lam2 = _sparse_pair(rng, 16)
         assert privacy_profile(mech.lift(lam), mech.lift(lam2), [2.0])[0] <= guar.delta + 1e-12
@@ -201,8 +201,8 @@ def test_the_counter_example_and_same_input_composition_refused():
     joint = FiniteMechanism(np.einsum("xi,xj->xij", A0.matrix_, A1.matrix_).reshape(4, 4))
     P, Q = joint.lift(lam), joint.lift(lam2)
     assert privacy_profile(P, Q, [0.0, 5.0, 50.0]).tolist() == [1.0, 1.0, 1.0]
-    g0 = DistPGuarantee(0.0, 0.0, "A0 exact")
-    g1 = DistPGuarantee(0.0, 0.0, "A1 exact")
+    g0 = local_guarantee(0.0, 0.0, "A0 exact")
+    g1 = local_guarantee(0.0, 0.0, "A1 exact")
     with pytest.raises(DistPrivacyError, match="one of them must be local DP") as info:
         compose_same_input(g0, g1)
     assert "\n" not in str(info.value)
@@ -218,13 +218,13 @@ def test_same_input_composition_with_a_local_dp_side_holds():
         lam, lam2 = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n))
         d0 = 0.01
         e0 = epsilon_for_delta(A0.lift(lam), A0.lift(lam2), d0)
-        comp = compose_same_input(DistPGuarantee(e0, d0, "A0"), dp_implies_distp(0.7))
+        comp = compose_same_input(local_guarantee(e0, d0, "A0"), dp_implies_distp(0.7))
         assert comp.epsilon == pytest.approx(e0 + 0.7)
         assert comp.delta == pytest.approx(math.exp(0.7) * d0)
         exact = privacy_profile(joint.lift(lam), joint.lift(lam2), [comp.epsilon])[0]
         assert exact <= comp.delta + 1e-12
         # either order
-        assert compose_same_input(dp_implies_distp(0.7), DistPGuarantee(e0, d0, "A0")) == comp
+        assert compose_same_input(dp_implies_distp(0.7), local_guarantee(e0, d0, "A0")) == comp
 
 
 def test_independent_composition_and_post_processing():
@@ -232,8 +232,8 @@ def test_independent_composition_and_post_processing():
     A0, A1 = RandomizedResponse(3, 1.0), FiniteMechanism(rng.dirichlet(np.ones(4), size=3))
     lam0, lam0b = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3))
     lam1, lam1b = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3))
-    g0 = DistPGuarantee(epsilon_for_delta(A0.lift(lam0), A0.lift(lam0b), 0.01), 0.01, "A0")
-    g1 = DistPGuarantee(epsilon_for_delta(A1.lift(lam1), A1.lift(lam1b), 0.02), 0.02, "A1")
+    g0 = local_guarantee(epsilon_for_delta(A0.lift(lam0), A0.lift(lam0b), 0.01), 0.01, "A0")
+    g1 = local_guarantee(epsilon_for_delta(A1.lift(lam1), A1.lift(lam1b), 0.02), 0.02, "A1")
     comp = compose_independent(g0, g1)
     P = np.outer(A0.lift(lam0), A1.lift(lam1)).ravel()
     Q = np.outer(A0.lift(lam0b), A1.lift(lam1b)).ravel()
@@ -260,14 +260,14 @@ def test_tupling_point_privacy_equals_the_base():
     ("call", "match"),
     [
         (
-            lambda: wasserstein_inf([0.5, 0.5], [0.5, 0.5], grid(2)),
+            lambda: domain_wasserstein_inf([0.5, 0.5], [0.5, 0.5], grid(2)),
             "2 entries but the domain has 4 points",
         ),
-        (lambda: wasserstein_inf([0.5, 0.5], [0.5, 0.4], line(2)), "sums to 0.9"),
+        (lambda: domain_wasserstein_inf([0.5, 0.5], [0.5, 0.4], line(2)), "sums to 0.9"),
         (lambda: laplace_distp(0.0, [0.5, 0.5], [0.5, 0.5], line(2)), "positive"),
         (lambda: dp_implies_distp(-1.0), "positive"),
         (lambda: tupling_hoeffding([0.5, 0.5], [0.5, 0.5], -3, 0.01), "≥ 0"),
-        (lambda: DistPGuarantee(-1.0, 0.0, "x"), "ε ≥ 0"),
+        (lambda: local_guarantee(-1.0, 0.0, "x"), "ε ≥ 0"),
         (lambda: coupling_within([1.0, 0.0], [0.0, 1.0], np.ones((3, 3))), "3×3|2×2"),
     ],
 )

@@ -45,15 +45,15 @@ def test_grid_and_metrics():
 
 def test_clustered_city_is_reproducible_and_valid():
     g = grid(10)
-    a0, a1 = clustered_city(g, seed=7)
-    b0, b1 = clustered_city(g, seed=7)
+    a0, a1 = clustered_city(g, random_state=7)
+    b0, b1 = clustered_city(g, random_state=7)
     np.testing.assert_array_equal(a0, b0)
     np.testing.assert_array_equal(a1, b1)
     for lam in (a0, a1):
         check_distribution(lam, g.size)
         assert lam.min() >= 0.15 / g.size * 0.999  # background floor
     assert 0.5 * np.abs(a0 - a1).sum() > 0.05  # the groups differ
-    c0, _ = clustered_city(g, seed=8)
+    c0, _ = clustered_city(g, random_state=8)
     assert not np.allclose(a0, c0)
 
 
@@ -115,13 +115,13 @@ def test_snapped_samplers_match_their_matrices():
     n = 200_000
     x = np.full(n, 14)
     for mech in (SnappedLaplace(g, 0.7), SnappedGaussian(g, 1.3), RandomizedResponse(36, 2.0)):
-        counts = np.bincount(mech.sample(x, rng=1), minlength=36)
+        counts = np.bincount(mech.sample(x, random_state=1), minlength=36)
         assert _within_binomial(counts, mech.matrix_[14], n), mech.name
     lin = SnappedLaplace(line(9), 0.9)
-    counts = np.bincount(lin.sample(np.full(n, 3), rng=2), minlength=9)
+    counts = np.bincount(lin.sample(np.full(n, 3), random_state=2), minlength=9)
     assert _within_binomial(counts, lin.matrix_[3], n)
     ex = ExponentialMechanism(g, 1.1)
-    counts = np.bincount(ex.sample(x, rng=3), minlength=36)
+    counts = np.bincount(ex.sample(x, random_state=3), minlength=36)
     assert _within_binomial(counts, ex.matrix_[14], n)
 
 
@@ -129,12 +129,14 @@ def test_wrong_noise_scale_is_caught():
     """Samples of planar Laplace at 2ε are rejected against the matrix at ε."""
     g = grid(6)
     n = 200_000
-    counts = np.bincount(SnappedLaplace(g, 1.4).sample(np.full(n, 14), rng=4), minlength=36)
+    counts = np.bincount(
+        SnappedLaplace(g, 1.4).sample(np.full(n, 14), random_state=4), minlength=36
+    )
     assert not _within_binomial(counts, SnappedLaplace(g, 0.7).matrix_[14], n)
 
 
 def test_planar_laplace_sampler_radius():
-    pts = planar_laplace_sample(np.zeros((100_000, 2)), 2.0, rng=5)
+    pts = planar_laplace_sample(np.zeros((100_000, 2)), 2.0, random_state=5)
     r = np.hypot(pts[:, 0], pts[:, 1])
     # radius ~ Gamma(2, 1/ε): mean 2/ε, KS test at a tiny α
     assert stats.kstest(r, stats.gamma(2, scale=0.5).cdf).pvalue > 1e-6
@@ -143,8 +145,8 @@ def test_planar_laplace_sampler_radius():
 def test_snap_and_reproducibility():
     g = grid(4)
     assert snap(np.array([[0.4, 0.4], [-3, 9], [2.6, 1.2]]), g).tolist() == [0, 12, 7]
-    a = SnappedLaplace(g, 1.0).sample(np.arange(16), rng=11)
-    b = SnappedLaplace(g, 1.0).sample(np.arange(16), rng=np.random.default_rng(11))
+    a = SnappedLaplace(g, 1.0).sample(np.arange(16), random_state=11)
+    b = SnappedLaplace(g, 1.0).sample(np.arange(16), random_state=np.random.default_rng(11))
     np.testing.assert_array_equal(a, b)
 
 
@@ -161,7 +163,7 @@ def test_exponential_and_gaussian_definitions():
 def test_tupling_sampler_structure():
     base = RandomizedResponse(5, 50.0)  # keeps the input with probability ≈ 1
     mech = TuplingMechanism(base, 4)
-    tup, pos = mech.sample_with_position(np.array([0, 1, 2, 3, 4] * 200), rng=3)
+    tup, pos = mech.sample_with_position(np.array([0, 1, 2, 3, 4] * 200), random_state=3)
     assert tup.shape == (1000, 5)
     assert (tup[np.arange(1000), pos] == np.tile(np.arange(5), 200)).all()
     assert np.bincount(pos, minlength=5).min() > 100  # uniform position
@@ -196,13 +198,16 @@ def test_rr_sql_closed_form():
         (lambda: SnappedLaplace(grid(3), 0), "positive"),
         (lambda: ExponentialMechanism(grid(3), -1), "positive"),
         (lambda: SnappedGaussian(grid(3), 0), "sigma"),
-        (lambda: planar_laplace_sample(np.zeros((2, 2)), -1.0, rng=0), "positive"),
-        (lambda: RandomizedResponse(4, 1.0).sample(np.zeros(2, dtype=int), rng="x"), "seed"),
+        (lambda: planar_laplace_sample(np.zeros((2, 2)), -1.0, random_state=0), "positive"),
+        (
+            lambda: RandomizedResponse(4, 1.0).sample(np.zeros(2, dtype=int), random_state="x"),
+            "seed",
+        ),
         (lambda: grid(0), "positive integer"),
         (lambda: Domain(np.zeros((3, 2)), metric="chebyshev"), "unknown metric"),
         (lambda: FiniteMechanism([[0.5, 0.6], [0.5, 0.5]]), "row 0 sums"),
         (lambda: TuplingMechanism(RandomizedResponse(3, 1.0), 2, nu=[0.5, 0.5, 0.0]), "positive"),
-        (lambda: RandomizedResponse(4, 1.0).sample([7], rng=0), "indices"),
+        (lambda: RandomizedResponse(4, 1.0).sample([7], random_state=0), "indices"),
     ],
 )
 def test_bad_inputs_give_one_line_errors(call, match):

@@ -57,7 +57,7 @@ def test_erlang_and_laplace_and_normal_draws():
 def test_local_mechanisms_default_to_the_secure_generator():
     assert isinstance(check_random_state(None, secure=True), SecureGenerator)
     rr = RandomizedResponse(4, 1.0)
-    y = rr.sample(np.zeros(N, dtype=int))  # rng=None: secure
+    y = rr.sample(np.zeros(N, dtype=int))  # random_state=None: secure
     counts = np.bincount(y, minlength=4)
     assert stats.chisquare(counts, N * rr.matrix_[0]).pvalue > ALPHA
     # The secure path of a finite mechanism's inverse-CDF sampler and of tupling.
@@ -81,7 +81,7 @@ def test_secure_draws_are_not_repeatable_but_seeded_ones_are():
     rr = RandomizedResponse(50, 0.1)
     x = np.arange(50).repeat(20)
     assert not np.array_equal(rr.sample(x), rr.sample(x))
-    assert np.array_equal(rr.sample(x, rng=3), rr.sample(x, rng=3))
+    assert np.array_equal(rr.sample(x, random_state=3), rr.sample(x, random_state=3))
 
 
 def test_a_wrong_distribution_is_caught():

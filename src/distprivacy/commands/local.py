@@ -14,6 +14,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from distprivacy._json import number
 from distprivacy.accounting import check_number
 from distprivacy.commands import (
     FLOAT,
@@ -71,27 +72,19 @@ def _mechanism(name: str, param: float, domain, k: int, base_epsilon: float):
     return m.TuplingMechanism(base, k)
 
 
-def _theorem(name: str, mech, param: float, lam0, lam1, domain, delta: float) -> dict:
-    from distprivacy.local import guarantees as gu
+def _theorem(name: str, mech, lam0, lam1, domain, delta: float) -> dict:
+    """The theorem-based guarantee for the pair
+    (:func:`distprivacy.local.calibration.theorem_guarantee`), as plain data."""
+    from distprivacy.local.calibration import theorem_guarantee
 
-    if name == "rr":
-        g = gu.dp_implies_distp(param)
-    elif name in ("laplace", "exponential"):
-        g = gu.laplace_distp(param, lam0, lam1, domain)
-    elif name == "gaussian":
-        from distprivacy.profiles import gdp_epsilon
-
-        mu = domain.diameter / param
+    if name == "gaussian":
+        mu = domain.diameter / mech.sigma
         if not math.isfinite(mu * mu):
             raise DistPrivacyError(
-                f"--param {param:g} is too small a σ for this grid: μ = diam/σ = {mu:.3g} and "
-                "its DistP ε overflow double precision; give σ ≥ 1e-150 × the grid's diameter"
+                f"--param {mech.sigma:g} is too small a σ for this grid: μ = diam/σ = {mu:.3g} "
+                "and its DistP ε overflow double precision; give σ ≥ 1e-150 × the grid's diameter"
             )
-        eps = gdp_epsilon(delta, mu)
-        g = gu.DistPGuarantee(eps, delta, "Gaussian local GDP over the grid ⇒ DistP", True)
-    else:
-        g = gu.tupling_hoeffding(mech.base.lift(lam0), mech.base.lift(lam1), mech.k, delta)
-    return g.to_dict()
+    return theorem_guarantee(mech, (lam0, lam1), delta).to_dict()
 
 
 _GRID = click.option(
@@ -113,7 +106,7 @@ def city(side: int, seed: int, out: str) -> None:
     from distprivacy.local.domains import clustered_city, grid
 
     g = grid(side)
-    lam0, lam1 = clustered_city(g, seed=seed)
+    lam0, lam1 = clustered_city(g, random_state=seed)
     row, col = np.divmod(np.arange(g.size), side)
     frame = pd.DataFrame({"cell": np.arange(g.size), "row": row, "col": col})
     frame["lambda0"], frame["lambda1"] = lam0, lam1
@@ -179,7 +172,7 @@ def distp(
 
         check_matrix_memory(g.size, f"the {name} mechanism")  # before generating the city
     if pair is None:
-        lam0, lam1 = clustered_city(g, seed=seed)
+        lam0, lam1 = clustered_city(g, random_state=seed)
         source = f"clustered_city(grid {side}, seed {seed})"
     else:
         lam0, lam1 = _read_pair(pair, g.size)
@@ -193,7 +186,7 @@ def distp(
         param_v = param
     eb = math.inf if base_epsilon is None else base_epsilon
     mech = _mechanism(name, param_v, g, k, eb)
-    res = distp_epsilon(mech, lam0, lam1, delta, n_samples=samples, rng=seed)
+    res = distp_epsilon(mech, lam0, lam1, delta, n_samples=samples, random_state=seed)
     profile = None
     if at is not None:
         try:
@@ -203,7 +196,7 @@ def distp(
         if not points:
             raise DistPrivacyError(f"cannot read --at {at!r}; give numbers like 0.1,0.5,1")
         points = [check_number(x, "--at", low=0) for x in points]
-        profile = distp_profile(mech, lam0, lam1, points, n_samples=samples, rng=seed)
+        profile = distp_profile(mech, lam0, lam1, points, n_samples=samples, random_state=seed)
     pi = (lam0 + lam1) / 2
     out = {
         "mechanism": getattr(mech, "name", name),
@@ -211,7 +204,7 @@ def distp(
         "delta": delta,
         **{f"distp_{key}": v for key, v in res.to_dict().items() if key != "delta"},
         "sql_km": service_quality_loss(mech, pi, g),
-        "theorem": _theorem(name, mech, param_v, lam0, lam1, g, delta),
+        "theorem": _theorem(name, mech, lam0, lam1, g, delta),
         "bayes_factor": bayes_factor_reading(res.guaranteed, delta)["text"],
     }
     if profile is not None:
@@ -226,7 +219,8 @@ def distp(
     click.echo(f"  DistP at δ = {delta:g}: {eps_txt}  [{res.method}]")
     click.echo(f"  SQL: {out['sql_km']:.4g} (grid units)")
     th = out["theorem"]
-    click.echo(f"  theorem: ε = {th['epsilon']:.4g}, δ = {th['delta']:g}  ({th['source']})")
+    th_eps = number(th["epsilon"])
+    click.echo(f"  theorem: ε = {th_eps:.4g}, δ = {th['delta']:g}  ({th['theorem']})")
     click.echo(f"  Bayes factor: {out['bayes_factor']}")
     if profile is not None:
         for i, (e, d) in enumerate(zip(profile.epsilons, profile.delta, strict=True)):

@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
+from distprivacy._json import jsonable
 from distprivacy.accounting import check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import check_distribution
@@ -50,7 +51,7 @@ from distprivacy.local.mechanisms import (
     TuplingMechanism,
     check_k,
 )
-from distprivacy.randomness import check_random_state
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
 
 __all__ = [
@@ -315,7 +316,9 @@ class TuplingMonteCarlo:
         The pair of input distributions.
     n_samples : int
         N (≥ 2).
-    rng : int or numpy.random.Generator
+    random_state : int or numpy.random.Generator
+        Where the Monte-Carlo draws come from (a simulation: ``secure=False``); required, so
+        that an estimate can be reproduced.
 
     Attributes
     ----------
@@ -332,12 +335,16 @@ class TuplingMonteCarlo:
         lam2: ArrayLike,
         *,
         n_samples: int = DEFAULT_MC_SAMPLES,
-        rng: int | np.random.Generator,
+        random_state: RandomState,
     ) -> None:
         check_int(n_samples, "n_samples", low=2)
         # s_ab (complex) plus a_, b_ and the profile's per-sample temporaries: ~64 bytes each.
         check_memory(64.0 * n_samples, f"{n_samples} Monte-Carlo samples of the tupling output")
-        g = check_random_state(rng, secure=True)
+        if random_state is None:
+            raise DistPrivacyError(
+                "the Monte-Carlo tupling profile needs a seed: pass random_state="
+            )
+        g = check_random_state(random_state, secure=False)
         self.k = mechanism.k
         r, r2 = _tupling_terms(mechanism, lam, lam2)
         self.r_, self.r2_ = r, r2
@@ -479,14 +486,14 @@ def monte_carlo_epsilon(
     *,
     n_samples: int = DEFAULT_MC_SAMPLES,
     alpha: float = DEFAULT_ALPHA,
-    rng: int | np.random.Generator,
+    random_state: RandomState,
     grid: ArrayLike = CERTIFICATION_GRID,
 ) -> EpsilonResult:
     """ε(δ) of the tupling mechanism by Monte Carlo: a point estimate (bisection on δ̂) and a
     certified ε from ``grid`` (see :meth:`TuplingMonteCarlo.certified_epsilon`) holding with
     probability ≥ 1 − α."""
     d = _delta(delta)
-    mc = TuplingMonteCarlo(mechanism, lam, lam2, n_samples=n_samples, rng=rng)
+    mc = TuplingMonteCarlo(mechanism, lam, lam2, n_samples=n_samples, random_state=random_state)
     return EpsilonResult(
         epsilon=mc.point_epsilon(d),
         epsilon_upper=mc.certified_epsilon(d, grid, alpha=alpha),
@@ -520,17 +527,14 @@ class Profile:
     n_samples: int | None = None
 
     def to_dict(self) -> dict:
-        out = {
-            "method": self.method,
-            "epsilon": self.epsilons.tolist(),
-            "delta": self.delta.tolist(),
-        }
+        """Plain JSON data (:func:`distprivacy._json.jsonable`)."""
+        out: dict = {"method": self.method, "epsilon": self.epsilons, "delta": self.delta}
         if self.delta_upper is not None:
-            out["delta_upper"] = self.delta_upper.tolist()
-            out["delta_lower"] = self.delta_lower.tolist()  # type: ignore[union-attr]
+            out["delta_upper"] = self.delta_upper
+            out["delta_lower"] = self.delta_lower
             out["confidence"] = self.confidence
             out["n_samples"] = self.n_samples
-        return out
+        return jsonable(out)
 
 
 @dataclass(frozen=True)
@@ -551,7 +555,9 @@ class EpsilonResult:
         return self.epsilon if self.epsilon_upper is None else self.epsilon_upper
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        """Plain JSON data (:func:`distprivacy._json.jsonable`; ∞ as ``"inf"``), the fields
+        that are set."""
+        return jsonable({k: v for k, v in self.__dict__.items() if v is not None})
 
 
 def _choose_tupling_method(mech: TuplingMechanism, method: str, limit: int) -> str:
@@ -574,7 +580,7 @@ def distp_profile(
     method: str = "auto",
     n_samples: int = DEFAULT_MC_SAMPLES,
     alpha: float = DEFAULT_ALPHA,
-    rng: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
     limit: int = DEFAULT_ENUMERATION_LIMIT,
 ) -> Profile:
     """The symmetric privacy profile δ(ε) of ``mechanism`` for the pair (λ, λ′).
@@ -582,7 +588,7 @@ def distp_profile(
     Randomized response: closed-form lifting. Other finite mechanisms: exact (lifting by the
     transition matrix, then sorted likelihood ratios). Tupling: exact enumeration when the
     number of count vectors is ≤ ``limit`` (or ``method="enumeration"``), else Monte Carlo
-    with ``n_samples`` draws (``rng`` required) and simultaneous (1 − α) bounds.
+    with ``n_samples`` draws (``random_state`` required) and simultaneous (1 − α) bounds.
     """
     e = _epsilons(epsilons)
     if isinstance(mechanism, TuplingMechanism):
@@ -591,9 +597,11 @@ def distp_profile(
         if how == "enumeration":
             delta = tupling_profile_exact(mechanism, lam, lam2, e, limit=max(limit, 1))
             return Profile(e, delta, "enumeration")
-        if rng is None:
-            raise DistPrivacyError("the Monte-Carlo tupling profile needs a seed: pass rng=")
-        mc = TuplingMonteCarlo(mechanism, lam, lam2, n_samples=n_samples, rng=rng)
+        if random_state is None:
+            raise DistPrivacyError(
+                "the Monte-Carlo tupling profile needs a seed: pass random_state="
+            )
+        mc = TuplingMonteCarlo(mechanism, lam, lam2, n_samples=n_samples, random_state=random_state)
         return mc.profile(e, alpha=alpha)
     if not isinstance(mechanism, FiniteMechanism):
         raise DistPrivacyError(
@@ -613,7 +621,7 @@ def distp_epsilon(
     method: str = "auto",
     n_samples: int = DEFAULT_MC_SAMPLES,
     alpha: float = DEFAULT_ALPHA,
-    rng: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
     limit: int = DEFAULT_ENUMERATION_LIMIT,
 ) -> EpsilonResult:
     """Smallest ε such that ``mechanism`` is (ε, δ)-DistP for (λ, λ′) (see
@@ -632,10 +640,12 @@ def distp_epsilon(
             r, r2 = _tupling_terms(mechanism, lam, lam2)
             P, Q = tupling_exact_distributions(r, r2, mechanism.nu_, mechanism.k)
             return EpsilonResult(epsilon_for_delta(P / P.sum(), Q / Q.sum(), d), d, how)
-        if rng is None:
-            raise DistPrivacyError("the Monte-Carlo tupling profile needs a seed: pass rng=")
+        if random_state is None:
+            raise DistPrivacyError(
+                "the Monte-Carlo tupling profile needs a seed: pass random_state="
+            )
         return monte_carlo_epsilon(
-            mechanism, lam, lam2, d, n_samples=n_samples, alpha=alpha, rng=rng
+            mechanism, lam, lam2, d, n_samples=n_samples, alpha=alpha, random_state=random_state
         )
     if not isinstance(mechanism, FiniteMechanism):
         raise DistPrivacyError(

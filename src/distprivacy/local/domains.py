@@ -12,18 +12,22 @@ pairs (λ, λ′) of input distributions to be made indistinguishable. Here:
   :class:`~distprivacy.exceptions.DistPrivacyError` with a one-line message.
 * :func:`clustered_city` — the documented synthetic generator used by the experiment: two
   attribute groups whose location distributions differ (shared downtown hotspots, group-specific
-  hotspots, a uniform background), reproducible from a seed.
+  hotspots, a uniform background), reproducible from ``random_state`` (synthetic data:
+  :func:`~distprivacy.randomness.check_random_state` with ``secure=False``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from distprivacy.accounting import check_positive, check_seed
+from distprivacy.accounting import check_positive
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
 
 __all__ = [
@@ -106,6 +110,41 @@ class Domain:
         """max d(x, y)."""
         return float(self.distances.max())
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: a grid or a line by its sizes, any other domain by its points."""
+        out: dict[str, Any] = {"metric": self.metric, "shape": list(self.shape), "cell": self.cell}
+        if not _is_regular(self):
+            out["points"] = self.points.tolist()
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Domain:
+        """Inverse of :meth:`to_dict`."""
+        if not isinstance(raw, Mapping):
+            raise DistPrivacyError(f"a domain must be an object, got {type(raw).__name__}")
+        shape = tuple(int(v) for v in raw.get("shape", ()))
+        cell = float(raw.get("cell", 1.0))
+        metric = str(raw.get("metric", "euclidean"))
+        if "points" in raw:
+            return cls(np.asarray(raw["points"], dtype=float), metric, shape, cell)
+        if len(shape) == 1 and metric == "euclidean":
+            return line(shape[0], cell=cell)
+        if len(shape) == 2:
+            return grid(shape[0], shape[1], cell=cell, metric=metric)
+        raise DistPrivacyError("a domain needs its points, or the shape of a grid or line")
+
+
+def _is_regular(domain: Domain) -> bool:
+    """Whether ``domain`` is exactly the grid or line its shape and cell describe."""
+    shape = domain.shape
+    if len(shape) == 1 and domain.metric == "euclidean":
+        ref = line(shape[0], cell=domain.cell) if shape[0] >= 2 else None
+    elif len(shape) == 2 and shape[0] * shape[1] >= 2:
+        ref = grid(shape[0], shape[1], cell=domain.cell, metric=domain.metric)
+    else:
+        return False
+    return ref is not None and np.array_equal(ref.points, domain.points)
+
 
 def grid(rows: int, cols: int | None = None, *, cell: float = 1.0, metric: str = "euclidean"):
     """A rows × cols grid of cell centres (row-major order: index = row·cols + col).
@@ -168,7 +207,7 @@ def check_distribution(p: ArrayLike, size: int | None = None, name: str = "distr
 def clustered_city(
     domain: Domain,
     *,
-    seed: int | np.random.Generator,
+    random_state: RandomState = None,
     shared_hotspots: int = 3,
     group_hotspots: int = 3,
     background: float = 0.15,
@@ -177,7 +216,8 @@ def clustered_city(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Location distributions (λ0, λ1) of two attribute groups on a grid.
 
-    Generator (documented, reproducible from ``seed``): each group's density on the grid is
+    Generator (documented, reproducible from ``random_state``, an int seed or a NumPy
+    Generator; None draws fresh OS entropy): each group's density on the grid is
 
         ``background / n  +  (1 − background) · (share · S(x) + (1 − share) · G_g(x))``
 
@@ -198,14 +238,18 @@ def clustered_city(
         raise DistPrivacyError(f"share must be in [0, 1], got {share!r}")
     if shared_hotspots < 0 or group_hotspots < 1:
         raise DistPrivacyError("need shared_hotspots ≥ 0 and group_hotspots ≥ 1")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
+    gen = check_random_state(random_state, secure=False)
+    if not isinstance(gen, np.random.Generator):
+        raise DistPrivacyError(
+            "clustered_city simulates data: pass an integer seed or a numpy Generator"
+        )
     pts = domain.points / domain.cell
     lo, hi = pts.min(axis=0), pts.max(axis=0)
 
     def mixture(k: int) -> np.ndarray:
-        centres = rng.uniform(lo, hi, size=(k, pts.shape[1]))
-        widths = rng.uniform(*spread, size=k)
-        weights = rng.dirichlet(np.ones(k))
+        centres = gen.uniform(lo, hi, size=(k, pts.shape[1]))
+        widths = gen.uniform(*spread, size=k)
+        weights = gen.dirichlet(np.ones(k))
         sq = np.sum((pts[:, None, :] - centres[None, :, :]) ** 2, axis=-1)
         bumps = np.exp(-sq / (2 * widths**2))
         bumps /= bumps.sum(axis=0, keepdims=True)

@@ -10,6 +10,14 @@ composition (Kawamoto & Murakami, 004 §IV–VI; rigorous statements in the note
   "Composition"; two DistP mechanisms on the *same* input are refused unless one side is
   local DP (the counter-example in the notes shows why).
 
+Every guarantee is a :class:`distprivacy.guarantee.Guarantee` with notion ``"local
+distribution privacy"`` and curve ``"point"``; ``holds_for_every_input`` marks a local-DP
+guarantee (every pair of inputs, not only the stated pairs of distributions).
+
+The Wasserstein distances here live on a finite metric space (:class:`~distprivacy.local.
+domains.Domain`): :func:`domain_wasserstein_inf`, :func:`domain_wasserstein_1` (the ones of
+:mod:`distprivacy.distances` compare samples in R^m).
+
 W∞ on a finite metric space: bottleneck search over the sorted distinct distances, deciding at
 each threshold θ whether a transport plan using only pairs with d ≤ θ exists (maximum flow,
 solved as an LP by HiGHS; feasible when the flow is ≥ 1 − 1e-9). W1: the transport LP.
@@ -18,7 +26,6 @@ solved as an LP by HiGHS; feasible when the flow is ≥ 1 − 1e-9). W1: the tra
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,15 +33,18 @@ from numpy.typing import ArrayLike
 from scipy.optimize import linprog
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.guarantee import Guarantee
 from distprivacy.local.domains import Domain, check_distribution
 from distprivacy.local.mechanisms import check_k, check_positive
 from distprivacy.profiles import gdp_delta
 
 __all__ = [
-    "DistPGuarantee",
+    "NOTION",
     "compose_independent",
     "compose_same_input",
     "coupling_within",
+    "domain_wasserstein_1",
+    "domain_wasserstein_inf",
     "dp_distp_for_relation",
     "dp_implies_distp",
     "gaussian_local_dp",
@@ -45,37 +55,59 @@ __all__ = [
     "laplace_kl_1d",
     "local_dp_delta",
     "local_dp_epsilon",
+    "local_guarantee",
     "post_process",
     "tupling_hoeffding",
-    "wasserstein_1",
-    "wasserstein_inf",
     "xdp_epsilon",
 ]
 
 FLOW_TOL = 1e-9
 
 
-@dataclass(frozen=True)
-class DistPGuarantee:
-    """An (ε, δ)-DistP guarantee for the stated pairs, and where it comes from.
+#: The notion of every guarantee of this wing.
+NOTION = "local distribution privacy"
 
-    ``local_dp`` marks a guarantee that holds for *every* pair because it is (ε, δ)-local DP
-    (point privacy over all inputs) — the condition for composing on the same input.
+
+def local_guarantee(
+    epsilon: float,
+    delta: float,
+    theorem: str,
+    holds_for_every_input: bool = False,
+    *,
+    verified: bool = True,
+    assumptions: tuple[str, ...] = (),
+    basis: str = "",
+) -> Guarantee:
+    """An (ε, δ)-DistP :class:`~distprivacy.guarantee.Guarantee` of a local mechanism.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The guarantee (ε may be ∞: nothing hidden).
+    theorem : str
+        The result (or exact computation) that proves it.
+    holds_for_every_input : bool
+        True for (ε, δ)-local DP: it holds for every pair of inputs, hence for every pair of
+        input distributions — the condition for composing on the same input.
+    verified : bool
+        False for a Monte-Carlo certificate (it holds with a stated probability).
+    assumptions : tuple of str
+    basis : str
+        What it rests on (default: the stated pairs, or every input).
     """
-
-    epsilon: float
-    delta: float
-    source: str
-    local_dp: bool = False
-
-    def __post_init__(self) -> None:
-        if not (self.epsilon >= 0) or math.isnan(self.epsilon):
-            raise DistPrivacyError(f"a guarantee needs ε ≥ 0, got {self.epsilon!r}")
-        if not (0 <= self.delta <= 1):
-            raise DistPrivacyError(f"a guarantee needs δ in [0, 1], got {self.delta!r}")
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
+    if not basis:
+        basis = "every pair of inputs (local DP)" if holds_for_every_input else "the stated pairs"
+    return Guarantee(
+        epsilon=epsilon,
+        delta=float(delta),
+        theorem=theorem,
+        notion=NOTION,
+        curve="point",
+        basis=basis,
+        verified=verified,
+        assumptions=tuple(assumptions),
+        holds_for_every_input=bool(holds_for_every_input),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,20 +176,20 @@ def xdp_epsilon(matrix: ArrayLike, distances: ArrayLike) -> float:
     return worst
 
 
-def gaussian_local_dp(sigma: float, diameter: float, epsilon: float) -> DistPGuarantee:
+def gaussian_local_dp(sigma: float, diameter: float, epsilon: float) -> Guarantee:
     """Gaussian noise N(0, σ²I) on a domain of diameter D is μ-GDP with μ = D/σ (Dong, Roth &
     Su 2022), hence (ε, gdp_delta(ε, μ))-local DP and so (ε, δ)-DistP for every pair."""
     s = check_positive(sigma, "sigma")
     D = check_positive(diameter, "diameter")
     e = check_positive(epsilon, "epsilon")
     d = float(gdp_delta(e, D / s))
-    return DistPGuarantee(e, d, f"Gaussian local DP, μ = diam/σ = {D / s:.4g} (GDP)", True)
+    return local_guarantee(e, d, f"Gaussian local DP, μ = diam/σ = {D / s:.4g} (GDP)", True)
 
 
-def dp_implies_distp(epsilon: float, delta: float = 0.0) -> DistPGuarantee:
+def dp_implies_distp(epsilon: float, delta: float = 0.0) -> Guarantee:
     """(ε, δ)-local DP ⇒ (ε, δ)-DistP for every pair (notes, "Existing mechanisms" 1)."""
     e = check_positive(epsilon, "epsilon")
-    return DistPGuarantee(e, float(delta), "local DP ⇒ DistP (004 §V; notes 1)", True)
+    return local_guarantee(e, float(delta), "local DP ⇒ DistP (004 §V; notes 1)", True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,7 +244,7 @@ def _distances(domain: Domain | ArrayLike, n: int) -> np.ndarray:
     return D
 
 
-def wasserstein_inf(lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLike) -> float:
+def domain_wasserstein_inf(lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLike) -> float:
     """W∞,d(λ, λ′): the smallest θ such that a coupling moves mass only along d ≤ θ
     (bottleneck search over the sorted distinct distances; notes, "W∞ algorithms")."""
     p, q = _two(lam, lam2)
@@ -232,7 +264,7 @@ def wasserstein_inf(lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLike)
     return float(cand[lo])
 
 
-def wasserstein_1(lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLike) -> float:
+def domain_wasserstein_1(lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLike) -> float:
     """W1,d(λ, λ′) (earth mover's distance) by the transport LP (HiGHS)."""
     p, q = _two(lam, lam2)
     D = _distances(domain, p.size)
@@ -261,7 +293,7 @@ def wasserstein_1(lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLike) -
 
 def dp_distp_for_relation(
     lam: ArrayLike, lam2: ArrayLike, relation: ArrayLike, epsilon: float, delta: float = 0.0
-) -> DistPGuarantee:
+) -> Guarantee:
     """(ε, δ)-DP w.r.t. Φ ⇒ (ε, δ)-DistP for (λ, λ′) if a coupling lies inside Φ (notes 1).
 
     Raises NotApplicableError when no such coupling exists.
@@ -272,16 +304,16 @@ def dp_distp_for_relation(
             "no coupling of the pair lies inside the DP relation; widen the relation "
             "(e.g. all pairs: local DP) or use another guarantee"
         )
-    return DistPGuarantee(e, float(delta), "DP w.r.t. Φ ⇒ DistP on Φ# (notes 1)")
+    return local_guarantee(e, float(delta), "DP w.r.t. Φ ⇒ DistP on Φ# (notes 1)")
 
 
 def laplace_distp(
     epsilon: float, lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLike
-) -> DistPGuarantee:
+) -> Guarantee:
     """An ε·d-XDP mechanism (Laplace) is (ε·W∞,d(λ, λ′), 0)-DistP for the pair (notes 2)."""
     e = check_positive(epsilon, "epsilon")
-    w = wasserstein_inf(lam, lam2, domain)
-    return DistPGuarantee(e * w, 0.0, f"ε·W∞ with W∞ = {w:.4g} (004 §V; notes 2)")
+    w = domain_wasserstein_inf(lam, lam2, domain)
+    return local_guarantee(e * w, 0.0, f"ε·W∞ with W∞ = {w:.4g} (004 §V; notes 2)")
 
 
 def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
@@ -319,10 +351,10 @@ def kl_distp(c: float, lam: ArrayLike, lam2: ArrayLike, domain: Domain | ArrayLi
     """Bound D_KL(A#λ ‖ A#λ′) ≤ c·W1,d(λ, λ′) for a mechanism with KL ≤ c·d (notes 3)."""
     if not (c >= 0):
         raise DistPrivacyError(f"the KL constant c must be ≥ 0, got {c!r}")
-    return float(c) * wasserstein_1(lam, lam2, domain)
+    return float(c) * domain_wasserstein_1(lam, lam2, domain)
 
 
-def tupling_hoeffding(p: ArrayLike, q: ArrayLike, k: int, delta: float) -> DistPGuarantee:
+def tupling_hoeffding(p: ArrayLike, q: ArrayLike, k: int, delta: float) -> Guarantee:
     """Closed-form (ε, δ) for tupling with uniform dummies over m outputs (notes, tupling).
 
     p, q are the base liftings A#λ, A#λ′. With β = max(max p, max q), α = β√(k ln(2/δ)/2),
@@ -339,9 +371,9 @@ def tupling_hoeffding(p: ArrayLike, q: ArrayLike, k: int, delta: float) -> DistP
     beta = float(max(P.max(), Q.max()))
     alpha = beta * math.sqrt(kk * math.log(2 / d) / 2)
     if kk == 0 or kk <= alpha * m:
-        return DistPGuarantee(math.inf, d, "tupling Hoeffding bound (vacuous: k ≤ αm)")
+        return local_guarantee(math.inf, d, "tupling Hoeffding bound (vacuous: k ≤ αm)")
     eps = math.log((kk + (alpha + beta) * m) / (kk - alpha * m))
-    return DistPGuarantee(eps, d, "tupling Hoeffding bound (notes, tupling)")
+    return local_guarantee(eps, d, "tupling Hoeffding bound (notes, tupling)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,28 +381,62 @@ def tupling_hoeffding(p: ArrayLike, q: ArrayLike, k: int, delta: float) -> DistP
 # ---------------------------------------------------------------------------------------------
 
 
-def post_process(g: DistPGuarantee) -> DistPGuarantee:
+def _check(g: Guarantee, name: str) -> Guarantee:
+    if not isinstance(g, Guarantee):
+        raise DistPrivacyError(f"{name} must be a Guarantee, got {type(g).__name__}")
+    if g.curve != "point":
+        raise DistPrivacyError(
+            f"{name} is a μ-GDP curve; compose local guarantees stated at one (ε, δ) point"
+        )
+    return g
+
+
+def _derived(g0: Guarantee, g1: Guarantee | None, theorem: str, every: bool) -> dict:
+    """The fields a composed guarantee inherits: verified only if both parts are, the union
+    of their assumptions."""
+    parts = (g0,) if g1 is None else (g0, g1)
+    assumptions = tuple(dict.fromkeys(a for g in parts for a in g.assumptions))
+    return {
+        "theorem": theorem,
+        "holds_for_every_input": every,
+        "verified": all(g.verified for g in parts),
+        "assumptions": assumptions,
+    }
+
+
+def post_process(g: Guarantee) -> Guarantee:
     """Post-processing keeps (ε, δ) (004 Table III; notes "Composition")."""
-    return DistPGuarantee(g.epsilon, g.delta, f"post-processing of [{g.source}]", g.local_dp)
-
-
-def compose_independent(g0: DistPGuarantee, g1: DistPGuarantee) -> DistPGuarantee:
-    """Two mechanisms applied to independent inputs: (ε0 + ε1, δ0 + δ1) (notes)."""
-    return DistPGuarantee(
-        g0.epsilon + g1.epsilon,
-        min(1.0, g0.delta + g1.delta),
-        f"independent composition of [{g0.source}] and [{g1.source}]",
-        g0.local_dp and g1.local_dp,
+    g = _check(g, "the guarantee")
+    return local_guarantee(
+        g.epsilon,
+        g.delta,
+        **_derived(g, None, f"post-processing of [{g.theorem}]", g.holds_for_every_input),
     )
 
 
-def compose_same_input(g0: DistPGuarantee, g1: DistPGuarantee) -> DistPGuarantee:
+def compose_independent(g0: Guarantee, g1: Guarantee) -> Guarantee:
+    """Two mechanisms applied to independent inputs: (ε0 + ε1, δ0 + δ1) (notes)."""
+    g0, g1 = _check(g0, "the first guarantee"), _check(g1, "the second guarantee")
+    return local_guarantee(
+        g0.epsilon + g1.epsilon,
+        min(1.0, g0.delta + g1.delta),
+        **_derived(
+            g0,
+            g1,
+            f"independent composition of [{g0.theorem}] and [{g1.theorem}]",
+            g0.holds_for_every_input and g1.holds_for_every_input,
+        ),
+    )
+
+
+def compose_same_input(g0: Guarantee, g1: Guarantee) -> Guarantee:
     """Two mechanisms on the *same* input: (ε0+ε1, e^{ε1}δ0 + δ1) when A1 is local DP (or
     symmetrically A0). Refused otherwise: DistP of each part is not enough (notes'
     counter-example: each part 0-DistP, the pair reveals the distribution)."""
-    if g1.local_dp:
+    g0, g1 = _check(g0, "the first guarantee"), _check(g1, "the second guarantee")
+    if g1.holds_for_every_input:
         a, b = g0, g1
-    elif g0.local_dp:
+    elif g0.holds_for_every_input:
         a, b = g1, g0
     else:
         raise DistPrivacyError(
@@ -378,9 +444,13 @@ def compose_same_input(g0: DistPGuarantee, g1: DistPGuarantee) -> DistPGuarantee
             "bound the pair; one of them must be local DP"
         )
     delta = min(1.0, math.exp(b.epsilon) * a.delta + b.delta)
-    return DistPGuarantee(
+    return local_guarantee(
         a.epsilon + b.epsilon,
         delta,
-        f"same-input composition of [{a.source}] with local-DP [{b.source}]",
-        a.local_dp and b.local_dp,
+        **_derived(
+            a,
+            b,
+            f"same-input composition of [{a.theorem}] with local-DP [{b.theorem}]",
+            a.holds_for_every_input and b.holds_for_every_input,
+        ),
     )

@@ -12,7 +12,8 @@ accurate to ~1e-13).
 The tupling mechanism (notes, "The tupling mechanism") outputs a (k+1)-tuple: the base
 mechanism's output at a uniformly random position among k dummies drawn i.i.d. from ν.
 
-Randomness: every sampler takes ``rng``. The default, ``None``, is a real obfuscation: draws
+Randomness: every sampler takes ``random_state`` (:func:`distprivacy.randomness.
+check_random_state` with ``secure=True``). The default, ``None``, is a real obfuscation: draws
 come from the OS's cryptographically secure generator
 (:class:`distprivacy.randomness.SecureGenerator`).
 An int seed or a NumPy Generator gives reproducible draws, bit for bit, for experiments.
@@ -69,9 +70,6 @@ def check_k(k: int) -> int:
     if k < 0:
         raise DistPrivacyError(f"k (number of dummies) must be ≥ 0, got {k}; use k = 0 for none")
     return int(k)
-
-
-Rng = RandomState
 
 
 def _indices(x: ArrayLike, n: int) -> np.ndarray:
@@ -136,9 +134,9 @@ class FiniteMechanism:
         p = check_distribution(lam, self.n_inputs, "input distribution")
         return p @ self.matrix_
 
-    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, random_state: RandomState = None) -> np.ndarray:
         """Obfuscate each input index in ``x`` (inverse-CDF on its row; vectorised)."""
-        g = check_random_state(rng, secure=True)
+        g = check_random_state(random_state, secure=True)
         xi = _indices(x, self.n_inputs)
         cdf = np.cumsum(self.matrix_, axis=1)
         cdf[:, -1] = 1.0
@@ -191,9 +189,9 @@ class RandomizedResponse(FiniteMechanism):
         other = (1.0 - keep) / (self.n - 1)
         return other + (keep - other) * p
 
-    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, random_state: RandomState = None) -> np.ndarray:
         """Keep or replace by a uniform other value (O(1) per input)."""
-        g = check_random_state(rng, secure=True)
+        g = check_random_state(random_state, secure=True)
         xi = _indices(x, self.n)
         keep = g.random(xi.shape) < self.keep_probability
         other = g.integers(0, self.n - 1, size=xi.shape)
@@ -230,14 +228,18 @@ class ExponentialMechanism(FiniteMechanism):
 # ---------------------------------------------------------------------------------------------
 
 
-def laplace_1d_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> np.ndarray:
+def laplace_1d_sample(
+    x: ArrayLike, epsilon: float, *, random_state: RandomState = None
+) -> np.ndarray:
     """y = x + Lap(1/ε): density (ε/2)e^{−ε|y−x|}, ε·|·|-XDP (004 §V; notes "Laplace and W∞")."""
     eps = check_positive(epsilon, "epsilon")
     xa = np.asarray(x, dtype=float)
-    return xa + check_random_state(rng, secure=True).laplace(0.0, 1.0 / eps, size=xa.shape)
+    return xa + check_random_state(random_state, secure=True).laplace(0.0, 1.0 / eps, size=xa.shape)
 
 
-def planar_laplace_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> np.ndarray:
+def planar_laplace_sample(
+    x: ArrayLike, epsilon: float, *, random_state: RandomState = None
+) -> np.ndarray:
     """Planar Laplace (Andrés et al. 2013): density (ε²/2π)e^{−ε‖y−x‖₂}, ε·‖·‖₂-XDP.
 
     Polar sampling: angle uniform, radius ~ Gamma(2, 1/ε). ``x`` has shape (..., 2).
@@ -246,17 +248,17 @@ def planar_laplace_sample(x: ArrayLike, epsilon: float, *, rng: Rng = None) -> n
     xa = np.asarray(x, dtype=float)
     if xa.shape[-1:] != (2,):
         raise DistPrivacyError(f"planar Laplace needs points of shape (..., 2), got {xa.shape}")
-    g = check_random_state(rng, secure=True)
+    g = check_random_state(random_state, secure=True)
     theta = g.uniform(0.0, 2 * np.pi, size=xa.shape[:-1])
     r = g.gamma(2.0, 1.0 / eps, size=xa.shape[:-1])
     return xa + np.stack([r * np.cos(theta), r * np.sin(theta)], axis=-1)
 
 
-def gaussian_sample(x: ArrayLike, sigma: float, *, rng: Rng = None) -> np.ndarray:
+def gaussian_sample(x: ArrayLike, sigma: float, *, random_state: RandomState = None) -> np.ndarray:
     """y = x + N(0, σ²I) (isotropic, any dimension; the last axis holds coordinates)."""
     s = check_positive(sigma, "sigma")
     xa = np.asarray(x, dtype=float)
-    return xa + s * check_random_state(rng, secure=True).standard_normal(xa.shape)
+    return xa + s * check_random_state(random_state, secure=True).standard_normal(xa.shape)
 
 
 def _axis_sizes(domain: Domain) -> tuple[int, ...]:
@@ -429,13 +431,18 @@ class SnappedLaplace(FiniteMechanism):
         P = table[ix[None, :, None, :], iy[:, None, :, None]].reshape(rows * cols, rows * cols)
         return P / P.sum(axis=1, keepdims=True)
 
-    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, random_state: RandomState = None) -> np.ndarray:
         """Draw continuous Laplace noise around each input cell centre and snap."""
         xi = _indices(x, self.domain.size)
         centres = self.domain.points[xi]
         if len(self.domain.shape) == 1:
-            return snap(laplace_1d_sample(centres[..., 0], self.epsilon, rng=rng), self.domain)
-        return snap(planar_laplace_sample(centres, self.epsilon, rng=rng), self.domain)
+            return snap(
+                laplace_1d_sample(centres[..., 0], self.epsilon, random_state=random_state),
+                self.domain,
+            )
+        return snap(
+            planar_laplace_sample(centres, self.epsilon, random_state=random_state), self.domain
+        )
 
 
 class SnappedGaussian(FiniteMechanism):
@@ -473,13 +480,15 @@ class SnappedGaussian(FiniteMechanism):
             P = np.einsum("bj,ai->baji", Py, Px).reshape(rows * cols, rows * cols)
         return P / P.sum(axis=1, keepdims=True)
 
-    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, random_state: RandomState = None) -> np.ndarray:
         """Draw continuous Gaussian noise around each input cell centre and snap."""
         xi = _indices(x, self.domain.size)
         centres = self.domain.points[xi]
         if len(self.domain.shape) == 1:
-            return snap(gaussian_sample(centres[..., 0], self.sigma, rng=rng), self.domain)
-        return snap(gaussian_sample(centres, self.sigma, rng=rng), self.domain)
+            return snap(
+                gaussian_sample(centres[..., 0], self.sigma, random_state=random_state), self.domain
+            )
+        return snap(gaussian_sample(centres, self.sigma, random_state=random_state), self.domain)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -523,18 +532,18 @@ class TuplingMechanism:
                 )
         self.name = f"Tupling(k={self.k}, {base.name})"
 
-    def sample(self, x: ArrayLike, *, rng: Rng = None) -> np.ndarray:
+    def sample(self, x: ArrayLike, *, random_state: RandomState = None) -> np.ndarray:
         """Outputs of shape (len(x), k+1); returns the tuples (positions of the real entry are
         not returned — see :meth:`sample_with_position`)."""
-        return self.sample_with_position(x, rng=rng)[0]
+        return self.sample_with_position(x, random_state=random_state)[0]
 
     def sample_with_position(
-        self, x: ArrayLike, *, rng: Rng = None
+        self, x: ArrayLike, *, random_state: RandomState = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(tuples (n, k+1), position of the real entry in each)."""
-        g = check_random_state(rng, secure=True)
+        g = check_random_state(random_state, secure=True)
         xi = np.atleast_1d(_indices(x, self.base.n_inputs))
-        real = self.base.sample(xi, rng=g)
+        real = self.base.sample(xi, random_state=g)
         dummies = g.choice(self.base.n_outputs, size=(xi.size, self.k + 1), p=self.nu_)
         pos = g.integers(0, self.k + 1, size=xi.size)
         dummies[np.arange(xi.size), pos] = real
