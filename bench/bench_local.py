@@ -26,7 +26,7 @@ from distprivacy.local import (
     privacy_profile,
 )
 from distprivacy.local.distp import TuplingMonteCarlo, tupling_profile_exact
-from distprivacy.local.guarantees import wasserstein_1, wasserstein_inf
+from distprivacy.local.guarantees import domain_wasserstein_1, domain_wasserstein_inf
 
 
 def loop_profile(P: np.ndarray, Q: np.ndarray, eps: np.ndarray) -> np.ndarray:
@@ -49,14 +49,14 @@ def main() -> None:
     t_exact, exact = timed(lambda: tupling_profile_exact(mech, lam, lam2, eps))
     rows.append((f"tupling profile, exact enumeration (|Y| = {m}, k = 8), 31 ε", t_exact))
     t_mc, prof = timed(
-        lambda: TuplingMonteCarlo(mech, lam, lam2, n_samples=100_000, rng=1).profile(eps)
+        lambda: TuplingMonteCarlo(mech, lam, lam2, n_samples=100_000, random_state=1).profile(eps)
     )
     rows.append(("tupling profile, Monte Carlo N = 1e5, 31 ε", t_mc))
     err = float(np.max(np.abs(prof.delta - exact)))
     width = float(np.max(prof.delta_upper - prof.delta_lower))
 
     g = grid(16)
-    lam0, lam1 = clustered_city(g, seed=0)
+    lam0, lam1 = clustered_city(g, random_state=0)
     lap = SnappedLaplace(g, 0.5)
     t, _ = timed(lambda: SnappedLaplace(g, 0.5).matrix_)
     rows.append(("planar Laplace transition matrix on 16×16 (quadrature)", t))
@@ -67,9 +67,9 @@ def main() -> None:
     assert np.allclose(a, b, atol=1e-12)
     rows.append(("exact profile, 256 outputs, 2000 ε (sorted ratios)", t_vec))
     rows.append(("exact profile, 256 outputs, 2000 ε (loop over ε)", t_loop))
-    t, _ = timed(lambda: wasserstein_inf(lam0, lam1, g), repeat=1)
+    t, _ = timed(lambda: domain_wasserstein_inf(lam0, lam1, g), repeat=1)
     rows.append(("W∞ on the 16×16 city (bottleneck + LP max flow)", t))
-    t, _ = timed(lambda: wasserstein_1(lam0, lam1, g), repeat=1)
+    t, _ = timed(lambda: domain_wasserstein_1(lam0, lam1, g), repeat=1)
     rows.append(("W1 on the 16×16 city (transport LP)", t))
 
     ident = TuplingMechanism(FiniteMechanism(np.eye(g.size)), 50)
@@ -82,11 +82,11 @@ def main() -> None:
                 lam0,
                 lam1,
                 n_samples=50_000,
-                rng=2,
+                random_state=2,
             )
 
     def reuse() -> None:
-        mc = TuplingMonteCarlo(ident, lam0, lam1, n_samples=50_000, rng=2)
+        mc = TuplingMonteCarlo(ident, lam0, lam1, n_samples=50_000, random_state=2)
         for e in bases:
             rr = RandomizedResponse(g.size, e)
             o = (1 - rr.keep_probability) / (g.size - 1)

@@ -152,7 +152,7 @@ def test_bad_seed_python(seed):
         lambda: check_random_state(seed, secure=True),
         lambda: cal.sample_noise(3, rng=seed),
         lambda: cal.release([1.0, 2.0], rng=seed),
-        lambda: clustered_city(grid(4), seed=seed),
+        lambda: clustered_city(grid(4), random_state=seed),
     ]
     for call in calls:
         with pytest.raises(DistPrivacyError):
