@@ -114,6 +114,30 @@ def data_fingerprint(data: pd.DataFrame, columns: Sequence[str]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def source_fingerprint(data: Any, columns: Sequence[str]) -> str | None:
+    """The fingerprint of the data a model was fitted on: :func:`data_fingerprint` of the
+    columns used for a DataFrame (or the pandas engine's), the SHA-256 of the file itself for
+    a file read by DuckDB or Spark (``"file-sha256:…"``), None when there is neither."""
+    if isinstance(data, pd.DataFrame):
+        return data_fingerprint(data, columns)
+    inner = getattr(data, "data", None)
+    if isinstance(inner, pd.DataFrame):
+        return data_fingerprint(inner, columns)
+    path = data if isinstance(data, str | Path) else getattr(data, "source", None)
+    if isinstance(path, str | Path) and Path(path).is_file():
+        return file_fingerprint(path)
+    return None
+
+
+def file_fingerprint(path: str | Path) -> str:
+    """``"file-sha256:<hex>"``: SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return "file-sha256:" + h.hexdigest()
+
+
 def query_columns(query: Query, spec: Any | None) -> tuple[str, ...]:
     """The columns the statistics and the protected property read."""
     cols: list[str] = []
@@ -203,8 +227,8 @@ class Plan:
         calibration : Calibration
         model : FModel, optional
             Defaults to the model the calibration remembers (``calibration.model_``).
-        data : DataFrame, optional
-            The data the model was fitted on, for the fingerprint (the columns used).
+        data : DataFrame or engine, optional
+            The data the model was fitted on, for the fingerprint (:func:`source_fingerprint`).
         modelling : mapping, optional
             The modelling choices (method, samples, seed, engine) to record.
         """
@@ -218,8 +242,10 @@ class Plan:
         text = None if q is None else query_text(q)
         columns = () if q is None else query_columns(q, spec)
         fp = getattr(model, "data_fingerprint_", None)
-        if data is not None and columns:
-            fp = data_fingerprint(data, columns)
+        if isinstance(data, str | Path):
+            fp = source_fingerprint(data, columns)
+        elif data is not None and columns:
+            fp = source_fingerprint(data, columns)
         return cls(
             calibration=calibration,
             model=model,
@@ -265,6 +291,11 @@ class Plan:
                 "assumptions": list(self.guarantee.assumptions),
             }
         )
+
+    def model_digest(self) -> str:
+        """SHA-256 of the fitted model's moments alone (keys the ledger's releases of a
+        user's model, which names no protected property)."""
+        return _digest(model_to_dict(self.model))
 
     @property
     def digest(self) -> str:

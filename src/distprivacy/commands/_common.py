@@ -255,7 +255,35 @@ def common_options(f: Callable) -> Callable:
 
 
 def _given(ctx: click.Context, name: str) -> bool:
-    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    """Whether the user set the option (on the command line or in a ``--config`` file)."""
+    return ctx.get_parameter_source(name) in (
+        click.core.ParameterSource.COMMANDLINE,
+        click.core.ParameterSource.DEFAULT_MAP,
+    )
+
+
+given = _given
+
+
+def option_flag(name: str) -> str:
+    """The ``--flag`` of a parameter name (``values_`` → ``--values``, ``model_file`` →
+    ``--model``, ``mechanism_name`` → ``--mechanism``)."""
+    special = {"model_file": "--model", "mechanism_name": "--mechanism", "as_json": "--json"}
+    return special.get(name, "--" + name.rstrip("_").replace("_", "-"))
+
+
+#: The options a saved plan fixes (``release --plan`` refuses them).
+PLAN_FIXES = (
+    *DATA_OPTIONS,
+    "model_file",
+    "epsilon",
+    "delta",
+    "calibration",
+    "covariances",
+    "utility",
+    "target_mu",
+    "max_attack_accuracy",
+)
 
 
 def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any], Any]:
@@ -312,6 +340,38 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
         "modeling": model.method_,
     }
     return model, info, (data, spec, query)
+
+
+def modelling(p: dict[str, Any]) -> dict[str, Any]:
+    """The modelling choices a plan records."""
+    return {
+        "requested": p["modeling"],
+        "samples": p["samples"],
+        "seed": 0 if p["seed"] is None else p["seed"],
+        "engine": p["engine"],
+        "calibration": p["calibration"],
+        "covariances": p["covariances"],
+        "utility": p["utility"],
+    }
+
+
+def refitter(built: tuple[Any, Any, Any], p: dict[str, Any]) -> Callable[[str], FModel]:
+    """Fit the same kind of model for other statistics on the same data (the ledger's joint
+    model of releases of different statistics)."""
+    data, spec, _ = built
+
+    def fit(query_text: str) -> FModel:
+        return fit_model(
+            data,
+            spec,
+            Query.parse(query_text),
+            engine=data,
+            method=p["modeling"],
+            n_samples=p["samples"],
+            random_state=0 if p["seed"] is None else p["seed"],
+        )
+
+    return fit
 
 
 def _target_options(p: dict[str, Any]) -> dict[str, float | None]:

@@ -14,6 +14,7 @@ from distprivacy.commands._common import (
     calibrate_many,
     common_options,
     mechanism_names,
+    modelling,
     settings,
 )
 from distprivacy.commands._display import (
@@ -25,8 +26,11 @@ from distprivacy.commands._display import (
     print_not_applicable,
     short_theorem,
 )
-from distprivacy.exceptions import ClassicRuleWarning
+from distprivacy.commands.config import config_option
+from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
 from distprivacy.mechanisms import Calibration
+from distprivacy.outputs import check_output_file
+from distprivacy.plans import Plan
 
 
 def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
@@ -65,7 +69,18 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
         console.print(f"  {who}: {w}")
 
 
+def _save_plan(
+    path: str, cal: Calibration, model: Any, built: Any, p: dict[str, Any]
+) -> dict[str, str]:
+    """Write the plan of ``cal`` (one mechanism) and say where."""
+    data = built[0] if built is not None else p["model_file"]
+    plan = Plan.from_calibration(cal, model, data=data, modelling=modelling(p))
+    plan.save(path)
+    return {"path": str(path), "digest": plan.digest}
+
+
 @click.command()
+@config_option
 @common_options
 @click.option(
     "--mechanism",
@@ -73,12 +88,30 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
     multiple=True,
     help="Only these mechanisms (repeatable; default: all).",
 )
+@click.option(
+    "--save",
+    "save",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write a plan (with exactly one --mechanism): the spec, statistics, model, noise, "
+    "verified guarantee, data fingerprint and a digest, for `release --plan` later.",
+)
 @click.pass_context
-def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None:
+def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], save: str | None, **p: Any) -> None:
     """Show every applicable mechanism's noise and expected L2 error side by side."""
+    if save is not None:
+        if len(mechanisms) != 1:
+            raise DistPrivacyError(
+                "--save writes one mechanism's plan: give exactly one --mechanism NAME"
+            )
+        check_output_file(save)
     names = mechanism_names(ctx, mechanisms, p)
-    model, info, _ = build(ctx, p)
+    model, info, built = build(ctx, p)
     cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
+    if save is not None:
+        if not cals:
+            raise DistPrivacyError(f"no plan saved: {'; '.join(skipped.values())}")
+        info["plan"] = _save_plan(save, cals[0], model, built, p)
     if p["as_json"]:
         click.echo(
             dumps_json(
@@ -137,3 +170,8 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], **p: Any) -> None
                 console.print(f"  {who}: {b}")
     _print_warnings(console, cals)
     print_not_applicable(console, skipped)
+    if "plan" in info:
+        console.print(
+            f"Plan saved to {info['plan']['path']} (digest {info['plan']['digest'][:19]}…); "
+            f"release it with: distprivacy release --plan {info['plan']['path']} --target DATA"
+        )

@@ -7,29 +7,35 @@ from typing import Any
 
 import click
 import numpy as np
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from distprivacy.commands import allow_exact_option, dumps_json
+from distprivacy.commands import allow_exact_option, dumps_json, parse_floats
 from distprivacy.commands._common import (
+    PLAN_FIXES,
     LazyProgress,
     build,
     check_targets,
     common_options,
+    given,
     mechanism,
+    modelling,
+    refitter,
 )
 from distprivacy.commands._display import fmt, noise_summary, print_header
+from distprivacy.commands.config import config_option
 from distprivacy.datasets import load_table
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import MECHANISMS, Calibration, Release
+from distprivacy.plans import Plan
 from distprivacy.query import Query
 from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
 
 
-def _target_value(target: str, spec: ProtectionSpec, query: Query) -> np.ndarray:
-    """F(D) of the n-record dataset in the file ``target``."""
-    target_df = load_table(target)
+def _target_value(target_df: pd.DataFrame, spec: ProtectionSpec, query: Query) -> np.ndarray:
+    """F(D) of the n-record dataset ``target_df``."""
     if len(target_df) != spec.n:
         raise DistPrivacyError(
             f"the target has {len(target_df)} records but --subset-size is {spec.n}; "
@@ -75,7 +81,74 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
         )
 
 
+def _plan_values(plan: Plan, target_df: pd.DataFrame | None, value_text: str | None) -> np.ndarray:
+    """The statistics' values for a plan: F(target) or the numbers of --value."""
+    if (target_df is None) == (value_text is None):
+        raise DistPrivacyError("--plan needs the dataset (--target DATA.csv) or --value a,b,…")
+    if target_df is not None:
+        return plan.target_values(target_df)
+    names = plan.calibration.statistic_names
+    vals = parse_floats(value_text, "--value", example=",".join(["1.5"] * len(names)))
+    if len(vals) != len(names):
+        raise DistPrivacyError(
+            f"--value has {len(vals)} numbers but the plan releases {len(names)} statistics "
+            f"({', '.join(names)})"
+        )
+    return np.asarray(vals, dtype=float)
+
+
+def _record(
+    ledger_path: str, plan: Plan, rel: Release, target_df: pd.DataFrame | None, fit: Any
+) -> dict[str, Any]:
+    """Record the release in the ledger (refused over budget) and return the cumulative
+    guarantee; nothing is printed before this returns."""
+    from distprivacy.ledger import Ledger, LedgerEntry, data_fingerprint, plan_composer
+
+    if target_df is None:
+        raise DistPrivacyError(
+            "--ledger keys each release on the dataset's fingerprint: give the dataset with "
+            "--target DATA.csv"
+        )
+    prop = plan.protected_property or f"model {plan.model_digest()[7:23]}"
+    entry = LedgerEntry.from_plan(
+        plan,
+        rel.values,
+        fingerprint=data_fingerprint(target_df, list(target_df.columns)),
+        property=prop,
+    )
+    with Ledger(ledger_path) as led:
+        cumulative = led.record(entry, plan_composer(delta=led.budget.report_delta, fit=fit))
+        at = led.budget.report_delta
+        budget = led.budget.describe()
+        count = len(led.releases(entry.fingerprint, prop))
+    eps = cumulative.epsilon_at(at)
+    return {
+        "ledger": ledger_path,
+        "budget": budget,
+        "releases_of_this_dataset": count,
+        "cumulative": {
+            "mu": cumulative.mu,
+            "epsilon": eps,
+            "delta": at,
+            "max_attack_accuracy": cumulative.max_attack_accuracy,
+            "theorem": cumulative.theorem,
+        },
+    }
+
+
+def _print_ledger(console: Console, led: dict[str, Any]) -> None:
+    c = led["cumulative"]
+    mu = "" if c["mu"] is None else f"μ = {c['mu']:.4g}, "
+    console.print(
+        f"Recorded in ledger {led['ledger']} (budget {led['budget']}): release "
+        f"{led['releases_of_this_dataset']} of this dataset; cumulative {mu}ε = "
+        f"{c['epsilon']:.4g} at δ = {c['delta']:.3g}, no attacker above "
+        f"{c['max_attack_accuracy']:.1%} accuracy ({c['theorem']})"
+    )
+
+
 @click.command()
+@config_option
 @common_options
 @click.option(
     "--mechanism",
@@ -91,44 +164,111 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
     help="The n-record dataset to release (CSV/Parquet). Default: a random n-record "
     "subset of --data (a demonstration).",
 )
+@click.option(
+    "--plan",
+    "plan_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Release with a saved plan (calibrate --mechanism NAME --save PLAN.json): nothing is "
+    "refitted; the plan's digest, the target's columns and its size n are checked.",
+)
+@click.option(
+    "--value",
+    "value_text",
+    default=None,
+    help="With --plan: the statistics' values a,b,… instead of --target (e.g. for a plan "
+    "made from a user's model file).",
+)
+@click.option(
+    "--ledger",
+    "ledger_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Record the release in this ledger (distprivacy ledger init) before showing it; "
+    "refused (exit 2, nothing recorded) when the cumulative guarantee of every release of "
+    "this dataset would exceed the ledger's budget.",
+)
 @allow_exact_option
 @click.pass_context
 def release(
-    ctx: click.Context, mechanism_name: str, target: str | None, allow_exact: bool, **p: Any
+    ctx: click.Context,
+    mechanism_name: str,
+    target: str | None,
+    plan_path: str | None,
+    value_text: str | None,
+    ledger_path: str | None,
+    allow_exact: bool,
+    **p: Any,
 ) -> None:
-    """Release the statistics of a dataset with the chosen mechanism."""
-    check_targets(ctx, p)
-    mech = mechanism(mechanism_name, p)
-    model, info, built = build(ctx, p)
-    if target is not None:
-        if built is None:
-            raise DistPrivacyError("--target needs the data options, not --model")
-        _, spec, query = built
-        value = _target_value(target, spec, query)
-        info["target"] = str(target)
-    elif built is not None:
-        data, spec, query = built
-        gen = check_random_state(p["seed"], secure=False)
-        value = data.random_subset_statistics(query, spec.n, gen)
-        info["target"] = f"random {spec.n}-record subset of the data (demonstration)"
+    """Release the statistics of a dataset with the chosen mechanism (or a saved plan)."""
+    if ledger_path is not None:
+        from distprivacy.ledger import Ledger
+
+        Ledger(ledger_path).close()  # a bad ledger is refused before any work
+    target_df = None if target is None else load_table(target)
+    fit = None
+    if plan_path is not None:
+        fixed = [k for k in (*PLAN_FIXES, "mechanism_name") if given(ctx, k)]
+        if fixed:
+            flags = ", ".join(
+                "--" + k.rstrip("_").replace("_name", "").replace("_", "-") for k in fixed
+            )
+            raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}")
+        plan = Plan.load(plan_path)
+        value = _plan_values(plan, target_df, value_text)
+        cal = plan.calibration
+        model = plan.model
+        info: dict[str, Any] = {
+            "plan": str(plan_path),
+            "plan_digest": plan.digest,
+            "target": str(target) if target is not None else "values given with --value",
+        }
     else:
-        raise DistPrivacyError(
-            "with --model, give the dataset to release with --target and the data options instead"
-        )
-    bar = LazyProgress(f"calibrating {mech.name} (pairs)", enabled=not p["as_json"])
-    if hasattr(mech, "progress"):  # the Wasserstein mechanisms report each pair
-        mech.progress = bar
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            cal = mech.calibrate(model)
-    finally:
-        bar.close()
+        if value_text is not None:
+            raise DistPrivacyError("--value needs --plan (without a plan, give --target)")
+        check_targets(ctx, p)
+        mech = mechanism(mechanism_name, p)
+        model, info, built = build(ctx, p)
+        if target_df is not None:
+            if built is None:
+                raise DistPrivacyError("--target needs the data options, not --model")
+            _, spec, query = built
+            value = _target_value(target_df, spec, query)
+            info["target"] = str(target)
+        elif built is not None:
+            data, spec, query = built
+            gen = check_random_state(p["seed"], secure=False)
+            value = data.random_subset_statistics(query, spec.n, gen)
+            info["target"] = f"random {spec.n}-record subset of the data (demonstration)"
+        else:
+            raise DistPrivacyError(
+                "with --model, save a plan (calibrate --model FILE --mechanism NAME --save "
+                "PLAN.json) and release it with --plan PLAN.json --value a,b,…"
+            )
+        bar = LazyProgress(f"calibrating {mech.name} (pairs)", enabled=not p["as_json"])
+        if hasattr(mech, "progress"):  # the Wasserstein mechanisms report each pair
+            mech.progress = bar
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cal = mech.calibrate(model)
+        finally:
+            bar.close()
+        if ledger_path is not None and built is not None:
+            plan = Plan.from_calibration(cal, model, data=built[0], modelling=modelling(p))
+            fit = refitter(built, p)
     rel = cal.release(value, p["seed"], allow_exact=allow_exact)
+    if ledger_path is not None:
+        info["ledger"] = _record(ledger_path, plan, rel, target_df, fit)
     if p["as_json"]:
         click.echo(dumps_json({**info, **rel.to_dict()}))
         return
     console = Console()
-    print_header(console, model, info, p)
+    if plan_path is None:
+        print_header(console, model, info, p)
+    else:
+        console.print(f"Plan {plan_path} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['target']}")
     _print_release(console, cal, rel)
+    if ledger_path is not None:
+        _print_ledger(console, info["ledger"])
