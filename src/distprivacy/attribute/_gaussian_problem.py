@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from distprivacy.attribute._gaussian_mechanism import APGMCalibration, AttributeGaussianMechanism
 from distprivacy.attribute._gaussian_terms import PAIR_READINGS, RULES
@@ -32,6 +32,9 @@ from distprivacy.files import (
     read_mapping_file,
     validate,
 )
+
+if TYPE_CHECKING:
+    from distprivacy.attribute.pufferfish import WassersteinCalibration
 
 # ---------------------------------------------------------------------------------------------
 # A user's problem, from a dict / JSON / TOML file (used by ``distprivacy attribute gaussian``)
@@ -252,7 +255,7 @@ class GaussianProblem:
 
     def calibrate_wasserstein(
         self, *, epsilon: float | None = None, pair_distance: str | None = None
-    ) -> Any:
+    ) -> WassersteinCalibration:
         """The Pufferfish Wasserstein Mechanism (Song et al. 2017) on this problem: Laplace noise
         of scale W/ε with W = max over θ (and sensitive attributes) of W∞ between the Gaussian
         conditionals of F, which is ‖β_θ‖₁ d(U) (their covariances are equal)."""
@@ -269,7 +272,9 @@ class GaussianProblem:
             d = self.framework.diameter(a, reading)
             for label, c in self.theta.conditionals(a, self.query, self.framework.n, d).items():
                 conds[f"{a}:{label}"] = c
-        return PufferfishWassersteinMechanism(epsilon=eps).calibrate(conds, [("a", "b")])
+        return PufferfishWassersteinMechanism(epsilon=eps).calibrate(
+            conds, [("a", "b")], [f"mean({q})" for q in self.query]
+        )
 
 
 def read_problem_file(path: str) -> dict[str, Any]:
