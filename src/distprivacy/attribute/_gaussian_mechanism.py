@@ -350,7 +350,7 @@ class APGMCalibration:
             basis = Guarantee.from_dict(raw["guarantee"]).basis if "guarantee" in raw else ""
             cal = cls(
                 epsilon=epsilon,
-                delta=float(raw["delta"]),
+                delta=check_delta(number(raw["delta"])),
                 rule=check_rule(raw["rule"]),
                 statistics=tuple(raw["statistics"]),
                 terms=terms,
