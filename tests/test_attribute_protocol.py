@@ -100,6 +100,12 @@ def test_apgm_guarantee_is_the_mu_gdp_curve() -> None:
     assert rel.value == cal.release(161.33, 3).value and rel.calibration is cal
 
 
+def test_apgm_vector_query_on_regression_theta_assumes_independent_residuals() -> None:
+    g = apgm(["weight", "blood_pressure"], "exact").guarantee  # type: ignore[arg-type]
+    assert not g.verified and any("independent" in a for a in g.assumptions)
+    assert apgm("weight").guarantee.verified
+
+
 def test_apgm_general_form_is_assumed_and_a_secret_dependent_covariance_unverified() -> None:
     mech = AttributeGaussianMechanism(epsilon=1.0, delta=1e-3)
     equal = mech.calibrate_moments("g", [[0.0, 2.0]], [[1.0, 1.0]], [(0, 1)])

@@ -57,6 +57,10 @@ BASIS_MOMENTS = (
 _ASSUME_GAUSSIAN = "F(X) | g_i(X_i), θ is Gaussian for every θ ∈ Θ and sensitive i (Thm 1)"
 _ASSUME_EQUAL_COV = "Cov(F(X) | g_i(X_i), θ) does not depend on the secret (Thm 1)"
 _ASSUME_THETA = "the data's distribution belongs to Θ"
+_ASSUME_RESIDUALS = (
+    "the residuals of the query attributes are independent given the sensitive one "
+    "(RegressionTheta with several query attributes)"
+)
 _CALIBRATION_KEYS = frozenset(
     {
         "mechanism", "theorem", "epsilon", "delta", "rule", "statistics", "binding_attribute",
@@ -98,6 +102,11 @@ def apgm_warnings(
 
 def _mismatch(t: SensitivityTerm) -> float:
     return float(t.details.get("covariance_mismatch", 0.0))
+
+
+def _independent_residuals(t: SensitivityTerm) -> bool:
+    """Whether the term's floor is RegressionTheta's diagonal for several query attributes."""
+    return len(t.details.get("min_residual_variance", ())) > 1
 
 
 @dataclass(frozen=True, repr=False)
@@ -151,8 +160,13 @@ class APGMCalibration:
     @property
     def verified(self) -> bool:
         """True when Θ is §4.2's Gaussian family (Thm 1's hypothesis holds by construction) and
-        no conditional covariance varies with the secret."""
-        return self.basis == BASIS_GAUSSIAN_THETA and all(_mismatch(t) <= 1e-9 for t in self.terms)
+        no conditional covariance varies with the secret (nor is a residual independence
+        assumed)."""
+        return (
+            self.basis == BASIS_GAUSSIAN_THETA
+            and all(_mismatch(t) <= 1e-9 for t in self.terms)
+            and not any(_independent_residuals(t) for t in self.terms)
+        )
 
     @property
     def guarantee(self) -> Guarantee:
@@ -160,6 +174,8 @@ class APGMCalibration:
         assumptions = [_ASSUME_THETA]
         if self.basis != BASIS_GAUSSIAN_THETA:
             assumptions.append(_ASSUME_GAUSSIAN)
+        if any(_independent_residuals(t) for t in self.terms):
+            assumptions.append(_ASSUME_RESIDUALS)
         if any(_mismatch(t) > 1e-9 for t in self.terms):
             assumptions.append(
                 _ASSUME_EQUAL_COV + " — off here: delta_with_moments() gives the exact δ"

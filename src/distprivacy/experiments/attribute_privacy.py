@@ -197,8 +197,8 @@ def hospital_table(
 
     Returns (table, data): the rows and the simulated dataset.
     """
-    rng = check_random_state(random_state, secure=False)
-    data = HospitalData().simulate(rng)
+    gen = check_random_state(random_state, secure=False)
+    data = HospitalData().simulate(gen)
     theta = hospital_theta()
     fw = hospital_framework()
     rows = []
@@ -211,7 +211,7 @@ def hospital_table(
                 cal = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule).calibrate(
                     fw, theta, query, pair_distance=reading
                 )
-                released = cal.release(truth, rng, size=runs, allow_exact=True).values
+                released = cal.release(truth, gen, size=runs, allow_exact=True).values
                 rows.append(
                     {
                         "query": query,
@@ -231,7 +231,7 @@ def hospital_table(
                     ours = _ours_distribution_privacy(
                         cal.sensitivity, cal.conditional_variance, rule
                     )
-                    z = ours.sample_noise(runs, rng)[:, 0]
+                    z = ours.sample_noise(runs, gen)[:, 0]
                     rows.append(
                         {
                             "query": query,
@@ -248,7 +248,7 @@ def hospital_table(
                         }
                     )
             w = _wasserstein(theta, query, fw.diameter("gender", reading), fw.n)
-            released = w.release(truth, rng, size=runs, allow_exact=True).values
+            released = w.release(truth, gen, size=runs, allow_exact=True).values
             rows.append(
                 {
                     "query": query,
@@ -290,7 +290,7 @@ def correlation_sweep(
     """Error of Alg. 1 against V_ij for one Gaussian θ (§4.2: σ² increases with V_ij): sensitive
     X_i with variance ``v_ii`` (a Bernoulli(0.5) share), query X_j with variance ``v_jj``
     (blood-pressure-like), n = 50, the hospital's secret pairs (paper reading)."""
-    rng = check_random_state(random_state, secure=False)
+    gen = check_random_state(random_state, secure=False)
     fw = hospital_framework()
     vmax = 0.99 * math.sqrt(v_ii * v_jj)
     rows = []
@@ -300,7 +300,7 @@ def correlation_sweep(
             cal = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule).calibrate(
                 fw, theta, "x", pair_distance="centres"
             )
-            z = cal.release(0.0, rng, size=runs, allow_exact=True).values
+            z = cal.release(0.0, gen, size=runs, allow_exact=True).values
             rows.append(
                 {
                     "v_ij": float(v),
