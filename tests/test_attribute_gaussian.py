@@ -28,7 +28,12 @@ from distprivacy.attribute.gaussian import (
     conditional_moments_term,
     delta_with_moments,
 )
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import (
+    AssumptionWarning,
+    ClassicRuleWarning,
+    DistPrivacyError,
+    ExactReleaseError,
+)
 from distprivacy.experiments.attribute_privacy import (
     PAPER,
     hospital_framework,
@@ -73,7 +78,7 @@ def test_hospital_expected_error_within_15_percent_of_the_paper(query: str) -> N
 
 def test_hospital_measured_errors_over_100_runs() -> None:
     """The reproduction's 100-run averages (seed 0) are within ±15 % of the paper's."""
-    table, data = hospital_table(runs=100, seed=0)
+    table, data = hospital_table(runs=100, random_state=0)
     rows = paper_rows(table).set_index("query")
     for q in ("weight", "blood_pressure"):
         assert rows.loc[q, "measured_abs_error"] == pytest.approx(PAPER[q]["error"], rel=0.15)
@@ -87,7 +92,9 @@ def test_hospital_temperature_adds_no_noise() -> None:
     exact = calibrate("temperature", rule="exact")
     assert not exact.adds_noise
     assert exact.noise_variance == 0.0
-    assert exact.release(98.58, 0) == 98.58
+    with pytest.raises(ExactReleaseError, match="allow_exact"):
+        exact.release(98.58, 0)
+    assert exact.release(98.58, 0, allow_exact=True).value == 98.58
     assert exact.delta_achieved <= DELTA
     classic = calibrate("temperature", rule="classic")
     assert classic.noise_variance == pytest.approx(classic_c(DELTA) ** 2 * 0.075**2 - 0.08)
@@ -149,7 +156,8 @@ def test_exact_rule_meets_delta_tightly(query: str) -> None:
 
 
 def test_classic_rule_warns_at_epsilon_one() -> None:
-    assert any("proven only for ε < 1" in w for w in calibrate("weight").warnings)
+    (w,) = calibrate("weight").warnings
+    assert w.category is ClassicRuleWarning and "proven only for ε < 1" in w
     half = AttributeGaussianMechanism(epsilon=0.5, delta=DELTA, rule="classic")
     assert not half.calibrate(hospital_framework(), hospital_theta(), "weight").warnings
 
@@ -159,7 +167,7 @@ def test_theorem_2_accuracy_bound_and_coverage() -> None:
     beta = 0.05
     alpha = cal.accuracy(beta)
     assert alpha == pytest.approx(math.sqrt(cal.noise_variance) * stats.norm.ppf(1 - beta / 2))
-    z = cal.release(0.0, np.random.default_rng(1), size=20_000)
+    z = cal.release(0.0, np.random.default_rng(1), size=20_000).values
     miss = int(np.sum(np.abs(z) > alpha))
     # P(miss count) is Binomial(20000, 0.05): a two-sided test at ALPHA
     assert stats.binomtest(miss, 20_000, beta).pvalue > ALPHA
@@ -175,18 +183,20 @@ def test_noise_has_the_calibrated_scale_and_a_wrong_scale_is_caught() -> None:
     """KS test of 20,000 releases against N(F, σ²): the calibrated mechanism passes at α = 1e-6;
     a mechanism with a deliberately wrong σ (×0.9) fails it."""
     cal = calibrate("weight")
-    z = np.asarray(cal.release(161.33, np.random.default_rng(7), size=20_000)) - 161.33
+    z = cal.release(161.33, np.random.default_rng(7), size=20_000).values - 161.33
     assert _noise_pvalue(z, cal.noise_variance) > ALPHA
     wrong = dataclasses.replace(cal, noise_covariance=cal.noise_covariance * 0.9**2)
-    zw = np.asarray(wrong.release(161.33, np.random.default_rng(7), size=20_000)) - 161.33
+    zw = wrong.release(161.33, np.random.default_rng(7), size=20_000).values - 161.33
     assert _noise_pvalue(zw, cal.noise_variance) < ALPHA
 
 
 def test_release_is_reproducible_and_secure_by_default() -> None:
     cal = calibrate("blood_pressure")
-    assert cal.release(102.18, 3) == cal.release(102.18, 3)
-    assert cal.release(102.18, np.random.default_rng(3)) == cal.release(102.18, 3)
-    assert math.isfinite(cal.release(102.18))  # rng=None: OpenDP's secure sampler
+    assert cal.release(102.18, 3).value == cal.release(102.18, 3).value
+    assert cal.release(102.18, np.random.default_rng(3)).value == cal.release(102.18, 3).value
+    assert not cal.release(102.18, 3).secure
+    secure = cal.release(102.18)  # random_state=None: OpenDP's secure sampler
+    assert math.isfinite(secure.value) and secure.secure
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,7 +267,7 @@ def test_vector_query_uses_l2_sensitivity_and_covariance_top_up() -> None:
     assert np.allclose(np.diag(cal.noise_covariance), target - np.diag(floor))
     assert cal.mu == pytest.approx(gdp_mu(EPS, DELTA), rel=1e-9)
     out = cal.release([161.0, 102.0, 98.6], 0)
-    assert out.shape == (3,)
+    assert out.values.shape == (3,)
 
 
 def test_general_form_from_conditional_moments() -> None:
@@ -308,7 +318,9 @@ def test_secret_dependent_variance_warns_and_exact_delta_is_checked() -> None:
         eq.delta_achieved, rel=1e-6
     )
     cal = mech.calibrate_moments("g", [[0.0, 2.0]], [[1.0, 3.0]], [(0, 1)])
-    assert any("varies with the secret" in w for w in cal.warnings)
+    assert any(
+        "varies with the secret" in w and w.category is AssumptionWarning for w in cal.warnings
+    )
     got = delta_with_moments(cal, [[0.0, 2.0]], [[1.0, 3.0]], [(0, 1)])
     s2 = cal.noise_variance
     pa, pb = stats.norm(0.0, math.sqrt(1 + s2)), stats.norm(2.0, math.sqrt(3 + s2))

@@ -88,7 +88,7 @@ def test_network_files_give_the_same_calibration(tmp_path, suffix):
 
 
 def test_release_with_data_and_seed_is_reproducible(tmp_path):
-    data, _ = sample_school_records(150, rng=9)
+    data, _ = sample_school_records(150, random_state=9)
     csv = tmp_path / "school.csv"
     data.to_csv(csv, index=False)
     args = [*SCHOOL, "--query", "count:height>66&sat>1300", "--quilt", "income=gender"]
@@ -102,7 +102,7 @@ def test_release_with_data_and_seed_is_reproducible(tmp_path):
         epsilon=1.0,
         quilts={"income": ["gender"]},
     )
-    want = mech.release(data, rng=5).value
+    want = mech.release(data, random_state=5).value
     assert first["release"]["value"] == pytest.approx(want, rel=1e-12)
     assert not first["release"]["secure"]
     text = run(args)
@@ -166,7 +166,7 @@ def test_bad_network_files(tmp_path):
 
 
 def test_data_size_disagreeing_with_n_records(tmp_path):
-    data, _ = sample_school_records(20, rng=1)
+    data, _ = sample_school_records(20, random_state=1)
     csv = tmp_path / "d.csv"
     data.to_csv(csv, index=False)
     res = run([*SCHOOL, "--query", "count:height>66", "--data", str(csv), "--n-records", "21"])

@@ -105,12 +105,12 @@ def test_d_separation_agrees_with_numeric_independence(seed):
 
 def test_sampling_frequencies_match_marginals():
     n = 200_000
-    idx = CHAIN.sample(n, rng=7)
+    idx = CHAIN.sample(n, random_state=7)
     for k, v in enumerate(CHAIN.names):
         p = CHAIN.marginal([v])[1]
         freq = idx[:, k].mean()
         assert abs(freq - p) < 5 * math.sqrt(p * (1 - p) / n)  # 5 standard errors
-    assert np.array_equal(idx, CHAIN.sample(n, rng=7))  # reproducible bit for bit
+    assert np.array_equal(idx, CHAIN.sample(n, random_state=7))  # reproducible bit for bit
 
 
 def test_discretized_normal_cpt():

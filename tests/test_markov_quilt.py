@@ -26,7 +26,7 @@ from distprivacy.attribute.markov_quilt import (
     sample_school_records,
     school_networks,
 )
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
 from distprivacy.spec import Predicate
 
 
@@ -264,8 +264,10 @@ def test_school_height_count_is_released_without_noise():
     gender = next(c for c in cal.secrets[0].candidates if c.quilt.quilt == ("gender",))
     assert gender.status == "feasible" and gender.sensitivity == 0 and gender.scale == 0
     assert gender.max_influence.value == pytest.approx(school_influence(["gender"]))
-    data, _ = sample_school_records(N_SCHOOL, rng=3)
-    rel = mech.release(data, rng=4)
+    data, _ = sample_school_records(N_SCHOOL, random_state=3)
+    with pytest.raises(ExactReleaseError, match="allow_exact"):
+        mech.release(data, random_state=4)
+    rel = mech.release(data, random_state=4, allow_exact=True)
     assert rel.value == float((data["height"] > 66).sum())
     # the paper's own quilt pinned: also no noise
     pinned = AttributeQuiltMechanism(
@@ -409,12 +411,12 @@ def test_queries_and_release_errors():
     assert q.column_sensitivity(["sat"], 10) == 0
     with pytest.raises(DistPrivacyError, match="range of 'h' is empty"):
         SumQuery("h", 3, 1)
-    data, _ = sample_school_records(50, rng=1)
+    data, _ = sample_school_records(50, random_state=1)
     tight = AttributeQuiltMechanism(
         school_networks(), query="sum:height[65,66]", secrets="income", epsilon=1.0
     )
     with pytest.raises(DistPrivacyError, match="outside the declared range"):
-        tight.release(data, rng=0)
+        tight.release(data, random_state=0)
     mech = AttributeQuiltMechanism(
         school_networks(), query="count:height>66", secrets="income", epsilon=1.0
     )
@@ -422,7 +424,7 @@ def test_queries_and_release_errors():
     with pytest.raises(
         DistPrivacyError, match=r"calibrated for n = 40 records but the data has 50"
     ):
-        mech.release(data, rng=0)
+        mech.release(data, random_state=0)
     with pytest.raises(DistPrivacyError, match="n_records must be a positive integer"):
         mech.calibrate(0)
 
@@ -437,10 +439,10 @@ def _noise(eps=1.0, size=60_000, seed=11):
         epsilon=eps,
         quilts={"income": ["gender"]},
     )
-    data, _ = sample_school_records(N_SCHOOL, rng=5)
+    data, _ = sample_school_records(N_SCHOOL, random_state=5)
     cal = mech.calibrate(N_SCHOOL)
-    rel = mech.release(data, rng=np.random.default_rng(seed), size=size)
-    return cal, rel.value - mech.query.evaluate(data)
+    rel = mech.release(data, random_state=np.random.default_rng(seed), size=size)
+    return cal, rel.values - mech.query.evaluate(data)
 
 
 def test_released_noise_is_laplace_with_the_calibrated_scale():
@@ -475,8 +477,8 @@ def test_release_is_reproducible_and_secure_by_default():
         epsilon=1.0,
         quilts={"income": ["gender"]},
     )
-    data, _ = sample_school_records(N_SCHOOL, rng=5)
-    rel = mech.release(data)  # rng=None: OpenDP's secure sampler
+    data, _ = sample_school_records(N_SCHOOL, random_state=5)
+    rel = mech.release(data)  # random_state=None: OpenDP's secure sampler
     assert rel.secure and np.isfinite(rel.value) and rel.value != mech.query.evaluate(data)
 
 

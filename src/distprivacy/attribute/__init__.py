@@ -22,6 +22,13 @@ Modules
     mechanism the paper refers to (§2, §3, App. C), on our exact W∞.
 ``bayesnet``, ``markov_quilt``
     The Attribute-Private Markov Quilt Mechanism (Alg. 2, Thm 3, Thm 4) on Bayesian networks.
+
+Every calibration (:class:`APGMCalibration`, :class:`QuiltCalibration`, the Wasserstein
+Mechanism's) follows :class:`distprivacy.guarantee.Calibrated`: a
+:class:`~distprivacy.guarantee.Guarantee` (notion "attribute privacy" or "Pufferfish privacy"),
+``release(value, random_state=None, *, allow_exact=False)`` returning a
+:class:`~distprivacy.guarantee.Release` (a zero-noise release needs ``allow_exact=True``), typed
+warnings (:class:`~distprivacy.exceptions.Notice`) and exact ``to_dict``/``from_dict``.
 """
 
 from distprivacy.attribute.bayesnet import DiscreteBayesNet, load_networks

@@ -39,6 +39,7 @@ from distprivacy.files import (
     read_mapping_file,
     validate,
 )
+from distprivacy.randomness import RandomState, check_random_state
 
 #: Largest number of cells :meth:`DiscreteBayesNet.joint` builds.
 MAX_JOINT_CELLS = 5_000_000
@@ -337,17 +338,18 @@ class DiscreteBayesNet:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(norm > 0, both / np.where(norm > 0, norm, 1.0), np.nan)
 
-    def sample(self, size: int, rng: int | np.random.Generator) -> np.ndarray:
+    def sample(self, size: int, random_state: RandomState) -> np.ndarray:
         """Ancestral samples of the parameters: indices into each domain, shape (size, m).
 
         Parameters
         ----------
         size : int
             Number of draws.
-        rng : int or numpy.random.Generator
-            Seed or generator (explicit: every draw is reproducible).
+        random_state : int or numpy.random.Generator
+            Seed or generator (explicit: every draw is reproducible; a simulation, so
+            :func:`~distprivacy.randomness.check_random_state` with ``secure=False``).
         """
-        gen = np.random.default_rng(rng)
+        gen = check_random_state(random_state, secure=False)
         size = int(size)
         idx = np.zeros((size, len(self.names)), dtype=np.int64)
         u = gen.random((size, len(self.names)))

@@ -26,22 +26,29 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from distprivacy._json import jsonable, number
 from distprivacy.accounting import check_epsilon
 from distprivacy.attribute.framework import Secret, ValueSet
 from distprivacy.distances import wasserstein_inf
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import DistPrivacyError, ExactReleaseError, NotApplicableError
+from distprivacy.guarantee import Guarantee, Release
 from distprivacy.noise import NoiseDistribution
-from distprivacy.randomness import RandomState, check_random_state
+from distprivacy.randomness import RandomState, check_random_state, is_secure
 
 THEOREM = "Song, Wang & Chaudhuri 2017, Alg. 1 (Wasserstein Mechanism), Thm 3.2"
 
 
 @dataclass(frozen=True)
 class DiscreteConditional:
-    """P(F(X) | s, θ) as atoms with non-negative weights (None: uniform, e.g. samples)."""
+    """P(F(X) | s, θ) as atoms with non-negative weights (None: uniform, e.g. samples).
+
+    ``empirical`` marks an empirical law of Monte-Carlo samples (:func:`sample_conditionals`):
+    W∞ is then that of the samples, not of the true conditionals.
+    """
 
     atoms: np.ndarray
     weights: np.ndarray | None = None
+    empirical: bool = False
 
     def __post_init__(self) -> None:
         a = np.asarray(self.atoms, dtype=float)
@@ -100,9 +107,43 @@ def winf(p: Conditional, q: Conditional) -> float:
     raise DistPrivacyError("W∞ between a Gaussian and a discrete conditional is not supported")
 
 
-@dataclass(frozen=True)
+#: What the guarantee rests on: the conditionals given (exact W∞ of them).
+BASIS_EXACT = (
+    "the conditional laws P(F(X) | s, θ) given for every θ ∈ Θ and secret (exact W∞ of them)"
+)
+#: ... when some conditional is an empirical law of Monte-Carlo samples.
+BASIS_SAMPLES = (
+    "Monte-Carlo samples of P(F(X) | s, θ): W∞ of the empirical laws, not of the true ones"
+)
+_CALIBRATION_KEYS = frozenset(
+    {
+        "mechanism", "theorem", "epsilon", "delta", "sensitivity", "laplace_scale",
+        "noise_variance", "expected_error", "worst", "distances", "statistics", "guarantee",
+    }
+)  # fmt: skip
+
+
+@dataclass(frozen=True, repr=False)
 class WassersteinCalibration:
-    """A calibrated Wasserstein Mechanism: Laplace of scale W/ε on each coordinate."""
+    """A calibrated Wasserstein Mechanism: Laplace of scale W/ε on each coordinate (the
+    :class:`~distprivacy.guarantee.Calibrated` protocol).
+
+    Attributes
+    ----------
+    epsilon : float
+    sensitivity : float
+        W, the largest W∞ over θ and the secret pairs.
+    worst : (θ, s_a, s_b)
+        Where W is attained.
+    distances : mapping (θ, s_a, s_b) -> float
+        Every W∞ computed.
+    dim : int
+        k, the number of statistics.
+    statistics : tuple of str
+        Their names (default F0, …, F{k−1}).
+    basis : str
+        :data:`BASIS_EXACT`, or :data:`BASIS_SAMPLES` when a conditional came from samples.
+    """
 
     epsilon: float
     sensitivity: float
@@ -111,11 +152,38 @@ class WassersteinCalibration:
     dim: int = 1
     mechanism: str = "Pufferfish-Wasserstein"
     theorem: str = THEOREM
+    statistics: tuple[str, ...] = ()
+    basis: str = BASIS_EXACT
+
+    @property
+    def statistic_names(self) -> tuple[str, ...]:
+        return tuple(self.statistics) or tuple(f"F{j}" for j in range(self.dim))
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """(ε, 0)-Pufferfish privacy for the framework the conditionals describe (Thm 3.2)."""
+        return Guarantee(
+            epsilon=self.epsilon,
+            delta=0.0,
+            theorem=self.theorem,
+            notion="Pufferfish privacy",
+            curve="point",
+            basis=self.basis,
+            verified=self.basis == BASIS_EXACT,
+            assumptions=(
+                "the data's distribution belongs to Θ",
+                "the conditionals P(F(X) | s, θ) given are those of every θ ∈ Θ and secret",
+            ),
+        )
 
     @property
     def scale(self) -> float:
         """Laplace scale b = W/ε."""
         return self.sensitivity / self.epsilon
+
+    @property
+    def adds_noise(self) -> bool:
+        return self.scale > 0
 
     @property
     def noise(self) -> NoiseDistribution:
@@ -139,37 +207,109 @@ class WassersteinCalibration:
             raise DistPrivacyError(f"beta must lie in (0, 1), got {beta!r}")
         return self.scale * math.log(1 / b)
 
+    def __repr__(self) -> str:
+        return (
+            f"WassersteinCalibration(ε={self.epsilon:g}, W={self.sensitivity:.4g}, "
+            f"Laplace scale={self.scale:.4g}, k={self.dim})"
+        )
+
+    def summary(self) -> str:
+        """A few lines a person can read: the guarantee and the noise."""
+        return "\n".join(
+            [
+                f"{self.mechanism} ({self.theorem})",
+                f"  guarantee: {self.guarantee.describe()}",
+                f"  rests on: {self.basis}",
+                f"  sensitivity: W = sup W∞ = {self.sensitivity:.6g} (worst: θ={self.worst[0]}, "
+                f"{self.worst[1]} vs {self.worst[2]})",
+                f"  noise: Laplace, scale b = W/ε = {self.scale:.6g} per coordinate, "
+                f"E‖Z‖₂ = {self.expected_error:.6g}",
+            ]
+        )
+
     def release(
         self,
         value: float | ArrayLike,
-        rng: RandomState = None,
+        random_state: RandomState = None,
         *,
+        allow_exact: bool = False,
         size: int | None = None,
-    ) -> np.ndarray | float:
-        """M(X) = F(X) + Lap(W/ε); rng None = OpenDP's secure sampler."""
+    ) -> Release:
+        """M(X) = F(X) + Lap(W/ε); ``random_state`` None = OpenDP's secure sampler (a seed or
+        generator is for experiments only). ``size``: that many independent releases at once.
+
+        Raises
+        ------
+        ExactReleaseError
+            When W = 0 (no noise) and ``allow_exact`` is False.
+        """
         v = np.atleast_1d(np.asarray(value, dtype=float))
         if v.shape != (self.dim,):
             raise DistPrivacyError(
                 f"the value to release has shape {v.shape}, expected ({self.dim},)"
             )
-        out = v + self.noise.sample(size, check_random_state(rng, secure=True))
-        if self.dim == 1:
-            return float(out[0]) if size is None else out[:, 0]
-        return out
+        if not self.adds_noise and not allow_exact:
+            raise ExactReleaseError(
+                f"{self.mechanism} adds no noise here (W = 0), so the release would publish "
+                "F(X) (cf. Theorem 4.4 of Chen & Ohrimenko 2023); pass allow_exact=True "
+                "(--allow-exact) to release it exactly"
+            )
+        gen = check_random_state(random_state, secure=True)
+        out = v + self.noise.sample(size, gen)
+        if self.dim == 1 and size is not None:
+            out = out[:, 0]
+        return Release(out, self.statistic_names, self, is_secure(gen))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "mechanism": self.mechanism,
-            "theorem": self.theorem,
-            "epsilon": self.epsilon,
-            "delta": 0.0,
-            "sensitivity": self.sensitivity,
-            "laplace_scale": self.scale,
-            "noise_variance": self.noise_variance,
-            "expected_error": self.expected_error,
-            "worst": list(self.worst),
-            "distances": [[*k, v] for k, v in self.distances.items()],
-        }
+        return jsonable(
+            {
+                "mechanism": self.mechanism,
+                "theorem": self.theorem,
+                "epsilon": self.epsilon,
+                "delta": 0.0,
+                "sensitivity": self.sensitivity,
+                "laplace_scale": self.scale,
+                "noise_variance": self.noise_variance,
+                "expected_error": self.expected_error,
+                "worst": list(self.worst),
+                "distances": [[*k, v] for k, v in self.distances.items()],
+                "statistics": list(self.statistic_names),
+                "guarantee": self.guarantee.to_dict(),
+            }
+        )
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> WassersteinCalibration:
+        """Inverse of :meth:`to_dict` (unknown keys refused; derived numbers recomputed)."""
+        if not isinstance(raw, Mapping):
+            raise DistPrivacyError(f"a calibration must be an object, got {type(raw).__name__}")
+        extra = sorted(set(raw) - _CALIBRATION_KEYS)
+        if extra:
+            raise DistPrivacyError(
+                f"unknown key(s) in a Wasserstein calibration: {', '.join(extra)}"
+            )
+        try:
+            names = tuple(raw.get("statistics", ()))
+            dist = {(str(t), str(a), str(b)): float(number(v)) for t, a, b, v in raw["distances"]}
+            basis = Guarantee.from_dict(raw["guarantee"]).basis if "guarantee" in raw else ""
+            cal = cls(
+                epsilon=check_epsilon(number(raw["epsilon"])),
+                sensitivity=float(number(raw["sensitivity"])),
+                worst=tuple(str(x) for x in raw["worst"]),  # type: ignore[arg-type]
+                distances=dist,
+                dim=max(1, len(names)),
+                mechanism=raw.get("mechanism", "Pufferfish-Wasserstein"),
+                theorem=raw.get("theorem", THEOREM),
+                statistics=names,
+                basis=basis or BASIS_EXACT,
+            )
+        except KeyError as e:
+            raise DistPrivacyError(f"a Wasserstein calibration is missing {e.args[0]!r}") from None
+        except (TypeError, ValueError) as e:
+            raise DistPrivacyError(f"a Wasserstein calibration has a bad field: {e}") from None
+        if "guarantee" in raw and Guarantee.from_dict(raw["guarantee"]) != cal.guarantee:
+            raise DistPrivacyError("the calibration's guarantee does not match its fields")
+        return cal
 
 
 class PufferfishWassersteinMechanism:
@@ -189,6 +329,7 @@ class PufferfishWassersteinMechanism:
         self,
         conditionals: Mapping[str, Mapping[str, Conditional | None]],
         pairs: Sequence[tuple[str, str]],
+        statistics: Sequence[str] | None = None,
     ) -> WassersteinCalibration:
         """W = max over θ and pairs of W∞ between the conditionals.
 
@@ -198,6 +339,8 @@ class PufferfishWassersteinMechanism:
             P(F(X) | s, θ); None (or a missing label) when P(s | θ) = 0 — such pairs are
             skipped for that θ, as Def. 1 requires.
         pairs : sequence of (secret-label, secret-label)
+        statistics : sequence of str, optional
+            Names of the k statistics (default F0, …, F{k−1}).
         """
         if not conditionals:
             raise DistPrivacyError("give the conditional distributions for at least one θ")
@@ -205,12 +348,14 @@ class PufferfishWassersteinMechanism:
             raise DistPrivacyError("give at least one secret pair")
         dist: dict[tuple[str, str, str], float] = {}
         dims = set()
+        empirical = False
         for t, conds in conditionals.items():
             for a, b in pairs:
                 p, q = conds.get(a), conds.get(b)
                 if p is None or q is None:
                     continue
                 dims.update((p.dim, q.dim))
+                empirical |= any(getattr(c, "empirical", False) for c in (p, q))
                 dist[(str(t), str(a), str(b))] = winf(p, q)
         if not dist:
             raise DistPrivacyError(
@@ -225,7 +370,19 @@ class PufferfishWassersteinMechanism:
                 f"W∞ is infinite for θ={worst[0]}, pair ({worst[1]}, {worst[2]}) (Gaussian "
                 "conditionals with different covariances): no Laplace noise suffices"
             )
-        return WassersteinCalibration(self.epsilon, dist[worst], worst, dist, dims.pop())
+        dim = dims.pop()
+        names = () if statistics is None else tuple(statistics)
+        if names and len(names) != dim:
+            raise DistPrivacyError(f"{len(names)} statistic names for {dim} statistics")
+        return WassersteinCalibration(
+            self.epsilon,
+            dist[worst],
+            worst,
+            dist,
+            dim,
+            statistics=names,
+            basis=BASIS_SAMPLES if empirical else BASIS_EXACT,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,13 +474,15 @@ def sample_conditionals(
     secrets: Sequence[Secret | ValueSet],
     *,
     samples: int,
-    rng: int | np.random.Generator,
+    random_state: RandomState,
 ) -> dict[str, DiscreteConditional | None]:
     """Monte-Carlo P(F(X) | g(X) ∈ U_a) for one θ: draw ``samples`` datasets with
-    ``sampler(samples, rng)`` (shape (samples, n, m)), evaluate F and g on all of them at once
-    (callables on that array), and keep the draws in each secret's set. Empirical W∞ is then
-    the W∞ of the empirical conditionals, not of the true ones."""
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    ``sampler(samples, generator)`` (shape (samples, n, m)), evaluate F and g on all of them at
+    once (callables on that array), and keep the draws in each secret's set. Empirical W∞ is
+    then the W∞ of the empirical conditionals, not of the true ones (the calibration's
+    guarantee says so: not verified). ``random_state``: a seed or generator (simulation, via
+    :func:`~distprivacy.randomness.check_random_state` with ``secure=False``)."""
+    gen = check_random_state(random_state, secure=False)
     X = np.asarray(sampler(int(samples), gen), dtype=float)
     F = np.asarray(statistic(X), dtype=float)
     g = np.asarray(secret_function(X), dtype=float)
@@ -331,5 +490,5 @@ def sample_conditionals(
     for s in secrets:
         vs = s.values if isinstance(s, Secret) else s
         sel = vs.contains(g)
-        out[str(s)] = DiscreteConditional(F[sel]) if sel.any() else None
+        out[str(s)] = DiscreteConditional(F[sel], empirical=True) if sel.any() else None
     return out

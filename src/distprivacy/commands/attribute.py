@@ -181,7 +181,7 @@ def gaussian(
         cal: Any = problem.calibrate_wasserstein(epsilon=epsilon, pair_distance=pair_distance)
         stats = [f"mean({q})" for q in problem.query]
         out = {"framework": problem.framework.to_dict(), "statistics": stats, **cal.to_dict()}
-        out["adds_noise"] = cal.scale > 0
+        out["adds_noise"] = cal.adds_noise
     else:
         cal = problem.calibrate(
             epsilon=epsilon, delta=delta, rule=rule, pair_distance=pair_distance
@@ -195,10 +195,10 @@ def gaussian(
                 "the guarantee, as in Theorem 4.4 of Chen & Ohrimenko 2023), so the release "
                 "would print the true value; pass --allow-exact to release it exactly"
             )
-        released = cal.release(vals, seed)
+        released = cal.release(vals, seed, allow_exact=allow_exact)
         # Never echo the true value (vals) beside the release.
-        out["released"] = released if isinstance(released, float) else list(released)
-        out["secure_noise"] = seed is None
+        out["released"] = released.value if len(released.values) == 1 else released.values.tolist()
+        out["secure_noise"] = released.secure
     if as_json:
         click.echo(dumps_json(out))
         return

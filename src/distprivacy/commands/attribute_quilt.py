@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import click
 import pandas as pd
@@ -33,17 +32,6 @@ def _pairs(items: tuple[str, ...], what: str, example: str) -> dict[str, list[st
         values = [v.strip() for v in rest.split(",") if v.strip()]
         out[key.strip()] = values
     return out
-
-
-def _json_safe(obj: Any) -> Any:
-    """Non-finite floats (an infinite max-influence) as strings, so the output is strict JSON."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 def _set(nodes: tuple[str, ...]) -> str:
@@ -193,18 +181,18 @@ def quilt(
                 "the query), so the release would print the true value (cf. Theorem 4.4 of "
                 "Chen & Ohrimenko 2023); pass --allow-exact to release it exactly"
             )
-        released = mech.release(frame, rng=seed)
+        released = mech.release(frame, random_state=seed, allow_exact=allow_exact)
     if as_json:
         out = cal.to_dict()
         out["theta"] = [n.name for n in nets]
         if released is not None:
             out["release"] = {"value": released.value, "secure": released.secure, "seed": seed}
-        click.echo(dumps_json(_json_safe(out), ensure_ascii=False))
+        click.echo(dumps_json(out, ensure_ascii=False))
         return
     for line in format_calibration(cal, [n.name or str(k) for k, n in enumerate(nets)], candidates):
         click.echo(line)
     if released is not None:
-        if released.scale == 0:
+        if not released.calibration.adds_noise:
             how = "no noise added"
         elif released.secure:
             how = "secure noise (OpenDP)"

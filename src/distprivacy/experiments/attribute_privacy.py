@@ -46,6 +46,7 @@ from distprivacy.attribute.gaussian import (
 )
 from distprivacy.attribute.pufferfish import GaussianConditional, PufferfishWassersteinMechanism
 from distprivacy.outputs import RunFolder, check_output_dir, save_figure, write_csv, write_text
+from distprivacy.randomness import RandomState, check_random_state
 
 EPSILON = 1.0
 DELTA = 1e-3
@@ -91,9 +92,9 @@ class HospitalData:
     bp_other: tuple[float, float] = (106.0, 3.0)
     temperature: tuple[float, float] = (98.6, 0.5)
 
-    def simulate(self, rng: int | np.random.Generator) -> pd.DataFrame:
-        """One dataset of n patients (gender 1 = female)."""
-        g = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    def simulate(self, random_state: RandomState) -> pd.DataFrame:
+        """One dataset of n patients (gender 1 = female), from a seed or generator."""
+        g = check_random_state(random_state, secure=False)
         female = g.random(self.n) < self.p_female
         z = g.standard_normal((4, self.n))
         hf, ho = self.height_female, self.height_other
@@ -187,15 +188,17 @@ def _ours_distribution_privacy(sens: float, var: float, rule: str) -> Any:
         return make_mechanism("EigM-G", EPSILON, DELTA, rule).calibrate(model)
 
 
-def hospital_table(*, runs: int = RUNS, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def hospital_table(
+    *, runs: int = RUNS, random_state: RandomState = 0
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The §4.2 table: per query, reading and mechanism, the sensitivity, conditional
     variance, noise variance, exact expected |error| and the mean |error| of ``runs`` releases
     (one simulated dataset, as in the paper), beside the paper's numbers.
 
     Returns (table, data): the rows and the simulated dataset.
     """
-    rng = np.random.default_rng(seed)
-    data = HospitalData().simulate(rng)
+    gen = check_random_state(random_state, secure=False)
+    data = HospitalData().simulate(gen)
     theta = hospital_theta()
     fw = hospital_framework()
     rows = []
@@ -208,7 +211,7 @@ def hospital_table(*, runs: int = RUNS, seed: int = 0) -> tuple[pd.DataFrame, pd
                 cal = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule).calibrate(
                     fw, theta, query, pair_distance=reading
                 )
-                released = np.asarray(cal.release(truth, rng, size=runs))
+                released = cal.release(truth, gen, size=runs, allow_exact=True).values
                 rows.append(
                     {
                         "query": query,
@@ -228,7 +231,7 @@ def hospital_table(*, runs: int = RUNS, seed: int = 0) -> tuple[pd.DataFrame, pd
                     ours = _ours_distribution_privacy(
                         cal.sensitivity, cal.conditional_variance, rule
                     )
-                    z = ours.sample_noise(runs, rng)[:, 0]
+                    z = ours.sample_noise(runs, gen)[:, 0]
                     rows.append(
                         {
                             "query": query,
@@ -245,7 +248,7 @@ def hospital_table(*, runs: int = RUNS, seed: int = 0) -> tuple[pd.DataFrame, pd
                         }
                     )
             w = _wasserstein(theta, query, fw.diameter("gender", reading), fw.n)
-            released = np.asarray(w.release(truth, rng, size=runs))
+            released = w.release(truth, gen, size=runs, allow_exact=True).values
             rows.append(
                 {
                     "query": query,
@@ -277,12 +280,17 @@ def paper_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def correlation_sweep(
-    *, points: int = 41, runs: int = RUNS, seed: int = 0, v_ii: float = 0.25, v_jj: float = 100.0
+    *,
+    points: int = 41,
+    runs: int = RUNS,
+    random_state: RandomState = 0,
+    v_ii: float = 0.25,
+    v_jj: float = 100.0,
 ) -> pd.DataFrame:
     """Error of Alg. 1 against V_ij for one Gaussian θ (§4.2: σ² increases with V_ij): sensitive
     X_i with variance ``v_ii`` (a Bernoulli(0.5) share), query X_j with variance ``v_jj``
     (blood-pressure-like), n = 50, the hospital's secret pairs (paper reading)."""
-    rng = np.random.default_rng(seed)
+    gen = check_random_state(random_state, secure=False)
     fw = hospital_framework()
     vmax = 0.99 * math.sqrt(v_ii * v_jj)
     rows = []
@@ -292,7 +300,7 @@ def correlation_sweep(
             cal = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule).calibrate(
                 fw, theta, "x", pair_distance="centres"
             )
-            z = np.asarray(cal.release(0.0, rng, size=runs))
+            z = cal.release(0.0, gen, size=runs, allow_exact=True).values
             rows.append(
                 {
                     "v_ij": float(v),
@@ -645,11 +653,11 @@ def run(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     progress("attribute-privacy: hospital table")
-    table, data = hospital_table(runs=RUNS, seed=seed)
+    table, data = hospital_table(runs=RUNS, random_state=seed)
     timings["hospital"] = time.perf_counter() - t0
     t1 = time.perf_counter()
     progress("attribute-privacy: error against V_ij")
-    sweep = correlation_sweep(points=13 if quick else 41, seed=seed + 1)
+    sweep = correlation_sweep(points=13 if quick else 41, random_state=seed + 1)
     timings["sweep"] = time.perf_counter() - t1
     t3 = time.perf_counter()
     progress("attribute-privacy: both frameworks on Adult")
