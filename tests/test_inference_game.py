@@ -105,6 +105,13 @@ def test_advantage_counts():
     assert set(out.to_dict()) >= {"accuracy", "advantage_ci", "method"}
 
 
+def test_binomial_ci_is_the_one_of_intervals():
+    """One Clopper–Pearson in the library: the game re-exports distprivacy.intervals'."""
+    from distprivacy import intervals
+
+    assert binomial_ci is intervals.binomial_ci
+
+
 def test_binomial_ci_matches_scipy():
     for k, n in [(0, 20), (7, 20), (20, 20), (613, 1000)]:
         res = stats.binomtest(k, n)
