@@ -321,7 +321,7 @@ def _trained(ratio: float, m: int, seed: int, n: int = 200):
     x = rng.standard_normal((m, n, 2))
     X = np.concatenate([p[..., None], x], axis=2)
     y = (x[..., 0] + 2 * p * x[..., 1] > 0).astype(int)
-    return train_population(X, y, hidden=(6,), epochs=15, batch_size=50, lr=1e-2, seed=seed)
+    return train_population(X, y, hidden=(6,), epochs=15, batch_size=50, lr=1e-2, random_state=seed)
 
 
 def _data(ratio: float, n: int, seed: int):

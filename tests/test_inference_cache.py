@@ -46,3 +46,20 @@ def test_a_damaged_cached_population_is_retrained(game, tmp_path, capsys, damage
     _, loaded = mi.train_or_load(game, settings, pops)
     assert loaded
     assert capsys.readouterr().err == ""
+
+
+def test_the_census_game_is_library_code(game):
+    """The game lives in distprivacy.inference.census (the command line imports it from there);
+    the reproduction re-exports it, and a CensusTraining gives the same settings as its Config."""
+    from distprivacy.inference import census
+
+    for name in ("load_game_data", "population_settings", "train_or_load", "test_sets"):
+        assert getattr(mi, name) is getattr(census, name)
+    cfg = mi.Config(n_victim=3, n_adversary=3, n_train=100, epochs=1, seed=4)
+    plain = census.CensusTraining(n_victim=3, n_adversary=3, n_train=100, epochs=1, seed=4)
+    assert census.population_settings(cfg, "race", "adversary", 0.2, 1, game) == (
+        census.population_settings(plain, "race", "adversary", 0.2, 1, game)
+    )
+    d0, _d1, n = census.test_sets(game, "sex", (0.5, 0.0), 50, 3)
+    again = census.test_sets(game, "sex", (0.5, 0.0), 50, np.random.default_rng(0))
+    assert n == 50 and d0[0].shape == again[0][0].shape == (50, len(game.feature_names))

@@ -41,7 +41,7 @@ def _toy(N=2000, seed=0):
 def test_stratified_split_is_disjoint_covering_and_proportional():
     df, _, _ = _toy()
     shares = [0.5, 0.3, 0.2]
-    parts = stratified_split(df, by=["g", "y==1", "c"], shares=shares, seed=1)
+    parts = stratified_split(df, by=["g", "y==1", "c"], shares=shares, random_state=1)
     allrows = np.concatenate(parts)
     assert allrows.size == len(df) and np.unique(allrows).size == len(df)
     codes = df["g"].astype(str) + df["y"].astype(str) + df["c"].astype(str)
@@ -50,15 +50,15 @@ def test_stratified_split_is_disjoint_covering_and_proportional():
         for part, share in zip(parts, shares, strict=True):
             got = np.isin(rows, part).sum()
             assert abs(got - share * rows.size) < 1  # largest remainders: within one row
-    again = stratified_split(df, by=["g", "y==1", "c"], shares=shares, seed=1)
+    again = stratified_split(df, by=["g", "y==1", "c"], shares=shares, random_state=1)
     for a, b in zip(parts, again, strict=True):
         np.testing.assert_array_equal(a, b)
-    other = stratified_split(df, by=["g"], shares=shares, seed=2)
+    other = stratified_split(df, by=["g"], shares=shares, random_state=2)
     assert not np.array_equal(other[0], parts[0])
 
 
 def test_split_game_on_adult(adult):
-    sp = split_game(adult, property=["sex", "race"], label="income", seed=0)
+    sp = split_game(adult, property=["sex", "race"], label="income", random_state=0)
     parts = [sp.victim_train, sp.victim_test, sp.adversary_train, sp.adversary_test]
     assert sum(p.size for p in parts) == len(adult)
     assert np.unique(np.concatenate(parts)).size == len(adult)  # disjoint
@@ -71,17 +71,17 @@ def test_split_game_on_adult(adult):
 
 def test_sample_datasets_and_train_models():
     df, X, y = _toy()
-    sp = split_game(df, property="g", label="y", seed=3)
+    sp = split_game(df, property="g", label="y", random_state=3)
     t = RatioTransformer("g==a", 0.2, label="y==1")
-    idx = sample_datasets(df, t, n=100, n_datasets=4, rows=sp.adversary_train, seed=4)
+    idx = sample_datasets(df, t, n=100, n_datasets=4, rows=sp.adversary_train, random_state=4)
     assert idx.shape == (4, 100) and np.all(np.isin(idx, sp.adversary_train))
-    pop = train_models(df, X, y, t, rows=sp.victim_train, n=100, n_models=3, seed=5, b=1,
+    pop = train_models(df, X, y, t, rows=sp.victim_train, n=100, n_models=3, random_state=5, b=1,
                        hidden=(4,), epochs=2)  # fmt: skip
     assert pop.n_models == 3 and pop.layer_sizes == (3, 4, 1)
     assert pop.meta["label"] == 1 and pop.meta["transformer"]["ratio"] == 0.2
     assert pop.meta["ratio"] == 0.2 and pop.meta["property"] == "g==a"
     assert pop.meta["n_train"] == 100 and pop.meta["seed"] == 5
-    same = train_models(df, X, y, t, rows=sp.victim_train, n=100, n_models=3, seed=5, b=1,
+    same = train_models(df, X, y, t, rows=sp.victim_train, n=100, n_models=3, random_state=5, b=1,
                         hidden=(4,), epochs=2)  # fmt: skip
     np.testing.assert_array_equal(same.flat_parameters(), pop.flat_parameters())
 
@@ -103,6 +103,13 @@ def test_advantage_counts():
     assert flipped.advantage_ci == pytest.approx(out.advantage_ci)
     assert advantage(b, b).advantage == 1.0 and advantage(b, b).accuracy == 1.0
     assert set(out.to_dict()) >= {"accuracy", "advantage_ci", "method"}
+
+
+def test_binomial_ci_is_the_one_of_intervals():
+    """One Clopper–Pearson in the library: the game re-exports distprivacy.intervals'."""
+    from distprivacy import intervals
+
+    assert binomial_ci is intervals.binomial_ci
 
 
 def test_binomial_ci_matches_scipy():
@@ -170,13 +177,21 @@ def test_bad_advantage_inputs(call, message):
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda df: stratified_split(df, by=["g"], shares=[0.5, 0.6], seed=0), "sum to 1"),
-        (lambda df: stratified_split(df, by=["g"], shares=[1.0], seed=0), "at least two"),
-        (lambda df: stratified_split(df, by=["g"], shares=[1.2, -0.2], seed=0), "positive"),
-        (lambda df: stratified_split(df, by=["nope"], shares=[0.5, 0.5], seed=0), "unknown column"),
-        (lambda df: stratified_split(df, by=["g"], shares=[0.5, 0.5], seed=None), "seed is"),
-        (lambda df: split_game(df, property="g", label="y", test_share=1.0, seed=0), "test_share"),
-        (lambda df: split_game(df, property="sex", label="y", seed=0), "unknown column 'sex'"),
+        (lambda df: stratified_split(df, by=["g"], shares=[0.5, 0.6], random_state=0), "sum to 1"),
+        (lambda df: stratified_split(df, by=["g"], shares=[1.0], random_state=0), "at least two"),
+        (lambda df: stratified_split(df, by=["g"], shares=[1.2, -0.2], random_state=0), "positive"),
+        (
+            lambda df: stratified_split(df, by=["nope"], shares=[0.5, 0.5], random_state=0),
+            "unknown column",
+        ),
+        (
+            lambda df: split_game(df, property="g", label="y", test_share=1.0, random_state=0),
+            "test_share",
+        ),
+        (
+            lambda df: split_game(df, property="sex", label="y", random_state=0),
+            "unknown column 'sex'",
+        ),
     ],
 )
 def test_bad_split_inputs(call, message):
@@ -186,15 +201,38 @@ def test_bad_split_inputs(call, message):
     assert "\n" not in str(e.value)
 
 
+def test_no_random_state_means_fresh_entropy():
+    """random_state=None (once "seed is required") draws fresh OS entropy, as everywhere in the
+    library's simulations; train_models records the integer seed it drew, so the population can
+    still be retrained bit for bit."""
+    df, X, y = _toy()
+    parts = stratified_split(df, by=["g"], shares=[0.5, 0.5], random_state=None)
+    assert np.unique(np.concatenate(parts)).size == len(df)
+    other = stratified_split(df, by=["g"], shares=[0.5, 0.5], random_state=None)
+    assert not np.array_equal(parts[0], other[0])  # 2000 rows: a repeat is impossible in practice
+    t = RatioTransformer("g==a", 0.5, label="y==1")
+    kw = dict(rows=np.arange(1000), n=50, n_models=2, hidden=(3,), epochs=1)
+    pop = train_models(df, X, y, t, random_state=None, **kw)
+    seed = pop.meta["seed"]
+    assert isinstance(seed, int) and seed >= 0
+    again = train_models(df, X, y, t, random_state=seed, **kw)
+    np.testing.assert_array_equal(again.flat_parameters(), pop.flat_parameters())
+    drawn = train_models(df, X, y, t, random_state=np.random.default_rng(7), **kw)
+    same = train_models(df, X, y, t, random_state=np.random.default_rng(7), **kw)
+    np.testing.assert_array_equal(drawn.flat_parameters(), same.flat_parameters())
+    with pytest.raises(DistPrivacyError, match="random_state must be"):
+        train_models(df, X, y, t, random_state="seven", **kw)
+
+
 def test_bad_train_models_inputs():
     df, X, y = _toy()
     t = RatioTransformer("g==a", 0.5, label="y==1")
     with pytest.raises(DistPrivacyError, match="features and labels of every row"):
-        train_models(df, X[:10], y, t, rows=np.arange(500), n=50, n_models=2, seed=0)
+        train_models(df, X[:10], y, t, rows=np.arange(500), n=50, n_models=2, random_state=0)
     with pytest.raises(DistPrivacyError, match="b must be 0"):
-        train_models(df, X, y, t, rows=np.arange(500), n=50, n_models=2, seed=0, b=2)
+        train_models(df, X, y, t, rows=np.arange(500), n=50, n_models=2, random_state=0, b=2)
     with pytest.raises(DistPrivacyError, match="n_models must be"):
-        train_models(df, X, y, t, rows=np.arange(500), n=50, n_models=0, seed=0)
+        train_models(df, X, y, t, rows=np.arange(500), n=50, n_models=0, random_state=0)
 
 
 # ---------------------------------------------------------------------------------------------

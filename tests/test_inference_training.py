@@ -97,7 +97,7 @@ def test_batched_equals_each_model_trained_alone(hidden, optimizer):
     rng = np.random.default_rng(1)
     idx = np.stack([rng.choice(len(X), 250, replace=False) for _ in range(5)])  # 250 % 64 ≠ 0
     pop = train_population(
-        X, y, indices=idx, hidden=hidden, seed=7, optimizer=optimizer, dtype=np.float64,
+        X, y, indices=idx, hidden=hidden, random_state=7, optimizer=optimizer, dtype=np.float64,
         **SETTINGS,
     )  # fmt: skip
     seeds = pop.meta["per_model"]["seed"]
@@ -115,7 +115,7 @@ def test_batched_equals_each_model_trained_alone(hidden, optimizer):
 def test_other_activations_equal_the_reference(activation):
     X, y = _toy()
     idx = np.stack([np.arange(0, 250), np.arange(250, 500)])
-    pop = train_population(X, y, indices=idx, hidden=(6, 3), seed=2, activation=activation,
+    pop = train_population(X, y, indices=idx, hidden=(6, 3), random_state=2, activation=activation,
                            dtype=np.float64, **SETTINGS)  # fmt: skip
     assert pop.activation == activation
     for k in range(2):
@@ -129,8 +129,8 @@ def test_other_activations_equal_the_reference(activation):
 def test_float32_is_close_to_float64():
     X, y = _toy()
     idx = np.stack([np.arange(0, 300), np.arange(300, 600)])
-    p32 = train_population(X, y, indices=idx, seed=3, **SETTINGS)
-    p64 = train_population(X, y, indices=idx, seed=3, dtype=np.float64, **SETTINGS)
+    p32 = train_population(X, y, indices=idx, random_state=3, **SETTINGS)
+    p64 = train_population(X, y, indices=idx, random_state=3, dtype=np.float64, **SETTINGS)
     assert p32.dtype == np.float32 and p64.dtype == np.float64
     np.testing.assert_allclose(p32.flat_parameters(), p64.flat_parameters(), atol=1e-4)
 
@@ -139,10 +139,10 @@ def test_a_model_retrained_alone_is_bit_identical():
     X, y = _toy()
     rng = np.random.default_rng(2)
     idx = np.stack([rng.choice(len(X), 200, replace=False) for _ in range(6)])
-    pop = train_population(X, y, indices=idx, hidden=(8,), seed=11, **SETTINGS)
+    pop = train_population(X, y, indices=idx, hidden=(8,), random_state=11, **SETTINGS)
     k = 4
     alone = train_population(
-        X, y, indices=idx[k : k + 1], hidden=(8,), seed=[pop.meta["per_model"]["seed"][k]],
+        X, y, indices=idx[k : k + 1], hidden=(8,), random_state=[pop.meta["per_model"]["seed"][k]],
         **SETTINGS,
     )  # fmt: skip
     np.testing.assert_array_equal(alone.flat_parameters()[0], pop.flat_parameters()[k])
@@ -152,14 +152,14 @@ def test_chunks_threads_and_reruns_do_not_change_the_models():
     X, y = _toy()
     rng = np.random.default_rng(3)
     idx = np.stack([rng.choice(len(X), 200, replace=False) for _ in range(9)])
-    kw = dict(indices=idx, hidden=(8, 4), seed=5, **SETTINGS)
+    kw = dict(indices=idx, hidden=(8, 4), random_state=5, **SETTINGS)
     one = train_population(X, y, **kw)
     tiny_chunks = train_population(X, y, memory_limit=1, **kw)  # one model per chunk
     threads = train_population(X, y, memory_limit=200_000, n_jobs=2, **kw)
     again = train_population(X, y, **kw)
     for other in (tiny_chunks, threads, again):
         np.testing.assert_array_equal(other.flat_parameters(), one.flat_parameters())
-    other_seed = train_population(X, y, **{**kw, "seed": 6})
+    other_seed = train_population(X, y, **{**kw, "random_state": 6})
     assert not np.array_equal(other_seed.flat_parameters(), one.flat_parameters())
 
 
@@ -173,7 +173,7 @@ def test_one_epoch_matches_sklearn_mlpclassifier():
     rows = np.arange(500)
     pop = train_population(
         X, y, indices=rows[None], hidden=(16, 8), epochs=1, batch_size=64, lr=2e-3, l2=1e-3,
-        seed=9, dtype=np.float64,
+        random_state=9, dtype=np.float64,
     )  # fmt: skip
     seed = pop.meta["per_model"]["seed"][0]
     rng = np.random.default_rng(seed)
@@ -207,16 +207,18 @@ def test_learnable_tasks_are_learnt():
     X = rng.standard_normal((3000, 5))
     y = (X @ np.array([2.0, -1.0, 0.5, 0.0, 1.0]) > 0).astype(np.int8)
     lr_pop = train_population(X[:2000], y[:2000], n_models=8, hidden=(), epochs=30, lr=0.05,
-                              seed=1)  # fmt: skip
+                              random_state=1)  # fmt: skip
     assert lr_pop.layer_sizes == (5, 1)
     assert lr_pop.accuracy(X[2000:], y[2000:]).min() > 0.97
     # XOR of two signs: not linearly separable, an MLP learns it
     Z = rng.uniform(-1, 1, (4000, 2))
     yx = ((Z[:, 0] > 0) ^ (Z[:, 1] > 0)).astype(np.int8)
     mlp = train_population(Z[:3000], yx[:3000], n_models=8, hidden=(32, 16, 8), epochs=60,
-                           lr=0.01, seed=2)  # fmt: skip
+                           lr=0.01, random_state=2)  # fmt: skip
     assert mlp.accuracy(Z[3000:], yx[3000:]).min() > 0.9
-    lin = train_population(Z[:3000], yx[:3000], n_models=8, hidden=(), epochs=30, lr=0.05, seed=2)
+    lin = train_population(
+        Z[:3000], yx[:3000], n_models=8, hidden=(), epochs=30, lr=0.05, random_state=2
+    )
     assert lin.accuracy(Z[3000:], yx[3000:]).max() < 0.7  # the control: XOR defeats a line
     # the training loss recorded in meta is the loss on the training rows
     losses = np.array(mlp.meta["per_model"]["train_loss"])
@@ -227,9 +229,11 @@ def test_per_model_data_and_meta():
     X, y = _toy()
     Xm = np.stack([X[:200], X[200:400]])
     ym = np.stack([y[:200], y[200:400]])
-    pop = train_population(Xm, ym, hidden=(4,), seed=0, meta={"property": "toy"}, **SETTINGS)
+    pop = train_population(
+        Xm, ym, hidden=(4,), random_state=0, meta={"property": "toy"}, **SETTINGS
+    )
     same = train_population(
-        X, y, indices=np.stack([np.arange(200), np.arange(200, 400)]), hidden=(4,), seed=0,
+        X, y, indices=np.stack([np.arange(200), np.arange(200, 400)]), hidden=(4,), random_state=0,
         **SETTINGS,
     )  # fmt: skip
     np.testing.assert_array_equal(pop.flat_parameters(), same.flat_parameters())
@@ -238,7 +242,7 @@ def test_per_model_data_and_meta():
     assert pop.meta["hidden"] == [4] and pop.meta["epochs"] == 3
     assert len(pop.meta["per_model"]["seed"]) == 2
     listed = train_population(X, y, indices=[np.arange(200), np.arange(200, 400)], hidden=(4,),
-                              seed=0, **SETTINGS)  # fmt: skip
+                              random_state=0, **SETTINGS)  # fmt: skip
     np.testing.assert_array_equal(listed.flat_parameters(), same.flat_parameters())
 
 
@@ -252,8 +256,7 @@ def test_per_model_data_and_meta():
         ({"l2": -1.0}, "l2 must be a finite number"),
         ({"optimizer": "rmsprop"}, "unknown optimizer"),
         ({"activation": "gelu"}, "unknown activation"),
-        ({"seed": None}, "seed is required"),
-        ({"seed": [1, 2]}, "2 seeds for 3 models"),
+        ({"random_state": [1, 2]}, "2 seeds for 3 models"),
         ({"dtype": np.int32}, "dtype must be a floating type"),
         ({"memory_limit": 0}, "memory_limit must be a positive"),
         ({"n_jobs": 0}, "n_jobs must be a positive integer"),
@@ -266,7 +269,7 @@ def test_per_model_data_and_meta():
 )
 def test_bad_training_inputs(kwargs, message):
     X, y = _toy()
-    base = {"indices": np.stack([np.arange(10)] * 3), "seed": 0}
+    base = {"indices": np.stack([np.arange(10)] * 3), "random_state": 0}
     with pytest.raises(
         DistPrivacyError, match=message.replace("(", r"\(").replace(")", r"\)")
     ) as e:
@@ -286,7 +289,7 @@ def test_bad_training_inputs(kwargs, message):
 )
 def test_bad_data(X, y, message):
     with pytest.raises(DistPrivacyError, match=message):
-        train_population(X, y, n_models=None if X.ndim != 2 else 2, seed=0, epochs=1)
+        train_population(X, y, n_models=None if X.ndim != 2 else 2, random_state=0, epochs=1)
 
 
 def test_memory_limit_bounds_the_working_set():
@@ -302,7 +305,7 @@ def test_memory_limit_bounds_the_working_set():
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        pop = train_population(X, y, indices=idx, epochs=4, seed=0, memory_limit=limit)
+        pop = train_population(X, y, indices=idx, epochs=4, random_state=0, memory_limit=limit)
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
@@ -318,7 +321,14 @@ def test_model_seeds():
     assert model_seeds(3, 5)[:2] == model_seeds(3, 2)  # a prefix does not depend on m
     assert len(set(model_seeds(3, 1000))) == 1000
     assert model_seeds([4, 5], 2) == [4, 5]
-    with pytest.raises(DistPrivacyError, match="seed must be ≥ 0"):
+    with pytest.raises(DistPrivacyError, match="random_state must be"):
         model_seeds(-1, 2)
+    # None (once "seed is required"): fresh entropy, one integer drawn, then as for an integer
+    fresh = model_seeds(None, 3)
+    assert len(fresh) == 3 and fresh != model_seeds(None, 3)
+    gen_seeds = model_seeds(np.random.default_rng(5), 3)
+    assert gen_seeds == model_seeds(np.random.default_rng(5), 3)
+    with pytest.raises(DistPrivacyError, match="random_state must be"):
+        model_seeds("five", 3)
     with pytest.raises(DistPrivacyError, match="one non-negative integer per model"):
         model_seeds([1, -2], 2)

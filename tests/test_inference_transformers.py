@@ -43,7 +43,7 @@ def test_ratio_share_is_exact_and_label_share_preserved(alpha):
     pool = np.arange(0, 3000, 2)  # a split: every other row
     t = RatioTransformer("g==a", alpha, label="y==1")
     n = 200
-    idx = t.sample(df, n=n, n_datasets=200, rows=pool, seed=1)
+    idx = t.sample(df, n=n, n_datasets=200, rows=pool, random_state=1)
     assert idx.shape == (200, n)
     assert np.all(np.isin(idx, pool))
     assert all(np.unique(r).size == n for r in idx)  # rows distinct within a dataset
@@ -51,7 +51,7 @@ def test_ratio_share_is_exact_and_label_share_preserved(alpha):
     pi = y[pool].mean()
     np.testing.assert_array_equal(y[idx].sum(axis=1), proportion_to_count(pi, n))
     # same seed, same datasets
-    np.testing.assert_array_equal(t.sample(df, n=n, n_datasets=200, rows=pool, seed=1), idx)
+    np.testing.assert_array_equal(t.sample(df, n=n, n_datasets=200, rows=pool, random_state=1), idx)
 
 
 def test_joint_keeps_the_odds_ratio_and_hits_the_margins():
@@ -74,7 +74,7 @@ def test_rows_are_uniform_within_each_stratum():
     df = _toy(N=1200, seed=2)
     t = RatioTransformer("g==a", 0.5, label="y==1")
     plan = t.plan(df, n=120)
-    idx = t.sample(df, n=120, n_datasets=3000, seed=3)
+    idx = t.sample(df, n=120, n_datasets=3000, random_state=3)
     counts = np.bincount(idx.ravel(), minlength=len(df))
     for group, k in zip(plan["groups"], plan["counts"].ravel(), strict=True):
         if 0 < k < group.size:
@@ -84,7 +84,7 @@ def test_rows_are_uniform_within_each_stratum():
     # the control: weights 1 vs 2 over one stratum's rows are detected
     group = plan["groups"][3]
     w = np.where(np.arange(len(df)) % 2 == 0, 1.0, 2.0) * np.isin(np.arange(len(df)), group)
-    biased = FunctionTransformer(lambda d: w).sample(df, n=1, n_datasets=3000, seed=4)
+    biased = FunctionTransformer(lambda d: w).sample(df, n=1, n_datasets=3000, random_state=4)
     c = np.bincount(biased.ravel(), minlength=len(df))[group]
     assert _chi2_uniform_p(c) < CHI2_ALPHA
 
@@ -92,13 +92,15 @@ def test_rows_are_uniform_within_each_stratum():
 def test_weighted_function_draws_rows_in_proportion_to_weight():
     df = _toy(N=50)
     w = np.arange(50, dtype=float)  # row 0 never drawn
-    idx = FunctionTransformer(lambda d: w, name="ramp").sample(df, n=1, n_datasets=40_000, seed=5)
+    idx = FunctionTransformer(lambda d: w, name="ramp").sample(
+        df, n=1, n_datasets=40_000, random_state=5
+    )
     counts = np.bincount(idx.ravel(), minlength=50)
     assert counts[0] == 0
     expected = 40_000 * w[1:] / w.sum()
     assert stats.chisquare(counts[1:], expected).pvalue > CHI2_ALPHA
     # without replacement within a dataset
-    many = FunctionTransformer(lambda d: w).sample(df, n=30, n_datasets=50, seed=6)
+    many = FunctionTransformer(lambda d: w).sample(df, n=30, n_datasets=50, random_state=6)
     assert all(np.unique(r).size == 30 for r in many)
     assert FunctionTransformer(lambda d: w, name="ramp").describe() == {
         "kind": "function",
@@ -110,12 +112,14 @@ def test_filter_function_and_identity_are_uniform_on_their_rows():
     df = _toy(N=400, seed=7)
     keep = (df["v"] > 0.5).to_numpy()
     idx = as_transformer(lambda d: (d["v"] > 0.5).to_numpy()).sample(
-        df, n=20, n_datasets=2000, seed=8
+        df, n=20, n_datasets=2000, random_state=8
     )
     assert keep[idx].all()
     counts = np.bincount(idx.ravel(), minlength=400)[keep]
     assert _chi2_uniform_p(counts) > CHI2_ALPHA
-    ident = IdentityTransformer().sample(df, n=40, n_datasets=1000, rows=np.arange(100), seed=9)
+    ident = IdentityTransformer().sample(
+        df, n=40, n_datasets=1000, rows=np.arange(100), random_state=9
+    )
     assert ident.max() < 100 and _chi2_uniform_p(np.bincount(ident.ravel())) > CHI2_ALPHA
 
 
@@ -126,7 +130,7 @@ def test_without_label_preservation_the_label_share_follows_eq2():
     y = df["y"].to_numpy()
     alpha, n, reps = 0.8, 200, 2000
     idx = RatioTransformer("g==a", alpha, preserve_label_ratio=False).sample(
-        df, n=n, n_datasets=reps, seed=11
+        df, n=n, n_datasets=reps, random_state=11
     )
     np.testing.assert_array_equal(f[idx].sum(axis=1), proportion_to_count(alpha, n))
     k1 = proportion_to_count(alpha, n)
@@ -138,7 +142,7 @@ def test_without_label_preservation_the_label_share_follows_eq2():
 
 def test_adult_sex_ratio(adult):
     t = RatioTransformer("sex==Female", 0.38, label="income==>50K")
-    idx = t.sample(adult, n=2000, n_datasets=50, seed=12)
+    idx = t.sample(adult, n=2000, n_datasets=50, random_state=12)
     women = (adult["sex"] == "Female").to_numpy()
     rich = (adult["income"] == ">50K").to_numpy()
     assert np.all(women[idx].mean(axis=1) == 0.38)
@@ -198,7 +202,6 @@ def test_bad_transformers(build, message):
         (RatioTransformer("g==a", 1.0, label="y==1"), {"n": 2000}, "needs .* rows .* only"),
         (RatioTransformer("g==a", 0.5, label="y==1"), {"n": 0}, "n must be a positive"),
         (RatioTransformer("g==a", 0.5, label="y==1"), {"n_datasets": 0}, "n_datasets must be"),
-        (RatioTransformer("g==a", 0.5, label="y==1"), {"seed": None}, "seed is required"),
         (RatioTransformer("g==a", 0.5, label="y==1"), {"rows": [0, 0, 1]}, "repeated positions"),
         (RatioTransformer("g==a", 0.5, label="y==1"), {"rows": [5000]}, "rows must lie in"),
         (IdentityTransformer(), {"n": 5000}, "the pool has 3000 rows"),
@@ -209,20 +212,32 @@ def test_bad_transformers(build, message):
 )
 def test_bad_sampling_requests(transformer, kwargs, message):
     df = _toy()
-    args = {"n": 100, "n_datasets": 3, "seed": 0, **kwargs}
+    args = {"n": 100, "n_datasets": 3, "random_state": 0, **kwargs}
     with pytest.raises(DistPrivacyError, match=message) as e:
         transformer.sample(df, **args)
     assert "\n" not in str(e.value)
 
 
+def test_no_random_state_means_fresh_entropy():
+    """random_state=None (once "seed is required"): fresh OS entropy, valid datasets."""
+    df = _toy()
+    t = RatioTransformer("g==a", 0.5, label="y==1")
+    a = t.sample(df, n=100, n_datasets=3, random_state=None)
+    b = t.sample(df, n=100, n_datasets=3, random_state=None)
+    assert a.shape == b.shape == (3, 100) and not np.array_equal(a, b)
+    assert all(np.unique(row).size == 100 for row in a)
+
+
 def test_data_must_be_a_frame():
     with pytest.raises(DistPrivacyError, match="pandas DataFrame"):
-        IdentityTransformer().sample(np.zeros((5, 2)), n=2, n_datasets=1, seed=0)
+        IdentityTransformer().sample(np.zeros((5, 2)), n=2, n_datasets=1, random_state=0)
 
 
 def test_rows_within_a_dataset_are_in_random_order():
     df = _toy()
     f = (df["g"] == "a").to_numpy()
-    idx = RatioTransformer("g==a", 0.5, label="y==1").sample(df, n=200, n_datasets=300, seed=14)
+    idx = RatioTransformer("g==a", 0.5, label="y==1").sample(
+        df, n=200, n_datasets=300, random_state=14
+    )
     first_half = f[idx[:, :100]].mean()  # would be 0 if rows were grouped by stratum
     assert abs(first_half - 0.5) < 0.02

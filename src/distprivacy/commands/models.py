@@ -1,18 +1,22 @@
 """``distprivacy models``: distribution inference on trained models (Suri & Evans).
 
-Thin: parse options, call :mod:`distprivacy.experiments.model_inference` (data, populations) and
-:mod:`distprivacy.inference.attacks`, print.
+Thin: parse options, call :mod:`distprivacy.inference.census` (the Census game: data,
+populations, test sets), :mod:`distprivacy.inference.attacks` and, for ``reproduce`` / ``render``,
+:mod:`distprivacy.experiments.model_inference`; print.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from distprivacy.accounting import check_number
 from distprivacy.commands import FLOAT, POSITIVE_INT, SEED, adult_data_option, dumps_json
 from distprivacy.exceptions import DistPrivacyError
+
+if TYPE_CHECKING:
+    from distprivacy.inference.census import GameData
 
 ATTACKS = ("loss", "threshold", "sorted-weights", "pin", "black-box")
 _DATA_ATTACKS = {"loss", "threshold", "black-box"}
@@ -38,9 +42,9 @@ def _hidden(text: str) -> tuple[int, ...]:
     return out
 
 
-def _game(data: str | None, split_seed: int):
+def _game(data: str | None, split_seed: int) -> GameData:
     from distprivacy.datasets import load_adult
-    from distprivacy.experiments.model_inference import load_game_data
+    from distprivacy.inference.census import load_game_data
 
     return load_game_data(load_adult(data), split_seed)
 
@@ -105,24 +109,20 @@ def train(
     as_json: bool,
 ) -> None:
     """Train a population of models on datasets from the ratio filter (Eq. 2) and save it."""
-    from distprivacy.experiments.model_inference import (
-        Config,
-        population_settings,
-        train_or_load,
-    )
+    from distprivacy.inference.census import CensusTraining, population_settings, train_or_load
     from distprivacy.inference.population import population_file
     from distprivacy.outputs import check_output_file
 
-    cfg = Config(
-        properties=(prop,),
+    if not 0 <= ratio <= 1:
+        raise DistPrivacyError(f"ratios must lie in [0, 1], got {ratio}")
+    cfg = CensusTraining(
         n_victim=n_models,
         n_adversary=n_models,
         n_train=n_train,
         epochs=epochs,
         hidden=_hidden(hidden),
         seed=seed,
-        alphas=(ratio,),
-    ).validate()
+    )
     check_output_file(out_path, option="--out", create_parents=False)  # before training
     check_output_file(population_file(out_path), option="--out", create_parents=False)
     game = _game(data, seed)
@@ -208,8 +208,8 @@ def attack(
     as_json: bool,
 ) -> None:
     """Attack saved populations: accuracy on the victim's models with a 95 % interval."""
-    from distprivacy.experiments.model_inference import test_sets
     from distprivacy.inference import attacks as atk
+    from distprivacy.inference.census import test_sets
 
     chosen = list(dict.fromkeys(attacks)) or list(ATTACKS)
     adv = tuple(_load(p) for p in adversary)

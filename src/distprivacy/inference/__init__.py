@@ -6,7 +6,16 @@ the attacks of §3.2 on them.
 Modules: :mod:`~distprivacy.inference.population` (a stack of trained models),
 :mod:`~distprivacy.inference.training` (batched training), :mod:`~distprivacy.inference.game`
 (splits, dataset sampling, advantage), :mod:`~distprivacy.inference.transformers`
-(distribution transformers G0, G1), :mod:`~distprivacy.inference.features` (Adult encoder).
+(distribution transformers G0, G1), :mod:`~distprivacy.inference.features` (Adult encoder),
+:mod:`~distprivacy.inference.attacks` (the attacks: scores, loss and threshold tests,
+meta-classifiers, the permutation-invariant network), :mod:`~distprivacy.inference.defence`
+(outputs released with distribution privacy) and :mod:`~distprivacy.inference.census` (the
+Census game of §3: data, splits, populations and their cache, test sets).
+
+Randomness: every random function takes ``random_state`` (a seed, a generator, or None: fresh
+OS entropy — all of this is simulation, ``check_random_state(..., secure=False)``). Where
+independent seeds are derived (per model, sampler and trainer) an integer is drawn first and
+recorded in the population's ``meta``, so every model can be retrained bit for bit.
 """
 
 from distprivacy.inference.attacks import (

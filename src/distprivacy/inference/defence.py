@@ -39,7 +39,7 @@ from distprivacy.inference.attacks import _check_pair, score_predictions
 from distprivacy.mechanisms import Calibration, make_mechanism
 from distprivacy.models import GaussianModel
 from distprivacy.noise import NoiseDistribution
-from distprivacy.randomness import check_random_state
+from distprivacy.randomness import Generator, RandomState, check_random_state
 
 __all__ = [
     "DEFAULT_MECHANISMS",
@@ -224,7 +224,7 @@ def calibrate_defences(
     return done, skipped
 
 
-def _noisy(F: np.ndarray, cal: Calibration | None, rng: np.random.Generator) -> np.ndarray:
+def _noisy(F: np.ndarray, cal: Calibration | None, gen: Generator) -> np.ndarray:
     if cal is None:
         return F
     if cal.noise_covariance.shape[0] != F.shape[1]:
@@ -232,7 +232,7 @@ def _noisy(F: np.ndarray, cal: Calibration | None, rng: np.random.Generator) -> 
             f"the calibration {cal.mechanism} is for {cal.noise_covariance.shape[0]} outputs but "
             f"the statistic has {F.shape[1]}"
         )
-    return F + cal.sample_noise(F.shape[0], rng=rng)
+    return F + cal.sample_noise(F.shape[0], gen)
 
 
 def _shrunk_gaussians(F0: np.ndarray, F1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -252,7 +252,7 @@ def evaluate_defences(
     labels: Any,
     calibrations: Mapping[str, Calibration | None],
     *,
-    random_state: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
     """Attack accuracy against task accuracy for each defence of the victim's outputs.
@@ -270,8 +270,9 @@ def evaluate_defences(
         True labels of the query points (task accuracy of the noisy outputs).
     calibrations : mapping name -> Calibration or None
         None is the undefended release.
-    random_state : seed or Generator
-        Noise draws.
+    random_state : seed, Generator or None
+        Noise draws (an evaluation, so a simulation: None is fresh entropy, not the secure
+        generator a real release would use).
     level : float
         Confidence of the Clopper–Pearson intervals (checking several defences against their
         bounds at once calls for a Bonferroni-corrected level).
@@ -298,7 +299,7 @@ def evaluate_defences(
         raise DistPrivacyError(
             f"labels must be {statistic.dim} values 0/1, one per query point; got shape {y.shape}"
         )
-    rng = check_random_state(random_state, secure=False)
+    gen = check_random_state(random_state, secure=False)
     A0, A1 = statistic(adversary[0]), statistic(adversary[1])
     V0, V1 = statistic(victim[0]), statistic(victim[1])
     lab_a = np.r_[np.zeros(len(A0), int), np.ones(len(A1), int)]
@@ -306,8 +307,8 @@ def evaluate_defences(
     lr_attack = LikelihoodRatioAttack(means, covs)
     rows = []
     for name, cal in calibrations.items():
-        An = _noisy(np.concatenate([A0, A1]), cal, rng)
-        Vn0, Vn1 = _noisy(V0, cal, rng), _noisy(V1, cal, rng)
+        An = _noisy(np.concatenate([A0, A1]), cal, gen)
+        Vn0, Vn1 = _noisy(V0, cal, gen), _noisy(V1, cal, gen)
         cov = None if cal is None else cal.noise_covariance
         lr0 = lr_attack.log_likelihood_ratio(Vn0, cov) > 0
         lr1 = lr_attack.log_likelihood_ratio(Vn1, cov) > 0

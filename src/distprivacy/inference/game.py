@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.inference._seeds import integer_seed
 from distprivacy.inference.population import ModelPopulation
 from distprivacy.inference.training import train_population
 from distprivacy.inference.transformers import (
@@ -36,7 +37,7 @@ from distprivacy.inference.transformers import (
     as_transformer,
 )
 from distprivacy.intervals import CI_METHODS, binomial_ci, check_ci_method, check_level
-from distprivacy.randomness import check_random_state
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import Predicate, check_column
 
 __all__ = [
@@ -91,7 +92,7 @@ def stratified_split(
     *,
     by: Sequence[str | Predicate],
     shares: Sequence[float],
-    seed: int | np.random.Generator,
+    random_state: RandomState = None,
 ) -> tuple[np.ndarray, ...]:
     """Split the rows of ``data`` into disjoint parts with the same mix of every stratum.
 
@@ -102,8 +103,9 @@ def stratified_split(
         ``["sex", "race", "income"]``; the strata are their combinations.
     shares
         Fractions of the rows for each part, positive, summing to 1.
-    seed
-        Integer seed or Generator.
+    random_state
+        Integer seed, Generator, or None (fresh entropy; all of this is simulation,
+        :func:`~distprivacy.randomness.check_random_state` with ``secure=False``).
 
     Returns
     -------
@@ -124,8 +126,8 @@ def stratified_split(
     if isinstance(by, str | Predicate):
         by = [by]
     codes = _strata_codes(data, list(by))
-    rng = check_random_state(seed, secure=False)
-    order = rng.permutation(len(data))
+    gen = check_random_state(random_state, secure=False)
+    order = gen.permutation(len(data))
     # stable sort by stratum of the shuffled rows: each stratum's rows in random order
     perm = order[np.argsort(codes[order], kind="stable")]
     sizes = np.bincount(codes)
@@ -135,7 +137,7 @@ def stratified_split(
     short = sizes - alloc.sum(axis=1)
     # ties between equal remainders are broken at random (not always for the first part)
     remainder = np.round(exact - alloc, 12)
-    order_parts = np.lexsort((rng.random(exact.shape), -remainder), axis=-1)
+    order_parts = np.lexsort((gen.random(exact.shape), -remainder), axis=-1)
     rank = np.argsort(order_parts, axis=1)
     alloc += rank < short[:, None]
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -168,7 +170,7 @@ def split_game(
     label: str | Predicate,
     adversary_share: float = 0.5,
     test_share: float = 0.2,
-    seed: int | np.random.Generator,
+    random_state: RandomState = None,
 ) -> GameSplits:
     """Victim / adversary and train / test splits, disjoint, stratified on property and label.
 
@@ -176,7 +178,8 @@ def split_game(
     stratification with the sex/race attribute and class labels". ``property`` may be one
     predicate/column or several (e.g. ``["sex", "race"]`` to stratify on both, so the same
     splits serve every property). The shares (half for each party, a fifth of each for
-    testing) are our choice; the paper does not state them.
+    testing) are our choice; the paper does not state them. ``random_state`` as in
+    :func:`stratified_split`.
     """
     for name, v in (("adversary_share", adversary_share), ("test_share", test_share)):
         if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1:
@@ -187,7 +190,7 @@ def split_game(
         data,
         by=[*props, label],
         shares=[(1 - a) * (1 - t), (1 - a) * t, a * (1 - t), a * t],
-        seed=seed,
+        random_state=random_state,
     )
     return GameSplits(victim_train=vt, victim_test=vs, adversary_train=at, adversary_test=as_)
 
@@ -204,16 +207,17 @@ def sample_datasets(
     n: int,
     n_datasets: int,
     rows: np.ndarray | None = None,
-    seed: int | np.random.Generator,
+    random_state: RandomState = None,
 ) -> np.ndarray:
     """``(n_datasets, n)`` row positions into ``data``: independent datasets from G(pool).
 
     ``rows`` is the pool (a split, e.g. ``splits.adversary_train``); ``transformer`` a
     :class:`~distprivacy.inference.transformers.DistributionTransformer` or a plain function
-    (wrapped in a ``FunctionTransformer``).
+    (wrapped in a ``FunctionTransformer``); ``random_state`` a seed, a generator or None
+    (fresh entropy).
     """
     return as_transformer(transformer).sample(
-        data, n=n, n_datasets=n_datasets, rows=rows, seed=seed
+        data, n=n, n_datasets=n_datasets, rows=rows, random_state=random_state
     )
 
 
@@ -226,7 +230,7 @@ def train_models(
     rows: np.ndarray,
     n: int,
     n_models: int,
-    seed: int,
+    random_state: RandomState = None,
     b: int | None = None,
     **train_kwargs,
 ) -> ModelPopulation:
@@ -234,9 +238,11 @@ def train_models(
     each (batched, :func:`~distprivacy.inference.training.train_population`).
 
     ``X``, ``y`` are the encoded features and labels of every row of ``data``. The dataset
-    sampler and the trainer get independent seeds derived from ``seed``. ``meta`` records the
-    transformer (and, for a ratio filter, ``property`` and ``ratio``), ``label`` = ``b`` (which
-    of G0/G1 it is, if given) and the seed; entries of ``meta=`` passed in take precedence.
+    sampler and the trainer get independent seeds derived from one integer seed: ``random_state``
+    itself if an integer, else drawn from it (a generator, or None: fresh entropy). ``meta``
+    records the transformer (and, for a ratio filter, ``property`` and ``ratio``), ``label`` =
+    ``b`` (which of G0/G1 it is, if given) and that seed (``meta["seed"]``: the population can
+    be retrained from it); entries of ``meta=`` passed in take precedence.
     """
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[0] != len(data) or np.shape(y) != (len(data),):
@@ -245,14 +251,13 @@ def train_models(
             "of data"
         )
     _check_size("n_models", n_models)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise DistPrivacyError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = integer_seed(random_state)
     transformer = as_transformer(transformer)
-    ss = np.random.SeedSequence(int(seed))
+    ss = np.random.SeedSequence(seed)
     data_seed, train_seed = (int(s) for s in ss.generate_state(2, dtype=np.uint64))
-    idx = transformer.sample(data, n=n, n_datasets=n_models, rows=rows, seed=data_seed)
+    idx = transformer.sample(data, n=n, n_datasets=n_models, rows=rows, random_state=data_seed)
     desc = transformer.describe()
-    meta = {"transformer": desc, "seed": int(seed)}
+    meta = {"transformer": desc, "seed": seed}
     if desc.get("kind") == "ratio":  # top-level, as the attacks' ratio regression reads them
         meta["property"], meta["ratio"] = desc["property"], desc["ratio"]
     if b is not None:
@@ -260,7 +265,7 @@ def train_models(
             raise DistPrivacyError(f"b must be 0 (G0) or 1 (G1), got {b!r}")
         meta["label"] = int(b)
     meta.update(train_kwargs.pop("meta", None) or {})
-    return train_population(X, y, indices=idx, seed=train_seed, meta=meta, **train_kwargs)
+    return train_population(X, y, indices=idx, random_state=train_seed, meta=meta, **train_kwargs)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,7 +57,9 @@ from threadpoolctl import threadpool_limits
 
 from distprivacy.accounting import check_int, check_number
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.inference._seeds import integer_seed
 from distprivacy.inference.population import ACTIVATIONS, ModelPopulation
+from distprivacy.randomness import RandomState, SecureGenerator, check_random_state
 from distprivacy.resources import check_memory
 
 __all__ = [
@@ -117,30 +119,32 @@ class TrainingSettings:
 # ---------------------------------------------------------------------------------------------
 
 
-def model_seeds(seed: int | Sequence[int] | None, n_models: int | None) -> list[int]:
+def model_seeds(random_state: RandomState | Sequence[int], n_models: int | None) -> list[int]:
     """One integer seed per model.
 
-    ``seed`` an integer: ``SeedSequence(seed).generate_state(n_models)`` (64-bit words; the
-    first ``k`` seeds do not depend on ``n_models``). ``seed`` a sequence: its entries, one per
-    model, used as they are (to retrain model ``k`` alone, pass ``[meta_seed_k]``).
+    ``random_state`` an integer: ``SeedSequence(random_state).generate_state(n_models)`` (64-bit
+    words; the first ``k`` seeds do not depend on ``n_models``). A generator, or None (fresh
+    entropy, ``secure=False``): one integer drawn from it, then as for an integer (the
+    per-model seeds are recorded, so the models can be retrained). A sequence: its entries, one
+    per model, used as they are (to retrain model ``k`` alone, pass ``[meta_seed_k]``).
     """
-    if seed is None:
-        raise DistPrivacyError(
-            "seed is required (an integer, or one integer per model); training is reproducible"
-        )
-    if isinstance(seed, bool):
-        raise DistPrivacyError(f"seed must be an integer or a list of integers, got {seed!r}")
-    if isinstance(seed, int | np.integer):
-        if seed < 0:
-            raise DistPrivacyError(f"seed must be ≥ 0, got {seed}")
+    if random_state is None or isinstance(
+        random_state, int | np.integer | np.random.Generator | SecureGenerator
+    ):
         if n_models is None:
             raise DistPrivacyError(
                 "with one integer seed the number of models must be known; pass n_models or "
                 "per-model data"
             )
-        state = np.random.SeedSequence(int(seed)).generate_state(n_models, dtype=np.uint64)
+        seed = integer_seed(random_state)  # checks an integer (≥ 0, < 2¹²⁸; not a bool)
+        state = np.random.SeedSequence(seed).generate_state(n_models, dtype=np.uint64)
         return [int(s) for s in state]
-    seeds = list(seed)
+    if isinstance(random_state, str | bytes) or not isinstance(random_state, Sequence):
+        raise DistPrivacyError(
+            "random_state must be an integer seed, a generator, None or one integer per model, "
+            f"got {type(random_state).__name__} {random_state!r}"
+        )
+    seeds = list(random_state)
     if not seeds or any(
         isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 0 for s in seeds
     ):
@@ -166,17 +170,20 @@ def _offsets(sizes: tuple[int, ...]) -> list[tuple[int, int, int]]:
     return out
 
 
-def init_parameters(rng: np.random.Generator, sizes: tuple[int, ...]) -> np.ndarray:
+def init_parameters(random_state: RandomState, sizes: tuple[int, ...]) -> np.ndarray:
     """Glorot-uniform initial parameters of one model, flat (float64), layer by layer.
 
     Weights then biases of each layer are drawn ``U(−r, r)``, ``r = sqrt(6 / (d_in + d_out))``
     (scikit-learn's rule for ReLU networks), in the order of :func:`_offsets`.
+    ``random_state``: a seed, a generator (used as it is: its state advances) or None (fresh
+    entropy).
     """
+    gen = check_random_state(random_state, secure=False)
     parts = []
     for d_in, d_out in itertools.pairwise(sizes):
         r = math.sqrt(6.0 / (d_in + d_out))
-        parts.append(rng.uniform(-r, r, d_in * d_out))
-        parts.append(rng.uniform(-r, r, d_out))
+        parts.append(gen.uniform(-r, r, d_in * d_out))
+        parts.append(gen.uniform(-r, r, d_out))
     return np.concatenate(parts)
 
 
@@ -189,10 +196,10 @@ def _draw(seeds: list[int], sizes: tuple[int, ...], n: int, epochs: int, dtype) 
     base = np.arange(n, dtype=np.int64)
     perm = np.empty((epochs, n), dtype=np.int64)
     for k, s in enumerate(seeds):  # per-model generators: the only loop over models
-        rng = np.random.default_rng(s)
-        theta[k] = init_parameters(rng, sizes)
+        gen = np.random.default_rng(s)
+        theta[k] = init_parameters(gen, sizes)
         perm[:] = base  # one permutation per epoch, in place (the same draws as
-        rng.permuted(perm, axis=1, out=perm)  # rng.permuted(tile(arange(n)), axis=1))
+        gen.permuted(perm, axis=1, out=perm)  # gen.permuted(tile(arange(n)), axis=1))
         schedule[k] = perm
     return theta, schedule
 
@@ -427,7 +434,7 @@ def train_population(
     batch_size: int = 200,
     lr: float = 1e-3,
     l2: float = 1e-4,
-    seed: int | Sequence[int] | None = 0,
+    random_state: RandomState | Sequence[int] = None,
     optimizer: str = "adam",
     activation: str = "relu",
     dtype: type | np.dtype = np.float32,
@@ -454,10 +461,11 @@ def train_population(
     epochs, batch_size, lr, l2, optimizer, activation
         As scikit-learn's ``MLPClassifier(max_iter=epochs, batch_size=…, learning_rate_init=lr,
         alpha=l2, solver=optimizer)``; see the module docstring for the exact mathematics.
-    seed
-        An integer (per-model seeds are derived with :func:`model_seeds`) or one integer per
-        model. Use different seeds for populations that must be independent (e.g. victim and
-        adversary).
+    random_state
+        An integer seed (per-model seeds are derived with :func:`model_seeds`), a generator or
+        None (one integer drawn from it / from fresh entropy, then the same), or one integer
+        per model. Use different seeds for populations that must be independent (e.g. victim
+        and adversary). The per-model seeds are recorded, so every model can be retrained.
     dtype
         Floating type of parameters and arithmetic (float32 by default).
     memory_limit
@@ -501,7 +509,7 @@ def train_population(
         raise DistPrivacyError(f"meta must be a dict, got {type(meta).__name__}")
     X, y, rows = _as_data(X, y, indices, n_models)
     m, n = rows.shape
-    seeds = model_seeds(seed, m)
+    seeds = model_seeds(random_state, m)
     Xd = np.ascontiguousarray(X, dtype=dtype)
     yd = y.astype(dtype)
     sizes = _layer_sizes(X.shape[1], s.hidden)

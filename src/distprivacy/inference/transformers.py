@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.randomness import check_random_state
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import Predicate, proportion_to_count
 
 __all__ = [
@@ -85,7 +85,7 @@ def _pool(data: pd.DataFrame, rows) -> np.ndarray:
 
 
 def _uniform_subsets(
-    group: np.ndarray, k: int, n_datasets: int, rng: np.random.Generator
+    group: np.ndarray, k: int, n_datasets: int, gen: np.random.Generator
 ) -> np.ndarray:
     """``n_datasets`` independent uniform ``k``-subsets of ``group`` (without replacement)."""
     if k == 0:
@@ -95,13 +95,13 @@ def _uniform_subsets(
     out = np.empty((n_datasets, k), dtype=np.int64)
     block = max(1, KEY_BYTES // (8 * group.size))
     for s in range(0, n_datasets, block):
-        keys = rng.random((min(block, n_datasets - s), group.size))
+        keys = gen.random((min(block, n_datasets - s), group.size))
         out[s : s + keys.shape[0]] = group[np.argpartition(keys, k - 1, axis=1)[:, :k]]
     return out
 
 
 def _weighted_subsets(
-    group: np.ndarray, weights: np.ndarray, k: int, n_datasets: int, rng: np.random.Generator
+    group: np.ndarray, weights: np.ndarray, k: int, n_datasets: int, gen: np.random.Generator
 ) -> np.ndarray:
     """Weighted samples without replacement: the ``k`` largest keys ``log(u) / w``
     (Efraimidis & Spirakis 2006); rows of weight 0 are never drawn."""
@@ -110,7 +110,7 @@ def _weighted_subsets(
     out = np.empty((n_datasets, k), dtype=np.int64)
     block = max(1, KEY_BYTES // (8 * group.size))
     for s in range(0, n_datasets, block):
-        u = rng.random((min(block, n_datasets - s), group.size))
+        u = gen.random((min(block, n_datasets - s), group.size))
         keys = np.log1p(-u) / w  # log(1 − u) ~ log(U), finite since u < 1
         out[s : s + keys.shape[0]] = group[np.argpartition(-keys, k - 1, axis=1)[:, :k]]
     return out
@@ -127,11 +127,12 @@ class DistributionTransformer(ABC):
         n: int,
         n_datasets: int,
         rows: np.ndarray | None = None,
-        seed: int | np.random.Generator | None = None,
+        random_state: RandomState = None,
     ) -> np.ndarray:
         """``(n_datasets, n)`` row positions into ``data`` (restricted to ``rows`` if given):
         ``n_datasets`` independent datasets from G(pool), rows distinct within a dataset and
-        in random order."""
+        in random order. ``random_state``: a seed, a generator, or None (fresh entropy;
+        :func:`~distprivacy.randomness.check_random_state` with ``secure=False``)."""
 
     @abstractmethod
     def describe(self) -> dict:
@@ -292,16 +293,24 @@ class RatioTransformer(DistributionTransformer):
                 )
         return {"groups": groups, "available": available, "counts": counts, "names": names}
 
-    def sample(self, data, *, n, n_datasets, rows=None, seed=None) -> np.ndarray:
+    def sample(
+        self,
+        data: pd.DataFrame,
+        *,
+        n: int,
+        n_datasets: int,
+        rows: np.ndarray | None = None,
+        random_state: RandomState = None,
+    ) -> np.ndarray:
         n_datasets = _check_size("n_datasets", n_datasets)
         plan = self.plan(data, n=n, rows=rows)
-        rng = check_random_state(seed, secure=False)
+        gen = check_random_state(random_state, secure=False)
         parts = [
-            _uniform_subsets(g, int(k), n_datasets, rng)
+            _uniform_subsets(g, int(k), n_datasets, gen)
             for g, k in zip(plan["groups"], plan["counts"].ravel(), strict=True)
         ]
         out = np.concatenate(parts, axis=1)
-        return rng.permuted(out, axis=1, out=out)  # rows in random order, not by stratum
+        return gen.permuted(out, axis=1, out=out)  # rows in random order, not by stratum
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +365,15 @@ class FunctionTransformer(DistributionTransformer):
             )
         return w
 
-    def sample(self, data, *, n, n_datasets, rows=None, seed=None) -> np.ndarray:
+    def sample(
+        self,
+        data: pd.DataFrame,
+        *,
+        n: int,
+        n_datasets: int,
+        rows: np.ndarray | None = None,
+        random_state: RandomState = None,
+    ) -> np.ndarray:
         n, n_datasets = _check_size("n", n), _check_size("n_datasets", n_datasets)
         pool = _pool(data, rows)
         w = self.weights(data, rows=rows)
@@ -366,13 +383,13 @@ class FunctionTransformer(DistributionTransformer):
                 f"the transformer {self.describe()['name']!r} keeps {support} rows of the pool "
                 f"but datasets need n={n}; lower n or widen the filter"
             )
-        rng = check_random_state(seed, secure=False)
+        gen = check_random_state(random_state, secure=False)
         positive = w[w > 0]
         if np.all(positive == positive[0]):  # a filter: uniform on the kept rows
-            out = _uniform_subsets(pool[w > 0], n, n_datasets, rng)
+            out = _uniform_subsets(pool[w > 0], n, n_datasets, gen)
         else:
-            out = _weighted_subsets(pool, w, n, n_datasets, rng)
-        return rng.permuted(out, axis=1, out=out)
+            out = _weighted_subsets(pool, w, n, n_datasets, gen)
+        return gen.permuted(out, axis=1, out=out)
 
 
 @dataclass(frozen=True)
@@ -382,14 +399,22 @@ class IdentityTransformer(DistributionTransformer):
     def describe(self) -> dict:
         return {"kind": "identity"}
 
-    def sample(self, data, *, n, n_datasets, rows=None, seed=None) -> np.ndarray:
+    def sample(
+        self,
+        data: pd.DataFrame,
+        *,
+        n: int,
+        n_datasets: int,
+        rows: np.ndarray | None = None,
+        random_state: RandomState = None,
+    ) -> np.ndarray:
         n, n_datasets = _check_size("n", n), _check_size("n_datasets", n_datasets)
         pool = _pool(data, rows)
         if pool.size < n:
             raise DistPrivacyError(f"the pool has {pool.size} rows but datasets need n={n}")
-        rng = check_random_state(seed, secure=False)
-        out = _uniform_subsets(pool, n, n_datasets, rng)
-        return rng.permuted(out, axis=1, out=out)
+        gen = check_random_state(random_state, secure=False)
+        out = _uniform_subsets(pool, n, n_datasets, gen)
+        return gen.permuted(out, axis=1, out=out)
 
 
 def max_dataset_size(
