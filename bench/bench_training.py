@@ -53,10 +53,10 @@ def main() -> None:
     data = load_adult(args.data)
     X = adult_encoder().fit_transform(data)
     y = binary_labels(data, "income", ">50K")
-    splits = split_game(data, property=["sex", "race"], label="income", seed=args.seed)
+    splits = split_game(data, property=["sex", "race"], label="income", random_state=args.seed)
     g = RatioTransformer("sex==Female", 0.5, label="income==>50K")
     idx = sample_datasets(
-        data, g, n=args.n_train, n_datasets=args.models, rows=splits.victim_train, seed=1
+        data, g, n=args.n_train, n_datasets=args.models, rows=splits.victim_train, random_state=1
     )
     setup = time.perf_counter() - t0
     X_test, y_test = X[splits.victim_test], y[splits.victim_test]
@@ -74,7 +74,7 @@ def main() -> None:
     pop = None
     for jobs in (1, 2):
         t, c = time.perf_counter(), time.process_time()
-        pop = train_population(X, y, indices=idx, seed=2, n_jobs=jobs, **settings)
+        pop = train_population(X, y, indices=idx, random_state=2, n_jobs=jobs, **settings)
         timings[jobs] = time.perf_counter() - t
         cpu = time.process_time() - c
         print(f"batched NumPy, n_jobs={jobs}: {timings[jobs]:7.2f} s wall "
