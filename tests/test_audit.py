@@ -91,7 +91,7 @@ def test_audit_bound_never_exceeds_the_true_epsilon_on_gaussian_data(seed):
     model, clean, moments = _gaussian_setting(seed)
     for name in ("DauM-G", "OptM-G", "ExpM-G"):
         cal = make_mechanism(name, 1.0, DELTA, covariances="pooled").calibrate(model)
-        res = audit(cal, clean, model_moments=moments, rng=seed, alpha=0.05)
+        res = audit(cal, clean, model_moments=moments, random_state=seed, alpha=0.05)
         true_eps = gdp_epsilon(DELTA, cal.mu)
         assert true_eps <= 1.0 + 1e-6
         assert res.epsilon_lower_bound <= true_eps
@@ -103,7 +103,7 @@ def test_likelihood_ratio_accuracy_is_the_exact_bound_on_gaussian_data():
     attack: its accuracy's interval covers Φ(μ/2)."""
     model, clean, moments = _gaussian_setting(7, size=40_000)
     cal = make_mechanism("DauM-G", 1.0, DELTA, covariances="pooled").calibrate(model)
-    res = audit(cal, clean, model_moments=moments, attacks=["likelihood-ratio"], rng=3)
+    res = audit(cal, clean, model_moments=moments, attacks=["likelihood-ratio"], random_state=3)
     [lr] = res.attacks
     bound = stats.norm.cdf(cal.mu / 2)
     assert res.accuracy_bound == pytest.approx(bound)
@@ -117,17 +117,17 @@ def test_a_deliberately_wrong_scale_is_caught():
     wrong = dataclasses.replace(
         cal, noise=NoiseDistribution(cal.noise.family, cal.noise.basis, cal.noise.scales / 10)
     )
-    res = audit(wrong, clean, model_moments=moments, rng=0)
+    res = audit(wrong, clean, model_moments=moments, random_state=0)
     assert res.refuted and res.epsilon_lower_bound > 1.0
     assert res.accuracy_exceeded
-    honest = audit(cal, clean, model_moments=moments, rng=0)
+    honest = audit(cal, clean, model_moments=moments, random_state=0)
     assert not honest.refuted
 
 
 def test_every_attack_runs_and_results_serialise():
     model, clean, _ = _gaussian_setting(2, size=2_000)
     cal = make_mechanism("ExpM-L", 1.0).calibrate(model)
-    res = audit(cal, clean, attacks=ATTACKS, rng=0)  # LR fitted to the noisy training split
+    res = audit(cal, clean, attacks=ATTACKS, random_state=0)  # LR fitted to the noisy training split
     assert [a.attack for a in res.attacks] == list(ATTACKS)
     d = json.loads(json.dumps(res.to_dict()))
     assert d["mechanism"] == "ExpM-L" and d["delta"] == 0.0
@@ -198,7 +198,7 @@ def test_worst_pair_is_the_largest_mahalanobis_distance(adult_setting):
 def test_adult_audit_is_consistent_with_the_claims(adult, adult_setting, name):
     spec, query, model = adult_setting
     cal = make_mechanism(name, 1.0, DELTA).calibrate(model)
-    res = audit_model(cal, model, adult, spec, query, samples_per_value=6_000, rng=5)
+    res = audit_model(cal, model, adult, spec, query, samples_per_value=6_000, random_state=5)
     assert not res.refuted and not res.accuracy_exceeded
     assert res.epsilon_lower_bound <= 1.0
     assert res.pair[1] - res.pair[0] == pytest.approx(0.05)

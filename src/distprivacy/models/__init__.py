@@ -13,8 +13,11 @@ Three ways to obtain the per-θ mean vectors μ_θ and covariance matrices Σ_θ
   :func:`load_model_file`.
 
 All fitted models expose ``thetas_``, ``means_`` (T, m), ``covariances_`` (T, m, m),
-``pair_indices_``, ``statistic_names_``, ``samples_`` (list of (R, m) arrays, or None) and
-``record_sensitivities_`` (m,) or None.
+``pair_indices_``, ``statistic_names_``, ``samples_`` (list of (R, m) arrays, or None),
+``record_sensitivities_`` (m,) or None, and ``query_`` and ``spec_``: the
+:class:`~distprivacy.query.Query` and :class:`~distprivacy.spec.ProtectionSpec` a model fitted
+on data was fitted with (None for a user-supplied model), so that a calibration can evaluate F
+on a dataset to release it.
 
 The parts live in private sub-modules, all re-exported here: ``_base`` (:class:`FModel`),
 ``_sampling`` (random datasets as index matrices), ``_exact``, ``_monte_carlo``, ``_gaussian``,

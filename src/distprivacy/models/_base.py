@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.query import Query
+from distprivacy.spec import ProtectionSpec
 
 if TYPE_CHECKING:
     from distprivacy.engines import Engine
@@ -43,6 +45,10 @@ class FModel:
     record_sensitivities_: np.ndarray | None = None
     n_: int | None = None
     method_: str = ""
+    #: The query and the protection spec the model was fitted with (None for a model given by
+    #: the user, e.g. loaded from a file): what a calibration evaluates on a dataset to release.
+    query_: Query | None = None
+    spec_: ProtectionSpec | None = None
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "means_"):

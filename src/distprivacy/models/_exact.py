@@ -73,6 +73,7 @@ class ExactModel(FModel):
             else eng.record_sensitivities(spec, query)
         )
         self.n_ = spec.n
+        self.query_, self.spec_ = query, spec
         self.method_ = "exact"
         self.check_finite("exact moments")
         return self

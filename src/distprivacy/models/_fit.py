@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.models._base import Data, FModel, ProgressCallback
 from distprivacy.models._exact import ExactModel
 from distprivacy.models._monte_carlo import MonteCarloModel
 from distprivacy.query import Query
+from distprivacy.randomness import RandomState
 from distprivacy.spec import ProtectionSpec
 
 if TYPE_CHECKING:
@@ -23,11 +22,11 @@ def fit_model(
     query: Query,
     method: str = "auto",
     n_samples: int = 1000,
-    random_state: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
     progress: ProgressCallback | None = None,
     engine: str | Engine | None = None,
 ) -> FModel:
-    """Fit a model of f_θ.
+    """Fit a model of f_θ (recording the ``query`` and ``spec`` as ``query_`` and ``spec_``).
 
     Parameters
     ----------
@@ -38,6 +37,13 @@ def fit_model(
         samples (the Wasserstein mechanisms are then not applicable). ``"auto"``: exact moments
         when every statistic is linear plus ``n_samples`` Monte-Carlo samples for the
         sample-based mechanisms; Monte-Carlo otherwise.
+    n_samples : int
+        Monte-Carlo datasets drawn per θ.
+    random_state : None, int or Generator
+        Seed of the Monte-Carlo subsets (reproducible bit for bit from a seed; None: fresh OS
+        entropy, see :func:`distprivacy.randomness.check_random_state`).
+    progress : callable (done, total), optional
+        Called after each θ's samples.
     engine : {"auto", "pandas", "duckdb", "spark"}, Engine or None
         Where the aggregates are computed (:func:`distprivacy.engines.resolve_engine`; None or
         ``"auto"``: pandas for a DataFrame, DuckDB for a path).

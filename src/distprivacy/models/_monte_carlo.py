@@ -14,7 +14,7 @@ from distprivacy.models._sampling import (
     sample_statistics_bytes,
 )
 from distprivacy.query import Query
-from distprivacy.randomness import check_random_state
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
 from distprivacy.spec import ProtectionSpec
 
@@ -29,8 +29,9 @@ class MonteCarloModel(FModel):
     ----------
     n_samples : int
         Subsets drawn per θ (the paper: 1000).
-    random_state : int, Generator or None
-        Seed for the subset sampling (reproducible bit for bit from a seed).
+    random_state : None, int or Generator
+        Seed for the subset sampling (reproducible bit for bit from a seed; None: fresh OS
+        entropy, see :func:`distprivacy.randomness.check_random_state`).
     moments : {"sample", "exact"}
         Where μ_θ and Σ_θ come from: the samples (the paper's estimator, default) or the exact
         finite-population formulas (linear queries only), keeping the samples for the
@@ -40,7 +41,7 @@ class MonteCarloModel(FModel):
     def __init__(
         self,
         n_samples: int = 1000,
-        random_state: int | np.random.Generator | None = None,
+        random_state: RandomState = None,
         moments: str = "sample",
     ) -> None:
         if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer):
@@ -58,12 +59,12 @@ class MonteCarloModel(FModel):
         eng: Engine,
         spec: ProtectionSpec,
         query: Query,
-        rng: np.random.Generator,
+        gen: np.random.Generator,
         progress: ProgressCallback | None,
     ) -> MonteCarloModel:
         """:meth:`fit` on an engine of :mod:`distprivacy.engines` (other than pandas): the
         engine draws the subsets and, for ``moments="exact"``, computes the moments."""
-        samples = eng.subset_statistics(spec, query, spec.counts, self.n_samples, rng)
+        samples = eng.subset_statistics(spec, query, spec.counts, self.n_samples, gen)
         if progress is not None:
             progress(len(spec.counts), len(spec.counts))
         self.samples_ = samples
@@ -81,6 +82,7 @@ class MonteCarloModel(FModel):
         self.statistic_names_ = query.names
         self.record_sensitivities_ = eng.record_sensitivities(spec, query)
         self.n_ = spec.n
+        self.query_, self.spec_ = query, spec
         self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
         self.check_finite("Monte-Carlo model")
         return self
@@ -95,10 +97,10 @@ class MonteCarloModel(FModel):
     ) -> MonteCarloModel:
         """Draw ``n_samples`` subsets per θ and compute F on each (vectorised; on an ``engine``
         other than pandas, by the engine, see :mod:`distprivacy.engines`)."""
-        rng = check_random_state(self.random_state, secure=False)
+        gen = check_random_state(self.random_state, secure=False)
         data, eng = _on_engine(data, engine)
         if eng is not None:
-            return self._fit_on_engine(eng, spec, query, rng, progress)
+            return self._fit_on_engine(eng, spec, query, gen, progress)
         pos, neg = spec.groups(data)
         query.validate(data)
         T, R = len(spec.counts), self.n_samples
@@ -108,7 +110,7 @@ class MonteCarloModel(FModel):
         )
         samples = []
         for t, k in enumerate(spec.counts):
-            samples.append(sample_statistics(data, query, pos, neg, k, spec.n, self.n_samples, rng))
+            samples.append(sample_statistics(data, query, pos, neg, k, spec.n, self.n_samples, gen))
             if progress is not None:
                 progress(t + 1, len(spec.counts))
         self.samples_ = samples
@@ -126,6 +128,7 @@ class MonteCarloModel(FModel):
         self.statistic_names_ = query.names
         self.record_sensitivities_ = query.record_sensitivities(data, spec.n)
         self.n_ = spec.n
+        self.query_, self.spec_ = query, spec
         self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
         self.check_finite("Monte-Carlo model")
         return self
