@@ -438,7 +438,7 @@ def audit(
 def audit_model(
     calibration: Calibration,
     model: FModel,
-    data: pd.DataFrame,
+    data: pd.DataFrame | Engine,
     spec: ProtectionSpec,
     query: Query,
     *,
