@@ -144,6 +144,23 @@ def test_likelihood_ratio_attack_accounts_for_the_noise(setting):
     assert clean.mean > 0.7 and noisy.mean < clean.mean - 0.1
 
 
+def test_attacks_take_a_seed_or_a_generator(setting):
+    """random_state: a seed gives the stream of default_rng(seed) (draw, run_on, accuracy)."""
+    aux, test, _, spec, q, model = setting
+    att = MetaClassifierAttack(repetitions=2, n_shadow=20, n_test=20)
+    S, T, lab = att.draw(aux, test, spec, q, random_state=3)
+    S2, T2, _ = att.draw(aux, test, spec, q, np.random.default_rng(3))
+    assert np.array_equal(S, S2) and np.array_equal(T, T2)
+    cal = make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model)
+    a = att.run_on(S, T, lab, {"d": cal}, random_state=4)["d"]
+    b = att.run_on(S, T, lab, {"d": cal}, np.random.default_rng(4))["d"]
+    assert np.array_equal(a.accuracies, b.accuracies)
+    lr = LikelihoodRatioAttack.from_data(aux, spec, q)
+    x = lr.accuracy(T, lab, cal, random_state=5)
+    y = lr.accuracy(T, lab, cal, np.random.default_rng(5))
+    assert np.array_equal(x.accuracies, y.accuracies)
+
+
 def test_attack_result_interval():
     r = AttackResult("x", np.array([0.5, 0.6, 0.7]))
     lo, hi = r.confidence_interval()

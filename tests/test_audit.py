@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -16,9 +17,11 @@ from distprivacy.audit import (
     AttackAudit,
     AuditResult,
     audit,
+    audit_calibrations,
     audit_model,
     clopper_pearson,
     epsilon_lower_bound,
+    mechanism_random_state,
     worst_pair,
 )
 from distprivacy.cli import main
@@ -28,6 +31,7 @@ from distprivacy.models import ExactModel, GaussianModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import gdp_epsilon
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
 
 DELTA = 1e-3
@@ -91,7 +95,7 @@ def test_audit_bound_never_exceeds_the_true_epsilon_on_gaussian_data(seed):
     model, clean, moments = _gaussian_setting(seed)
     for name in ("DauM-G", "OptM-G", "ExpM-G"):
         cal = make_mechanism(name, 1.0, DELTA, covariances="pooled").calibrate(model)
-        res = audit(cal, clean, model_moments=moments, rng=seed, alpha=0.05)
+        res = audit(cal, clean, model_moments=moments, random_state=seed, alpha=0.05)
         true_eps = gdp_epsilon(DELTA, cal.mu)
         assert true_eps <= 1.0 + 1e-6
         assert res.epsilon_lower_bound <= true_eps
@@ -103,7 +107,7 @@ def test_likelihood_ratio_accuracy_is_the_exact_bound_on_gaussian_data():
     attack: its accuracy's interval covers Φ(μ/2)."""
     model, clean, moments = _gaussian_setting(7, size=40_000)
     cal = make_mechanism("DauM-G", 1.0, DELTA, covariances="pooled").calibrate(model)
-    res = audit(cal, clean, model_moments=moments, attacks=["likelihood-ratio"], rng=3)
+    res = audit(cal, clean, model_moments=moments, attacks=["likelihood-ratio"], random_state=3)
     [lr] = res.attacks
     bound = stats.norm.cdf(cal.mu / 2)
     assert res.accuracy_bound == pytest.approx(bound)
@@ -117,17 +121,19 @@ def test_a_deliberately_wrong_scale_is_caught():
     wrong = dataclasses.replace(
         cal, noise=NoiseDistribution(cal.noise.family, cal.noise.basis, cal.noise.scales / 10)
     )
-    res = audit(wrong, clean, model_moments=moments, rng=0)
+    res = audit(wrong, clean, model_moments=moments, random_state=0)
     assert res.refuted and res.epsilon_lower_bound > 1.0
     assert res.accuracy_exceeded
-    honest = audit(cal, clean, model_moments=moments, rng=0)
+    honest = audit(cal, clean, model_moments=moments, random_state=0)
     assert not honest.refuted
 
 
 def test_every_attack_runs_and_results_serialise():
     model, clean, _ = _gaussian_setting(2, size=2_000)
     cal = make_mechanism("ExpM-L", 1.0).calibrate(model)
-    res = audit(cal, clean, attacks=ATTACKS, rng=0)  # LR fitted to the noisy training split
+    res = audit(
+        cal, clean, attacks=ATTACKS, random_state=0
+    )  # LR fitted to the noisy training split
     assert [a.attack for a in res.attacks] == list(ATTACKS)
     d = json.loads(json.dumps(res.to_dict()))
     assert d["mechanism"] == "ExpM-L" and d["delta"] == 0.0
@@ -198,10 +204,57 @@ def test_worst_pair_is_the_largest_mahalanobis_distance(adult_setting):
 def test_adult_audit_is_consistent_with_the_claims(adult, adult_setting, name):
     spec, query, model = adult_setting
     cal = make_mechanism(name, 1.0, DELTA).calibrate(model)
-    res = audit_model(cal, model, adult, spec, query, samples_per_value=6_000, rng=5)
+    res = audit_model(cal, model, adult, spec, query, samples_per_value=6_000, random_state=5)
     assert not res.refuted and not res.accuracy_exceeded
     assert res.epsilon_lower_bound <= 1.0
     assert res.pair[1] - res.pair[0] == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize("seed", [0, 11, 2**40 + 3])
+@pytest.mark.parametrize("mechanism", ["DauM-G", "ExpM-L", "OptM-G"])
+def test_mechanism_random_state_is_the_cli_stream(seed, mechanism):
+    """The command line seeded each audit with default_rng([seed, crc32(name)])."""
+    seq = mechanism_random_state(seed, mechanism)
+    assert isinstance(seq, np.random.SeedSequence)
+    ref = np.random.default_rng([seed, zlib.crc32(mechanism.encode())]).random(8)
+    assert np.array_equal(check_random_state(seq, secure=False).random(8), ref)
+
+
+def test_mechanism_random_state_refuses_a_bad_seed():
+    for bad in (-1, 2**128, 1.5, True, "0"):
+        with pytest.raises(DistPrivacyError, match="seed"):
+            mechanism_random_state(bad, "DauM-G")
+
+
+def test_audit_calibrations_reproduces_the_per_mechanism_seeding(adult, adult_setting):
+    spec, query, model = adult_setting
+    cals = [make_mechanism(m, 1.0, DELTA).calibrate(model) for m in ("DauM-G", "ExpM-L")]
+    calls = []
+    kw = {"samples_per_value": 400, "attacks": ["likelihood-ratio", "logistic"], "alpha": 0.1}
+    got = audit_calibrations(
+        cals, model, adult, spec, query, random_state=7, progress=lambda *a: calls.append(a), **kw
+    )
+    assert calls == [(1, 2), (2, 2)]
+    for cal, res in zip(cals, got, strict=True):
+        crc = zlib.crc32(cal.mechanism.encode())
+        ref = audit_model(
+            cal, model, adult, spec, query, random_state=np.random.default_rng([7, crc]), **kw
+        )
+        assert res == ref
+    # One mechanism's audit does not depend on which others are listed.
+    alone = audit_calibrations(cals[1:], model, adult, spec, query, random_state=7, **kw)
+    assert alone == got[1:]
+    # None means seed 0 (the command line's default), reproducibly.
+    a = audit_calibrations(cals[:1], model, adult, spec, query, random_state=None, **kw)
+    b = audit_calibrations(cals[:1], model, adult, spec, query, random_state=0, **kw)
+    assert a == b
+
+
+def test_audit_calibrations_refuses_a_generator_as_seed(adult, adult_setting):
+    spec, query, model = adult_setting
+    cal = make_mechanism("DauM-G", 1.0, DELTA).calibrate(model)
+    with pytest.raises(DistPrivacyError, match="random_state"):
+        audit_calibrations([cal], model, adult, spec, query, random_state=np.random.default_rng())
 
 
 # --------------------------------------------------------------------------------------------

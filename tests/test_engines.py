@@ -323,3 +323,23 @@ def test_pandas_engine_reproduces_the_in_memory_draws(adult, spec, query):
     got = eng.subset_statistics(spec, query, spec.counts, 50, np.random.default_rng(9))
     for x, y in zip(ref, got, strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_engines_take_a_seed_and_models_record_query_and_spec(adult, spec, query, engine):
+    """random_state: a seed gives the stream of default_rng(seed) on every engine; a model
+    fitted through an engine records the query and spec it was fitted with."""
+    eng = resolve_engine(engine, adult)
+    a = eng.subset_statistics(spec, query, spec.counts, 20, random_state=3)
+    b = eng.subset_statistics(spec, query, spec.counts, 20, np.random.default_rng(3))
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(
+        eng.random_subset_statistics(query, spec.n, random_state=8),
+        eng.random_subset_statistics(query, spec.n, np.random.default_rng(8)),
+    )
+    for m in (
+        ExactModel().fit(adult, spec, query, engine=engine),
+        MonteCarloModel(20, random_state=0).fit(adult, spec, query, engine=engine),
+    ):
+        assert m.query_ is query and m.spec_ is spec

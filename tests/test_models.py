@@ -17,6 +17,7 @@ from distprivacy.models import (
     MonteCarloModel,
     fit_model,
     load_model_file,
+    sample_statistics,
     sample_without_replacement,
 )
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
@@ -128,6 +129,53 @@ def test_exact_model_refuses_nonlinear_statistics(adult):
         ExactModel().fit(adult, spec, q)
     m = fit_model(adult, spec, q, method="auto", n_samples=100, random_state=0)
     assert m.method_ == "monte-carlo" and m.means_.shape == (2, 1)
+
+
+@pytest.mark.parametrize("method", ["exact", "monte-carlo", "auto"])
+def test_fitted_models_record_their_query_and_spec(adult, method):
+    spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
+    q = Query.parse(ADULT_DEFAULT_STATISTICS)
+    m = fit_model(adult, spec, q, method=method, n_samples=50, random_state=0)
+    assert m.query_ is q and m.spec_ is spec
+    # What a release evaluates: F of an n-record dataset, through the recorded query.
+    target = adult.iloc[:100]
+    assert np.array_equal(m.query_.evaluate(target, n=m.spec_.n), q.evaluate(target))
+
+
+def test_user_models_have_no_query_or_spec(tmp_path):
+    gm = GaussianModel(["a", "b"], [[0.0], [1.0]], [[[1.0]], [[1.0]]], [("a", "b")])
+    assert gm.query_ is None and gm.spec_ is None
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(PAPER_EXAMPLE))
+    loaded = load_model_file(path)
+    assert loaded.query_ is None and loaded.spec_ is None
+
+
+def test_sampling_takes_a_seed_or_a_generator(adult):
+    a = sample_without_replacement(1000, 10, 50, 3)
+    b = sample_without_replacement(1000, 10, 50, np.random.default_rng(3))
+    assert np.array_equal(a, b)
+    spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
+    q = Query.parse(ADULT_DEFAULT_STATISTICS)
+    pos, neg = spec.groups(adult)
+    x = sample_statistics(adult, q, pos, neg, 45, 100, 20, random_state=5)
+    y = sample_statistics(adult, q, pos, neg, 45, 100, 20, np.random.default_rng(5))
+    assert np.array_equal(x, y)
+    with pytest.raises(DistPrivacyError, match="random_state"):
+        sample_without_replacement(1000, 10, 5, random_state=1.5)
+
+
+def test_every_name_stays_importable_from_the_package():
+    """models.py became a package; every name it had is still importable from it."""
+    import distprivacy.models as models
+
+    for name in (
+        "Data", "ExactModel", "FModel", "GaussianModel", "MODEL_FILE_SCHEMA",
+        "MODEL_MEMORY_LIMIT", "MonteCarloModel", "ProgressCallback", "fit_model",
+        "load_model_file", "model_file_memory", "sample_statistics", "sample_statistics_bytes",
+        "sample_without_replacement",
+    ):  # fmt: skip
+        assert hasattr(models, name), name
 
 
 PAPER_EXAMPLE = {

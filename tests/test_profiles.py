@@ -433,3 +433,23 @@ def test_bad_inputs_raise_one_line_errors(call, match):
     with pytest.raises(DistPrivacyError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_every_name_stays_importable_from_the_package():
+    """profiles.py became a package; every name other modules import is still there."""
+    for name in (
+        "PrivacyLoss", "LossBatch", "CommonSupport", "RANK_RTOL", "SUPPORT_RTOL",
+        "common_support", "gaussian_epsilon", "gaussian_pair_losses", "gaussian_profile",
+        "gaussian_profile_psd", "gdp_accuracy", "gdp_delta", "gdp_epsilon", "gdp_mu",
+        "loss_profile", "mu_for_accuracy", "profile_upper_bound", "total_variation",
+        "_profile_integral",
+    ):  # fmt: skip
+        assert hasattr(profiles, name), name
+
+
+def test_privacy_loss_sample_takes_a_seed_or_a_generator():
+    loss = PrivacyLoss(0.3, [0.2, -0.1], [0.5, 1.0])
+    a = loss.sample(100, random_state=4)
+    assert np.array_equal(a, loss.sample(100, np.random.default_rng(4)))
+    with pytest.raises(DistPrivacyError, match="random_state"):
+        loss.sample(10, random_state="4")

@@ -562,3 +562,16 @@ def test_record_matrix_needs_linear_query(small):
     med = CallableStatistic("median(age)", lambda X: np.median(X[..., 0], axis=-1), ["age"])
     with pytest.raises(DistPrivacyError, match="linear statistics only"):
         Query([Mean("age"), med]).record_matrix(small)
+
+
+def test_query_evaluate_is_the_release_value_and_checks_the_size(small):
+    q = Query.parse("mean:age,count:sex==Female,sum:hours")
+    expected = np.array([35.0, 2.0, 105.5])
+    np.testing.assert_allclose(q.evaluate(small), expected, rtol=0, atol=0)
+    np.testing.assert_allclose(q.evaluate(small, n=4), expected, rtol=0, atol=0)
+    with pytest.raises(DistPrivacyError, match=r"4 records .* n = 5"):
+        q.evaluate(small, n=5)
+    with pytest.raises(DistPrivacyError, match="pandas DataFrame"):
+        q.evaluate(small.to_numpy(), n=4)
+    with pytest.raises(DistPrivacyError, match="nosuch"):
+        Query.parse("mean:nosuch").evaluate(small, n=4)

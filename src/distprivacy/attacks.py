@@ -29,7 +29,7 @@ from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.base import Calibration
 from distprivacy.models import ExactModel, sample_statistics
 from distprivacy.query import Query
-from distprivacy.randomness import check_random_state
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
 
 __all__ = [
@@ -44,10 +44,11 @@ __all__ = [
 def split_data(
     data: pd.DataFrame,
     sizes: tuple[int, ...] = (10_000, 10_000),
-    random_state: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
 ) -> list[pd.DataFrame]:
     """Random disjoint parts of ``data``: one per size, then the rest (the paper's §5.1 split:
-    10,000 auxiliary, 10,000 test, the remainder for modelling f_θ)."""
+    10,000 auxiliary, 10,000 test, the remainder for modelling f_θ). ``random_state``: seed or
+    generator of the permutation (a simulation: None is fresh OS entropy)."""
     if sum(sizes) >= len(data):
         raise DistPrivacyError(
             f"cannot split {len(data)} records into parts of {list(sizes)} and a remainder"
@@ -186,13 +187,13 @@ def _draw_labelled(
     query: Query,
     per_value: int,
     reps: int,
-    rng: np.random.Generator,
+    gen: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """F of reps × 2·per_value datasets (half at each p), shape (reps, 2·per_value, m), and the
     labels (0 for p1, 1 for p2)."""
     pos, neg = spec.groups(data)
     parts = [
-        sample_statistics(data, query, pos, neg, k, spec.n, reps * per_value, rng).reshape(
+        sample_statistics(data, query, pos, neg, k, spec.n, reps * per_value, gen).reshape(
             reps, per_value, query.dim
         )
         for k in spec.counts
@@ -201,10 +202,10 @@ def _draw_labelled(
     return np.concatenate(parts, axis=1), labels
 
 
-def _noisy(F: np.ndarray, cal: Calibration | None, rng: np.random.Generator) -> np.ndarray:
+def _noisy(F: np.ndarray, cal: Calibration | None, gen: np.random.Generator) -> np.ndarray:
     if cal is None:
         return F
-    Z = cal.sample_noise(F.shape[0] * F.shape[1], rng=rng).reshape(F.shape)
+    Z = cal.sample_noise(F.shape[0] * F.shape[1], gen).reshape(F.shape)
     return F + Z
 
 
@@ -223,7 +224,9 @@ class MetaClassifierAttack:
     adaptive : bool
         False: the paper's protocol, trained on clean shadow statistics. True: shadows pass
         through the same defence (fresh noise), the defence-aware attacker.
-    random_state : int, Generator or None
+    random_state : None, int or Generator
+        Seed or generator of the datasets, the noise and the classifiers' draws (a simulation:
+        None is fresh OS entropy, see :func:`distprivacy.randomness.check_random_state`).
     """
 
     def __init__(
@@ -233,7 +236,7 @@ class MetaClassifierAttack:
         repetitions: int = 50,
         classifier: Any = None,
         adaptive: bool = False,
-        random_state: int | np.random.Generator | None = None,
+        random_state: RandomState = None,
     ) -> None:
         for name, v in (("n_shadow", n_shadow), ("n_test", n_test)):
             if not isinstance(v, int) or v < 2 or v % 2:
@@ -253,12 +256,17 @@ class MetaClassifierAttack:
         test: pd.DataFrame,
         spec: ProtectionSpec,
         query: Query,
-        rng: np.random.Generator,
+        random_state: RandomState = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Clean statistics of all shadow and test datasets: (S, T, labels)."""
+        """Clean statistics of all shadow and test datasets: (S, T, labels).
+
+        ``random_state``: seed or generator of the datasets (a simulation: None is fresh OS
+        entropy); a generator's state advances, so :meth:`run_on` can go on drawing from it.
+        """
         _two_values(spec)
-        S, lab = _draw_labelled(aux, spec, query, self.n_shadow // 2, self.repetitions, rng)
-        T, _ = _draw_labelled(test, spec, query, self.n_test // 2, self.repetitions, rng)
+        gen = check_random_state(random_state, secure=False)
+        S, lab = _draw_labelled(aux, spec, query, self.n_shadow // 2, self.repetitions, gen)
+        T, _ = _draw_labelled(test, spec, query, self.n_test // 2, self.repetitions, gen)
         return S, T, lab
 
     def _fit_predict(self, S: np.ndarray, lab_s: np.ndarray, T: np.ndarray) -> np.ndarray:
@@ -281,9 +289,9 @@ class MetaClassifierAttack:
         defences: Mapping[str, Calibration | None],
     ) -> dict[str, AttackResult]:
         """Attack each defence (None = no defence) on the same shadow and test datasets."""
-        rng = check_random_state(self.random_state, secure=False)
-        S, T, lab = self.draw(aux, test, spec, query, rng)
-        return self.run_on(S, T, lab, defences, rng)
+        gen = check_random_state(self.random_state, secure=False)
+        S, T, lab = self.draw(aux, test, spec, query, gen)
+        return self.run_on(S, T, lab, defences, gen)
 
     def run_on(
         self,
@@ -291,15 +299,18 @@ class MetaClassifierAttack:
         T: np.ndarray,
         lab: np.ndarray,
         defences: Mapping[str, Calibration | None],
-        rng: np.random.Generator,
+        random_state: RandomState = None,
     ) -> dict[str, AttackResult]:
-        """As :meth:`run`, on already drawn clean statistics (reuse across many defences)."""
+        """As :meth:`run`, on already drawn clean statistics (reuse across many defences);
+        ``random_state``: seed or generator of the noise (a simulation: None is fresh OS
+        entropy)."""
+        gen = check_random_state(random_state, secure=False)
         out: dict[str, AttackResult] = {}
         clean_pred_model = None if self.adaptive else self._trained(S, lab)
         for name, cal in defences.items():
-            Tn = _noisy(T, cal, rng)
+            Tn = _noisy(T, cal, gen)
             if self.adaptive:
-                pred = self._fit_predict(_noisy(S, cal, rng), lab, Tn)
+                pred = self._fit_predict(_noisy(S, cal, gen), lab, Tn)
             else:
                 pred = clean_pred_model(Tn)  # type: ignore[misc]
             acc = (pred == lab[None, :]).mean(axis=1)
@@ -367,11 +378,13 @@ class LikelihoodRatioAttack:
         T: np.ndarray,
         lab: np.ndarray,
         cal: Calibration | None,
-        rng: np.random.Generator,
+        random_state: RandomState = None,
         name: str = "",
     ) -> AttackResult:
-        """Accuracy on test statistics T (R, n, m) with labels lab, through defence ``cal``."""
-        Tn = _noisy(T, cal, rng)
+        """Accuracy on test statistics T (R, n, m) with labels lab, through defence ``cal``
+        (``random_state``: seed or generator of its noise; a simulation: None is fresh OS
+        entropy)."""
+        Tn = _noisy(T, cal, check_random_state(random_state, secure=False))
         cov = None if cal is None else cal.noise_covariance
         pred = (self.log_likelihood_ratio(Tn, cov) > 0).astype(int)
         return AttackResult(f"likelihood ratio vs {name}", (pred == lab[None, :]).mean(axis=1))

@@ -33,20 +33,22 @@ covariances; (e^ε + δ)/(1 + e^ε) for pure-ε mechanisms).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from distprivacy.accounting import check_int
 from distprivacy.attacks import LikelihoodRatioAttack
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.intervals import clopper_pearson
 from distprivacy.mechanisms.base import Calibration
 from distprivacy.models import FModel, sample_statistics
 from distprivacy.query import Query
-from distprivacy.randomness import check_random_state
+from distprivacy.randomness import MAX_SEED, RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
 
 if TYPE_CHECKING:
@@ -58,10 +60,12 @@ __all__ = [
     "AttackAudit",
     "AuditResult",
     "audit",
+    "audit_calibrations",
     "audit_model",
     "clopper_pearson",
     "draw_pair_samples",
     "epsilon_lower_bound",
+    "mechanism_random_state",
     "worst_pair",
 ]
 
@@ -241,11 +245,13 @@ def draw_pair_samples(
     query: Query,
     pair: tuple[int, int],
     size: int,
-    rng: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Real samples of F: ``size`` random size-n datasets at each value of the pair (indices
-    into ``spec.values``), drawn from ``data`` — one index matrix and one gather per value."""
-    gen = check_random_state(rng, secure=False)
+    into ``spec.values``), drawn from ``data`` — one index matrix and one gather per value.
+    ``random_state``: seed or generator of the datasets (a simulation: None is fresh OS
+    entropy, see :func:`distprivacy.randomness.check_random_state`)."""
+    gen = check_random_state(random_state, secure=False)
     if not isinstance(data, pd.DataFrame):  # an engine (DuckDB, Spark): it draws the subsets
         counts = [spec.counts[t] for t in pair]
         return tuple(data.subset_statistics(spec, query, counts, size, gen))  # type: ignore[return-value]
@@ -327,14 +333,14 @@ def audit(
     split: tuple[float, float, float] = (0.25, 0.25, 0.5),
     alpha: float = 0.05,
     knn_neighbors: int | None = None,
-    rng: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
 ) -> AuditResult:
     """Audit ``calibration`` on real clean samples of F under the two members of a pair.
 
     Parameters
     ----------
     calibration : Calibration
-        The mechanism to audit (its noise is drawn here, from ``rng``).
+        The mechanism to audit (its noise is drawn here, from ``random_state``).
     samples : (array (N_a, m), array (N_b, m))
         Clean F of random datasets under θ_a and θ_b (see :func:`draw_pair_samples`); each is
         split into training, threshold-selection and test parts by ``split``.
@@ -350,8 +356,9 @@ def audit(
         Total error probability of the ε lower bound (Bonferroni over the attacks).
     knn_neighbors : int, optional
         k of the kNN attack (default √(training size), odd).
-    rng : int or Generator
-        Seed of the noise and the splits (audits are experiments: reproducible).
+    random_state : None, int, SeedSequence or Generator
+        Seed of the noise and the splits (audits are experiments: pass a seed to reproduce
+        them; None is fresh OS entropy, see :func:`distprivacy.randomness.check_random_state`).
 
     Returns
     -------
@@ -376,9 +383,9 @@ def audit(
             raise DistPrivacyError(f"the audit needs at least 40 samples per θ, got {len(s)}")
         if not np.isfinite(s).all():
             raise DistPrivacyError(f"the samples under {name} contain NaN or infinite values")
-    gen = check_random_state(rng, secure=False)
-    A = A[gen.permutation(len(A))] + calibration.sample_noise(len(A), rng=gen).reshape(A.shape)
-    B = B[gen.permutation(len(B))] + calibration.sample_noise(len(B), rng=gen).reshape(B.shape)
+    gen = check_random_state(random_state, secure=False)
+    A = A[gen.permutation(len(A))] + calibration.sample_noise(len(A), gen).reshape(A.shape)
+    B = B[gen.permutation(len(B))] + calibration.sample_noise(len(B), gen).reshape(B.shape)
 
     def parts(X: np.ndarray) -> list[np.ndarray]:
         c1 = int(len(X) * split[0])
@@ -431,19 +438,20 @@ def audit(
 def audit_model(
     calibration: Calibration,
     model: FModel,
-    data: pd.DataFrame,
+    data: pd.DataFrame | Engine,
     spec: ProtectionSpec,
     query: Query,
     *,
     samples_per_value: int = 20_000,
     pair: tuple[int, int] | None = None,
-    rng: int | np.random.Generator | None = None,
+    random_state: RandomState = None,
     **kwargs: Any,
 ) -> AuditResult:
     """Audit on the data: draw ``samples_per_value`` real datasets at each value of the pair
     (default: :func:`worst_pair`), give the likelihood-ratio attack the model's moments, and run
-    :func:`audit`."""
-    gen = check_random_state(rng, secure=False)
+    :func:`audit` (``random_state`` seeds both the datasets and the audit; ``kwargs`` go to
+    :func:`audit`)."""
+    gen = check_random_state(random_state, secure=False)
     i, j = worst_pair(model, calibration) if pair is None else pair
     samples = draw_pair_samples(data, spec, query, (i, j), samples_per_value, gen)
     moments = ([model.means_[i], model.means_[j]], [model.covariances_[i], model.covariances_[j]])
@@ -452,6 +460,99 @@ def audit_model(
         samples,
         pair=(spec.values[i], spec.values[j]),
         model_moments=moments,
-        rng=gen,
+        random_state=gen,
         **kwargs,
     )
+
+
+def mechanism_random_state(seed: int, mechanism: str) -> np.random.SeedSequence:
+    """The seed of one mechanism's audit: ``SeedSequence([seed, crc32(mechanism)])``.
+
+    Derived per mechanism so that a mechanism's audit does not depend on which others are
+    audited with it (the command line's ``audit`` seeds each calibration this way).
+    ``check_random_state`` turns it into ``numpy.random.default_rng([seed, crc32(mechanism)])``,
+    the same stream.
+
+    Parameters
+    ----------
+    seed : int
+        The audit's seed, in [0, 2¹²⁸ − 1].
+    mechanism : str
+        The calibration's mechanism name (e.g. ``"DauM-G"``).
+    """
+    seed = check_int(seed, "seed", low=0, high=MAX_SEED)
+    return np.random.SeedSequence([seed, zlib.crc32(str(mechanism).encode())])
+
+
+def audit_calibrations(
+    calibrations: Sequence[Calibration],
+    model: FModel,
+    data: pd.DataFrame | Engine,
+    spec: ProtectionSpec,
+    query: Query,
+    *,
+    samples_per_value: int = 20_000,
+    attacks: Sequence[str] = DEFAULT_ATTACKS,
+    alpha: float = 0.05,
+    random_state: int | None = 0,
+    progress: Callable[[int, int], None] | None = None,
+    **kwargs: Any,
+) -> list[AuditResult]:
+    """Audit several calibrations on the data, each with its own seed, as the command line does.
+
+    Calibration ``cal`` is audited by :func:`audit_model` with
+    ``random_state=mechanism_random_state(seed, cal.mechanism)``, so a Python user gets the
+    numbers of ``distprivacy audit --seed SEED`` exactly, and one mechanism's audit does not
+    depend on which others are listed.
+
+    Parameters
+    ----------
+    calibrations : sequence of Calibration
+        The calibrations to audit (their ``mechanism`` names seed their audits).
+    model, data, spec, query
+        As in :func:`audit_model`.
+    samples_per_value : int
+        Real datasets drawn at each value of the audited pair.
+    attacks : sequence of str
+        From :data:`ATTACKS` (default :data:`DEFAULT_ATTACKS`).
+    alpha : float
+        Total error probability of each ε lower bound.
+    random_state : int or None
+        The audit's seed (None means 0, as the command line's default: an audit is an
+        experiment, reproducible by default).
+    progress : callable (done, total), optional
+        Called after each calibration's audit.
+    **kwargs
+        Passed on to :func:`audit_model` (``pair``) and :func:`audit` (``split``,
+        ``knn_neighbors``).
+
+    Returns
+    -------
+    list of AuditResult
+        One per calibration, in order.
+    """
+    seed = 0 if random_state is None else random_state
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise DistPrivacyError(
+            f"random_state must be an integer seed in [0, 2^128 - 1] or None, got {seed!r}"
+        )
+    cals = list(calibrations)
+    results = []
+    for k, cal in enumerate(cals):
+        results.append(
+            audit_model(
+                cal,
+                model,
+                data,
+                spec,
+                query,
+                samples_per_value=samples_per_value,
+                attacks=attacks,
+                alpha=alpha,
+                random_state=mechanism_random_state(seed, cal.mechanism),
+                **kwargs,
+            )
+        )
+        if progress is not None:
+            progress(k + 1, len(cals))
+    return results

@@ -329,8 +329,42 @@ class Query:
             elif isinstance(s, LinearStatistic):
                 s.record_values(data)
 
-    def evaluate(self, data: pd.DataFrame) -> np.ndarray:
-        """F(data), shape (m,); refuses a statistic that overflowed (not finite)."""
+    def evaluate(self, data: pd.DataFrame, *, n: int | None = None) -> np.ndarray:
+        """F(data): the statistics of one whole dataset — the value a release adds noise to.
+
+        This is the one place F is evaluated on a dataset to release (the command line's
+        ``release --target`` and a calibration's release on a DataFrame both call it).
+
+        Parameters
+        ----------
+        data : DataFrame
+            The dataset; every column the statistics read must exist, be usable (numeric for
+            means and sums) and hold no missing values.
+        n : int, optional
+            The dataset size the model (and so the calibration) was made for; when given, a
+            ``data`` with another number of records is refused (the guarantee is for size-n
+            datasets).
+
+        Returns
+        -------
+        ndarray, shape (m,)
+
+        Raises
+        ------
+        DistPrivacyError
+            A size other than ``n``, a missing or unusable column, or a statistic that is not
+            finite (NaN, or an overflow).
+        """
+        if not isinstance(data, pd.DataFrame):
+            raise DistPrivacyError(
+                f"the dataset to evaluate must be a pandas DataFrame, got {type(data).__name__}"
+            )
+        if n is not None and len(data) != n:
+            raise DistPrivacyError(
+                f"the dataset has {len(data)} records but the model is for datasets of n = {n}; "
+                "they must agree"
+            )
+        self.validate(data)
         out = np.array([s.evaluate(data) for s in self.statistics], dtype=float)
         self._check_finite(out[None, :])
         return out

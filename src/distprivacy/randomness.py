@@ -12,6 +12,9 @@ Every random function of distprivacy takes one argument, ``random_state``, and p
 * an integer seed in [0, 2¹²⁸ − 1]: ``numpy.random.default_rng(seed)`` — reproducible bit for
   bit, never secure, whatever ``secure`` says. (The command line's ``--seed`` is narrower,
   [0, 2³² − 1], :func:`distprivacy.accounting.check_seed`; derived seeds may use 64 bits.)
+* a :class:`numpy.random.SeedSequence`: ``numpy.random.default_rng(seq)`` — reproducible, the
+  way to pass a seed derived from several integers (``SeedSequence([seed, key])`` gives the
+  same stream as ``default_rng([seed, key])``; the same sequence twice gives the same stream).
 * a :class:`numpy.random.Generator` or a :class:`SecureGenerator`: used as it is (its state
   advances).
 
@@ -176,7 +179,7 @@ class SecureGenerator:
 
 
 #: What every ``random_state`` argument accepts.
-RandomState: TypeAlias = int | np.random.Generator | SecureGenerator | None
+RandomState: TypeAlias = int | np.random.SeedSequence | np.random.Generator | SecureGenerator | None
 
 #: What :func:`check_random_state` returns: something with NumPy's Generator interface.
 Generator: TypeAlias = np.random.Generator | SecureGenerator
@@ -187,7 +190,7 @@ def check_random_state(random_state: RandomState, *, secure: bool) -> Generator:
 
     Parameters
     ----------
-    random_state : None, int, numpy.random.Generator or SecureGenerator
+    random_state : None, int, numpy.random.SeedSequence, numpy.random.Generator or SecureGenerator
         Where randomness comes from.
     secure : bool
         What ``None`` means: a cryptographically secure generator (True: releases) or fresh
@@ -201,17 +204,20 @@ def check_random_state(random_state: RandomState, *, secure: bool) -> Generator:
     Raises
     ------
     DistPrivacyError
-        For anything but None, an integer seed in [0, 2¹²⁸ − 1] or a generator.
+        For anything but None, an integer seed in [0, 2¹²⁸ − 1], a SeedSequence or a
+        generator.
     """
     if random_state is None:
         return SecureGenerator() if secure else np.random.default_rng()
     if isinstance(random_state, np.random.Generator | SecureGenerator):
         return random_state
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
     if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
         return np.random.default_rng(check_int(random_state, "random_state", low=0, high=MAX_SEED))
     raise DistPrivacyError(
-        "random_state must be None, an integer seed in [0, 2^128 - 1] or a numpy Generator, "
-        f"got {type(random_state).__name__} {random_state!r}"
+        "random_state must be None, an integer seed in [0, 2^128 - 1], a numpy SeedSequence or "
+        f"a numpy Generator, got {type(random_state).__name__} {random_state!r}"
     )
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import Count, LinearStatistic, Proportion, Query
+from distprivacy.randomness import RandomState
 from distprivacy.spec import ProtectionSpec
 
 
@@ -173,10 +174,12 @@ class Engine(ABC):
         query: Query,
         counts: Sequence[int],
         size: int,
-        rng: np.random.Generator,
+        random_state: RandomState = None,
     ) -> list[np.ndarray]:
         """F of ``size`` random size-n datasets for each k in ``counts``: k records drawn
-        without replacement from the stratum with the property and n − k from the other.
+        without replacement from the stratum with the property and n − k from the other
+        (``random_state``: seed or generator of the subsets, a simulation: see
+        :func:`distprivacy.randomness.check_random_state`).
 
         Returns
         -------
@@ -185,10 +188,11 @@ class Engine(ABC):
 
     @abstractmethod
     def random_subset_statistics(
-        self, query: Query, n: int, rng: np.random.Generator
+        self, query: Query, n: int, random_state: RandomState = None
     ) -> np.ndarray:
         """F of one uniformly random n-record subset of the whole data (the release
-        command's demonstration), shape (m,)."""
+        command's demonstration), shape (m,); ``random_state`` as in
+        :meth:`subset_statistics`."""
 
     def record_sensitivities(self, spec: ProtectionSpec, query: Query) -> np.ndarray:
         """Per-record sensitivities of a linear query for size-n datasets (from the records'

@@ -10,6 +10,7 @@ import pandas as pd
 from distprivacy.engines._base import Engine, StratumMoments
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import Query
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
 
 
@@ -57,23 +58,25 @@ class PandasEngine(Engine):
         query: Query,
         counts: Sequence[int],
         size: int,
-        rng: np.random.Generator,
+        random_state: RandomState = None,
     ) -> list[np.ndarray]:
         from distprivacy.models import sample_statistics
 
         pos, neg = spec.groups(self.data)
         query.validate(self.data)
-        return [sample_statistics(self.data, query, pos, neg, k, spec.n, size, rng) for k in counts]
+        gen = check_random_state(random_state, secure=False)
+        return [sample_statistics(self.data, query, pos, neg, k, spec.n, size, gen) for k in counts]
 
     def random_subset_statistics(
-        self, query: Query, n: int, rng: np.random.Generator
+        self, query: Query, n: int, random_state: RandomState = None
     ) -> np.ndarray:
         if n > len(self.data):
             raise DistPrivacyError(
                 f"subset size n={n} is larger than the data ({len(self.data)} records); "
                 "lower --subset-size"
             )
-        rows = rng.choice(len(self.data), size=n, replace=False)
+        gen = check_random_state(random_state, secure=False)
+        rows = gen.choice(len(self.data), size=n, replace=False)
         return query.evaluate(self.data.iloc[rows])
 
     def record_sensitivities(self, spec: ProtectionSpec, query: Query) -> np.ndarray:

@@ -42,6 +42,7 @@ from distprivacy.engines._base import (
 )
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import Count, LinearStatistic, Mean, Query, Statistic, Sum
+from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import Predicate, ProtectionSpec
 
 #: Strings pandas' CSV reader takes as missing (``pandas._libs.parsers.STR_NA_VALUES``).
@@ -521,7 +522,7 @@ class SQLEngine(Engine):
         query: Query,
         counts: Sequence[int],
         size: int,
-        rng: np.random.Generator,
+        random_state: RandomState = None,
     ) -> list[np.ndarray]:
         from distprivacy.models import sample_without_replacement
 
@@ -530,10 +531,11 @@ class SQLEngine(Engine):
         n_pos, n_neg = (first[flag][0] if flag in first else 0 for flag in (True, False))
         check_strata(spec, n_pos, n_neg)
         n = spec.n
+        gen = check_random_state(random_state, secure=False)
         frames = []
         for t, k in enumerate(counts):
-            ia = sample_without_replacement(n_pos, k, size, rng)
-            ib = sample_without_replacement(n_neg, n - k, size, rng)
+            ia = sample_without_replacement(n_pos, k, size, gen)
+            ib = sample_without_replacement(n_neg, n - k, size, gen)
             pos = np.concatenate([ia, ib], axis=1) + 1
             frames.append(
                 pd.DataFrame(
@@ -556,7 +558,7 @@ class SQLEngine(Engine):
         return [sums[t * size : (t + 1) * size] for t in range(len(counts))]
 
     def random_subset_statistics(
-        self, query: Query, n: int, rng: np.random.Generator
+        self, query: Query, n: int, random_state: RandomState = None
     ) -> np.ndarray:
         first = self._first_pass(query, None)
         self._check_first_pass(query, None, first)
@@ -565,7 +567,9 @@ class SQLEngine(Engine):
             raise DistPrivacyError(
                 f"subset size n={n} is larger than the data ({total} records); lower --subset-size"
             )
-        pos = rng.choice(total, size=n, replace=False) + 1
+        pos = (
+            check_random_state(random_state, secure=False).choice(total, size=n, replace=False) + 1
+        )
         picks = pd.DataFrame(
             {
                 "t": np.zeros(n, dtype=np.int64),
