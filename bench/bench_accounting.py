@@ -72,7 +72,7 @@ def main() -> None:
     for attacks in (("likelihood-ratio",), ("logistic",), ("boosting",), ("knn",)):
         t, r = timed(
             lambda a=attacks: audit_model(
-                opt, model, data, spec, q, samples_per_value=20_000, attacks=a, rng=0
+                opt, model, data, spec, q, samples_per_value=20_000, attacks=a, random_state=0
             ),
             repeat=1,
         )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Callable
 from typing import Any
 
 import click
@@ -11,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from distprivacy.audit import ATTACKS as AUDIT_ATTACKS
-from distprivacy.audit import DEFAULT_ATTACKS, AuditResult
+from distprivacy.audit import DEFAULT_ATTACKS, AuditResult, audit_calibrations
 from distprivacy.commands import PROBABILITY_OPEN, Number, dumps_json
 from distprivacy.commands._common import (
     LazyProgress,
@@ -22,54 +20,7 @@ from distprivacy.commands._common import (
     settings,
 )
 from distprivacy.commands._display import print_header, print_not_applicable
-from distprivacy.engines import Engine
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.mechanisms import Calibration
-from distprivacy.models import FModel
-from distprivacy.query import Query
-from distprivacy.spec import ProtectionSpec
-
-
-def _audit_all(
-    cals: list[Calibration],
-    model: FModel,
-    data: Engine,
-    spec: ProtectionSpec,
-    query: Query,
-    *,
-    samples_per_value: int,
-    attacks: list[str],
-    alpha: float,
-    random_state: int = 0,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[AuditResult]:
-    """Audit each calibration on the data (:func:`distprivacy.audit.audit_model`).
-
-    Each mechanism's samples and attacks draw from their own seed, derived from
-    ``random_state`` and the mechanism's name, so its audit does not depend on which others
-    are listed; ``progress(done, total)`` after each.
-    """
-    from distprivacy.audit import audit_model  # looked up at call time (tests replace it)
-
-    results = []
-    for k, cal in enumerate(cals):
-        derived = random_state + (zlib.crc32(cal.mechanism.encode()) << 32)
-        results.append(
-            audit_model(
-                cal,
-                model,
-                data,
-                spec,
-                query,
-                samples_per_value=samples_per_value,
-                attacks=attacks,
-                alpha=alpha,
-                rng=derived,
-            )
-        )
-        if progress is not None:
-            progress(k + 1, len(cals))
-    return results
 
 
 def _print_audit(console: Console, results: list[AuditResult]) -> None:
@@ -156,7 +107,7 @@ def audit(
     cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
     bar = LazyProgress("auditing", enabled=not p["as_json"])
     try:
-        results = _audit_all(
+        results = audit_calibrations(
             cals,
             model,
             data,

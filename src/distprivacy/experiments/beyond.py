@@ -159,7 +159,7 @@ def audit_table(repro: PaperReproduction) -> pd.DataFrame:
                     clean,
                     pair=spec.values,  # type: ignore[arg-type]
                     model_moments=moments,
-                    rng=repro.rng(f"audit/{name}/{rule}/{eps:g}"),
+                    random_state=repro.rng(f"audit/{name}/{rule}/{eps:g}"),
                 )
                 for a in res.attacks:
                     rows.append(

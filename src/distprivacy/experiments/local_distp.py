@@ -64,6 +64,7 @@ from distprivacy.local.mechanisms import (
 from distprivacy.local.utility import service_quality_loss
 from distprivacy.outputs import RunFolder, check_output_dir, write_csv
 from distprivacy.profiles import gdp_epsilon
+from distprivacy.randomness import check_random_state
 
 __all__ = ["COLORS", "DPI", "EXACT_LIMIT", "Settings", "run"]
 
@@ -211,7 +212,9 @@ def _tupling(
     statement in the report holds simultaneously with probability ≥ 1 − α.
     """
     m = g.size
-    gen = np.random.default_rng([seed, 2])  # the Monte-Carlo draws (a simulation)
+    gen = check_random_state(
+        np.random.SeedSequence([seed, 2]), secure=False
+    )  # the Monte-Carlo draws (a simulation)
     base_grid = np.geomspace(1.0, 14.0, st.base_grid).tolist()
     all_bases = [math.inf, *base_grid]
     sql = {eb: service_quality_loss(_base(m, eb), pi, g) for eb in {*all_bases, *st.bases}}

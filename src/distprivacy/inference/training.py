@@ -196,7 +196,7 @@ def _draw(seeds: list[int], sizes: tuple[int, ...], n: int, epochs: int, dtype) 
     base = np.arange(n, dtype=np.int64)
     perm = np.empty((epochs, n), dtype=np.int64)
     for k, s in enumerate(seeds):  # per-model generators: the only loop over models
-        gen = np.random.default_rng(s)
+        gen = check_random_state(s, secure=False)
         theta[k] = init_parameters(gen, sizes)
         perm[:] = base  # one permutation per epoch, in place (the same draws as
         gen.permuted(perm, axis=1, out=perm)  # gen.permuted(tile(arange(n)), axis=1))

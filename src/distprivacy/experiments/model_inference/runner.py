@@ -34,7 +34,7 @@ from distprivacy.outputs import (
     write_csv,
     write_text,
 )
-from distprivacy.randomness import RandomState
+from distprivacy.randomness import RandomState, check_random_state
 
 __all__ = [
     "attack_pair",
@@ -125,7 +125,7 @@ def attack_pair(
     for r in range(cfg.repetitions):
         add(PermutationInvariantNetwork(epochs=cfg.pin_epochs, random_state=seed + r), r)
     add(SortedWeightsMetaClassifier(random_state=seed), 0)
-    gen = np.random.default_rng(seed)
+    gen = check_random_state(seed, secure=False)
     half = cfg.n_query_blackbox // 2
     query = np.concatenate(
         [
@@ -313,7 +313,7 @@ def defence_frame(run: _Run) -> tuple[pd.DataFrame, dict[str, str], dict[str, An
     half = [p.n_models // 2 for p in vic]
     model_pops = tuple(p.subset(np.arange(h)) for p, h in zip(vic, half, strict=True))
     released = tuple(p.subset(np.arange(h, p.n_models)) for p, h in zip(vic, half, strict=True))
-    gen = np.random.default_rng([cfg.seed, 11])
+    gen = check_random_state(np.random.SeedSequence([cfg.seed, 11]), secure=False)
     test = run.game.splits.victim_test
     q_rows = test[gen.permutation(test.size)[: cfg.query_size]]
     stat = OutputStatistic(run.game.X[q_rows])
