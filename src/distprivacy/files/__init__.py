@@ -48,6 +48,7 @@ from distprivacy.files._schema import (
     validate,
 )
 from distprivacy.files._values import MAX_DEPTH, InvalidFileError, show
+from distprivacy.files._values import _Ctx as _Ctx  # the context a Custom node's function gets
 
 __all__ = [
     "MAX_DEPTH",
