@@ -22,7 +22,7 @@ RNG = np.random.default_rng(0)
 def captured(monkeypatch) -> list[dict]:
     """What each figure held when it was saved: its visible axes and all legend labels."""
     seen: list[dict] = []
-    save = figures._save
+    save = figures._style._save  # every figure is written through it
 
     def spy(fig, path):
         legends = [*fig.legends, *(a.get_legend() for a in fig.axes if a.get_legend())]
@@ -34,7 +34,7 @@ def captured(monkeypatch) -> list[dict]:
         )
         return save(fig, path)
 
-    monkeypatch.setattr(figures, "_save", spy)
+    monkeypatch.setattr(figures._style, "_save", spy)
     return seen
 
 

@@ -4,5 +4,9 @@
   data frames;
 * :mod:`~distprivacy.experiments.figures` — the PNGs;
 * :mod:`~distprivacy.experiments.report` — the markdown report beside the paper's numbers;
-* :mod:`~distprivacy.experiments.reproduce` — the command's runner.
+* :mod:`~distprivacy.experiments.reproduce` — the command's runner, and the other papers'
+  reproductions by target name;
+* :mod:`~distprivacy.experiments._run` — the tail every reproduction shares
+  (:func:`~distprivacy.experiments._run.write_run`: tables, figures, report, timings and
+  manifest written into the run folder).
 """

@@ -114,7 +114,9 @@ class PaperReproduction:
         self.query = Query.parse(ADULT_DEFAULT_STATISTICS)
         self.model = cache(self._model)
         self._attack_cache: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._calibrations: dict[tuple, Calibration] = {}
+        # key -> (model, calibration): the entry holds its model, so that the model's id() in
+        # the key cannot be reused by a later model (the protocol's models are transient).
+        self._calibrations: dict[tuple, tuple[MonteCarloModel, Calibration]] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -153,8 +155,9 @@ class PaperReproduction:
         when the exact rule enforces it). Calibrations are cached per model."""
         check = profile or (rule == "exact" and covariances == "fitted")
         key = (name, float(epsilon), float(delta), rule, covariances, check, id(model))
-        if key in self._calibrations:
-            return self._calibrations[key]
+        hit = self._calibrations.get(key)
+        if hit is not None and hit[0] is model:
+            return hit[1]
         # The paper's metric is the raw E‖Z‖₂: OptM-G minimises it (utility "l2").
         kw = {"covariances": covariances, "check_profile": check, "utility": "l2"}
         if name == "DP-G":
@@ -165,7 +168,7 @@ class PaperReproduction:
                 cal = cls(epsilon, delta, rule, **kw).calibrate(model)
             else:
                 cal = cls(epsilon, delta if cls.uses_delta else 0.0, rule).calibrate(model)
-        self._calibrations[key] = cal
+        self._calibrations[key] = (model, cal)
         return cal
 
     def _l2_rows(

@@ -5,24 +5,26 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
 from distprivacy.experiments import beyond
+from distprivacy.experiments._run import write_run
+from distprivacy.experiments.attribute_privacy import run as run_attribute_privacy
+from distprivacy.experiments.local_distp import run as run_local_distp
+from distprivacy.experiments.model_inference import run as run_model_inference
 from distprivacy.experiments.paper import Config, PaperReproduction
 from distprivacy.experiments.report import build_report
 from distprivacy.outputs import (
-    RunFolder,
     atomic_write,
     check_output_dir,
     check_output_file,
     write_csv,
-    write_text,
 )
 
 TARGETS = (
@@ -36,13 +38,28 @@ TARGETS = (
     "audit",
 )
 
-#: Reproductions of the other papers: target name -> module with a ``run`` function
-#: ``run(out_dir, *, quick, seed, data_dir, progress) -> {"report": Path, "timings": dict}``
-#: writing its CSVs, PNGs and ``report.md`` into ``out_dir`` (the CLI passes ``OUT/<target>``).
-EXTRA_TARGETS: dict[str, str] = {
-    "attribute-privacy": "distprivacy.experiments.attribute_privacy",
-    "local-distp": "distprivacy.experiments.local_distp",
-    "model-inference": "distprivacy.experiments.model_inference",
+
+class Reproduction(Protocol):
+    """The entry point of another paper's reproduction: writes its CSVs, PNGs and
+    ``report.md`` into ``out_dir`` (the CLI passes ``OUT/<target>``) and returns
+    ``{"report": Path, "timings": dict, ...}``."""
+
+    def __call__(
+        self,
+        out_dir: Path,
+        *,
+        quick: bool,
+        seed: int,
+        data_dir: str | None,
+        progress: Callable[[str], None],
+    ) -> dict[str, Any]: ...
+
+
+#: Reproductions of the other papers: target name -> its ``run`` function.
+EXTRA_TARGETS: dict[str, Reproduction] = {
+    "attribute-privacy": run_attribute_privacy,
+    "local-distp": run_local_distp,
+    "model-inference": run_model_inference,
 }
 
 ALL_TARGETS = (*TARGETS, *EXTRA_TARGETS)
@@ -79,12 +96,9 @@ def run_extra(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run one of :data:`EXTRA_TARGETS`, writing into ``out_dir``."""
-    import importlib
-
     if name not in EXTRA_TARGETS:
         raise DistPrivacyError(f"unknown target {name!r}; choose from {', '.join(EXTRA_TARGETS)}")
-    module = importlib.import_module(EXTRA_TARGETS[name])
-    return module.run(
+    return EXTRA_TARGETS[name](
         Path(out_dir), quick=quick, seed=seed, data_dir=data_dir, progress=progress or _ignore
     )
 
@@ -218,13 +232,10 @@ def reproduce(
     timings["setup"] = time.perf_counter() - t0
     with warnings.catch_warnings():
         # The paper applies the classic rule at every ε; the report states the caveat once.
-        warnings.filterwarnings("ignore", message=r".*classic rule.*")
+        warnings.filterwarnings("ignore", category=ClassicRuleWarning)
         frames = compute(repro, names, timings)
-    t1 = time.perf_counter()
-    with RunFolder(out, command, clear=("report.md", report.resolve())):
-        pngs = write_outputs(frames, out, report.parent)
-        timings["plots"] = time.perf_counter() - t1
-        timings["total"] = time.perf_counter() - t0
+
+    def report_text(pngs: Mapping[str, Any]) -> str:
         header = {
             "command": command,
             "seconds": timings["total"],
@@ -235,6 +246,17 @@ def reproduce(
             "model": f"{cfg.model_samples:,} Monte-Carlo subsets per θ with "
             f"{'exact finite-population' if cfg.moments == 'exact' else 'sample'} moments",
         }
-        write_text(report, build_report(frames, pngs, header))
-        write_csv(pd.Series(timings, name="seconds"), out / "timings.csv")
-    return {"frames": frames, "timings": timings, "report": report}
+        return build_report(frames, pngs, header)
+
+    result = write_run(
+        out,
+        command,
+        timings=timings,
+        started=t0,
+        figures=lambda folder: write_outputs(frames, folder, report.parent),
+        report=report_text,
+        report_path=report,
+        stage="plots",
+        clear=("report.md", report.resolve()),
+    )
+    return {"frames": frames, **result}

@@ -55,14 +55,36 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike
-from scipy.optimize import linear_sum_assignment
-from scipy.sparse.csgraph import maximum_flow
 
+from distprivacy.distances._inputs import (
+    _BYTES_PER_PAIR,
+    _FLOW_BYTES_PER_PAIR,
+    _FLOW_LIMIT,
+    _QUANTILE_LIMIT,
+    _as_points,
+    _check_delta,
+    _check_limit,
+    _check_memory,
+    _Masses,
+    _masses,
+    _prepare,
+    _required_units,
+    _total,
+    _winf_1d,
+)
+from distprivacy.distances._matching import (
+    _assignment_matching,
+    _augment,
+    _flow_value,
+    _matched_quantile,
+    _movable_mass,
+    _nearest_lower_bound,
+    _pairwise_l1,
+    _smallest_feasible,
+)
 from distprivacy.exceptions import DistPrivacyError
 
 __all__ = ["MEMORY_LIMIT", "are_close", "closeness_radii", "closeness_radius", "wasserstein_inf"]
@@ -72,357 +94,17 @@ MEMORY_LIMIT = 2 << 30
 
 ProgressCallback = Callable[[int, int], None]
 
-_MAX_DENOMINATOR = 10**6  # weights are read as rationals with at most this denominator
-_WEIGHT_RTOL = 1e-12  # a weight may differ from its rational reading by this relative amount
-_FLOW_LIMIT = 2**31 - 1  # scipy's max-flow uses int32 capacities
-_QUANTILE_LIMIT = 2**62  # exact int64 cumulative sums in the 1-D quantile path
-_DELTA_MAX_DENOMINATOR = 10**12  # delta is read as the nearest rational, e.g. 0.3 -> 3/10
-# float64 distances + float64 0/1 assignment costs + boolean masks and selection temporaries
-_BYTES_PER_PAIR = 32
-# float64 distances + candidate copy, or a dense graph's edge lists (int64 and int32) for max flow
-_FLOW_BYTES_PER_PAIR = 64
 _AUGMENT_MAX = 24  # deficits up to this are closed by augmenting paths, larger ones bisected
 _EXPAND_FACTOR = 2  # integer masses totalling ≤ this × atoms are split into unit atoms
 
-# (integer mass of each x-atom, integer mass of each y-atom); None means "uniform, N == M".
-_Masses = tuple[np.ndarray, np.ndarray] | None
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation
-# ---------------------------------------------------------------------------------------------
-
-
-def _as_points(values: ArrayLike, name: str) -> np.ndarray:
-    """A finite float array of shape (N,) or (N, m) with N, m ≥ 1."""
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DistPrivacyError(
-            f"{name} must be a numeric array of shape (N,) or (N, m); convert it to numbers"
-        ) from exc
-    if arr.ndim not in (1, 2):
-        raise DistPrivacyError(
-            f"{name} has shape {arr.shape}; pass samples as an array of shape (N,) or (N, m)"
-        )
-    if arr.size == 0:
-        raise DistPrivacyError(f"{name} is empty (shape {arr.shape}); pass at least one sample")
-    if not np.isfinite(arr).all():
-        raise DistPrivacyError(f"{name} contains NaN or infinite values; drop or replace them")
-    return arr
-
-
-def _as_weights(weights: ArrayLike | None, n: int, name: str) -> np.ndarray | None:
-    """Validated non-negative weights (one per point, positive sum), or None for uniform."""
-    if weights is None:
-        return None
-    try:
-        w = np.asarray(weights, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise DistPrivacyError(f"{name} must be a 1-D array of numbers, one per point") from exc
-    if w.ndim != 1 or w.shape[0] != n:
-        raise DistPrivacyError(
-            f"{name} has shape {w.shape} but there are {n} points; pass one weight per point"
-        )
-    if not np.isfinite(w).all():
-        raise DistPrivacyError(f"{name} contains NaN or infinite values; pass finite weights")
-    if (w < 0).any():
-        raise DistPrivacyError(f"{name} has negative entries; weights must be non-negative")
-    if not w.sum() > 0:
-        raise DistPrivacyError(f"{name} are all zero; give at least one point a positive weight")
-    return w
-
-
-def _check_delta(delta: float) -> float:
-    try:
-        d = float(delta)
-    except (TypeError, ValueError) as exc:
-        raise DistPrivacyError(f"delta must be a number in [0, 1), got {delta!r}") from exc
-    if not 0.0 <= d < 1.0:
-        raise DistPrivacyError(f"delta must be in [0, 1), got {delta!r}; use 0 for exact W∞")
-    return d
-
-
-def _prepare(
-    x: ArrayLike, y: ArrayLike, x_weights: ArrayLike | None, y_weights: ArrayLike | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, bool]:
-    """Validate inputs; return (X, Y) as (N, m), (M, m) arrays of positive-weight atoms, their
-    weights (None = uniform) and whether both inputs were 1-D arrays."""
-    xa, ya = _as_points(x, "x"), _as_points(y, "y")
-    one_d = xa.ndim == 1 and ya.ndim == 1
-    X, Y = xa.reshape(xa.shape[0], -1), ya.reshape(ya.shape[0], -1)
-    if X.shape[1] != Y.shape[1]:
-        raise DistPrivacyError(
-            f"x has dimension {X.shape[1]} but y has dimension {Y.shape[1]}; "
-            "both must hold samples of the same statistic F in R^m"
-        )
-    xw = _as_weights(x_weights, X.shape[0], "x_weights")
-    yw = _as_weights(y_weights, Y.shape[0], "y_weights")
-    if xw is not None:
-        X, xw = X[xw > 0], xw[xw > 0]
-    if yw is not None:
-        Y, yw = Y[yw > 0], yw[yw > 0]
-    return X, Y, xw, yw, one_d
-
-
-# ---------------------------------------------------------------------------------------------
-# Exact integer masses
-# ---------------------------------------------------------------------------------------------
-
-
-def _as_fraction(value: float, name: str) -> Fraction:
-    frac = Fraction(value).limit_denominator(_MAX_DENOMINATOR)
-    if frac <= 0 or abs(value - frac.numerator / frac.denominator) > _WEIGHT_RTOL * value:
-        raise DistPrivacyError(
-            f"{name} has weight {value!r}, which is not a rational with denominator ≤ 1e6; "
-            "weights must be rational with denominator ≤ 1e6; pass integer counts instead"
-        )
-    return frac
-
-
-def _integer_weights(w: np.ndarray | None, n: int, name: str) -> tuple[list[int], np.ndarray]:
-    """Coprime integers proportional to ``w``: (distinct values, index of each atom's value)."""
-    if w is None:
-        return [1], np.zeros(n, dtype=np.intp)
-    values, inverse = np.unique(w, return_inverse=True)
-    fracs = [_as_fraction(v, name) for v in values.tolist()]
-    lcm = math.lcm(*(f.denominator for f in fracs))
-    ints = [f.numerator * (lcm // f.denominator) for f in fracs]
-    g = math.gcd(*ints)
-    return [i // g for i in ints], inverse.reshape(-1)
-
-
-def _masses(xw: np.ndarray | None, yw: np.ndarray | None, n: int, k: int, limit: int) -> _Masses:
-    """Exact integer masses of the two distributions with equal totals (None when both are
-    uniform with the same number of atoms)."""
-    ux, ix = _integer_weights(xw, n, "x_weights")
-    uy, iy = _integer_weights(yw, k, "y_weights")
-    if n == k and ux == [1] and uy == [1]:
-        return None
-    P = sum(v * int(c) for v, c in zip(ux, np.bincount(ix, minlength=len(ux)), strict=True))
-    Q = sum(v * int(c) for v, c in zip(uy, np.bincount(iy, minlength=len(uy)), strict=True))
-    g = math.gcd(P, Q)
-    sx, sy = Q // g, P // g
-    total = P * sx
-    if total > limit:
-        raise DistPrivacyError(
-            f"exact integer masses need a total of {total}, above the limit {limit}; "
-            "use equal sample sizes, or integer counts with a smaller lcm of totals"
-        )
-    a = np.array(ux, dtype=np.int64)[ix] * sx
-    b = np.array(uy, dtype=np.int64)[iy] * sy
-    return a, b
-
-
-def _required_units(delta: float, total: int) -> int:
-    """Smallest integer mass ≥ (1 − δ)·total (at least 1), exact for decimal δ such as 0.1."""
-    d = Fraction(delta).limit_denominator(_DELTA_MAX_DENOMINATOR)
-    return max(1, math.ceil((1 - d) * total))
-
-
-def _total(masses: _Masses, n: int) -> int:
-    return n if masses is None else int(masses[0].sum())
-
-
-# ---------------------------------------------------------------------------------------------
-# 1-D: sorted samples / quantile functions
-# ---------------------------------------------------------------------------------------------
-
-
-def _winf_1d(xs: np.ndarray, ys: np.ndarray, masses: _Masses) -> float:
-    """Exact W∞ on the line via the monotone coupling: sup_u |F⁻¹(u) − G⁻¹(u)|."""
-    if masses is None:
-        return float(np.max(np.abs(np.sort(xs) - np.sort(ys))))
-    a, b = masses
-    ox, oy = np.argsort(xs, kind="stable"), np.argsort(ys, kind="stable")
-    A, B = np.cumsum(a[ox]), np.cumsum(b[oy])
-    # On each interval (c_{k-1}, c_k] between merged breakpoints both quantile functions are
-    # constant, equal to the first atom whose cumulative mass reaches c_k.
-    cuts = np.union1d(A, B)
-    ix = np.searchsorted(A, cuts, side="left")
-    iy = np.searchsorted(B, cuts, side="left")
-    return float(np.max(np.abs(xs[ox][ix] - ys[oy][iy])))
-
-
-# ---------------------------------------------------------------------------------------------
-# Memory
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_limit(memory_limit: int) -> int:
-    if isinstance(memory_limit, bool) or not isinstance(memory_limit, int | np.integer):
-        raise DistPrivacyError(
-            f"memory_limit must be a positive number of bytes, got {memory_limit!r}"
-        )
-    if memory_limit < 1:
-        raise DistPrivacyError(f"memory_limit must be positive, got {memory_limit!r}")
-    return int(memory_limit)
-
-
-def _gib(n_bytes: int) -> str:
-    return f"{n_bytes / 2**30:,.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.1f} MiB"
-
-
-def _check_memory(n: int, k: int, limit: int, per_pair: int = _BYTES_PER_PAIR) -> None:
-    """Refuse, before allocating, a bottleneck search whose arrays exceed ``limit`` bytes."""
-    need = n * k * per_pair
-    if need > limit:
-        raise DistPrivacyError(
-            f"the bottleneck search between {n:,} and {k:,} atoms needs {_gib(need)} "
-            f"({per_pair} bytes per pair of atoms), above the memory limit of "
-            f"{_gib(limit)}; use fewer samples (at most {math.isqrt(limit // per_pair):,} "
-            "a side) or raise memory_limit"
-        )
+# Validation, exact masses, the 1-D path and the memory bound live in ``_inputs``; the matching
+# and flow primitives in ``_matching``. The searches below read ``_AUGMENT_MAX`` and
+# ``_EXPAND_FACTOR`` from this module (tests vary them).
 
 
 # ---------------------------------------------------------------------------------------------
 # Bottleneck search on the bipartite graph of pairs within distance t
 # ---------------------------------------------------------------------------------------------
-
-
-def _pairwise_l1(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """(N, M) matrix of ||X_i − Y_j||_1, accumulated one coordinate at a time (memory 2·N·M).
-
-    Float addition of non-negative terms is monotone, so every entry is ≥ each coordinate's
-    ``|X_ik − Y_jk|`` exactly as computed, which keeps the marginal lower bounds valid in floats.
-    """
-    D = np.abs(np.subtract.outer(X[:, 0], Y[:, 0]))
-    if X.shape[1] > 1:
-        tmp = np.empty_like(D)
-        for k in range(1, X.shape[1]):
-            np.subtract.outer(X[:, k], Y[:, k], out=tmp)
-            np.abs(tmp, out=tmp)
-            D += tmp
-    return D
-
-
-def _nearest_lower_bound(D: np.ndarray, masses: _Masses, need: int) -> float:
-    """Certified lower bound on the smallest t with ``need`` units of mass within distance t.
-
-    An atom whose nearest atom on the other side is further than t moves none of its mass
-    within t; so the atoms with nearest distance > t hold at most ``total − need`` units. The
-    bound is the smallest t for which that holds, on either side (all atoms have positive mass).
-    """
-    slack = _total(masses, D.shape[0]) - need  # units that may stay further than t
-    lb = 0.0
-    for axis in (1, 0):
-        nearest = D.min(axis=axis)
-        if masses is None:  # unit masses: the (slack + 1)-th largest nearest distance
-            kth = nearest.size - 1 - slack
-            lb = max(lb, float(np.partition(nearest, kth)[kth]))
-            continue
-        order = np.argsort(-nearest, kind="stable")
-        over = int(np.searchsorted(np.cumsum(masses[1 - axis][order]), slack, side="right"))
-        if over < nearest.size:
-            lb = max(lb, float(nearest[order[over]]))
-    return lb
-
-
-def _assignment_matching(D: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
-    """A maximum matching of G_t = {(i, j) : D_ij ≤ t} for square D, as (row → column,
-    column → row) arrays with −1 for unmatched atoms.
-
-    One linear assignment on the 0/1 costs ``[D > t]``: a perfect assignment with the fewest
-    pairs outside G_t keeps a maximum matching of G_t (any matching of G_t extends to a perfect
-    assignment in the complete graph). Unlike Hopcroft–Karp it stays fast on dense graphs one
-    edge short of a perfect matching.
-    """
-    cost = np.greater(D, t).astype(np.float64)
-    rows, cols = linear_sum_assignment(cost)
-    inside = cost[rows, cols] == 0.0
-    row_match = np.full(D.shape[0], -1, dtype=np.intp)
-    col_match = np.full(D.shape[1], -1, dtype=np.intp)
-    row_match[rows[inside]] = cols[inside]
-    col_match[cols[inside]] = rows[inside]
-    return row_match, col_match
-
-
-def _matched_quantile(D: np.ndarray, row_match: np.ndarray, need: int) -> float:
-    """The ``need``-th smallest distance over the matched pairs: the bottleneck of the best
-    ``need`` pairs of the matching, a value the matching certifiably achieves."""
-    rows = np.flatnonzero(row_match >= 0)
-    d = D[rows, row_match[rows]]
-    return float(np.partition(d, need - 1)[need - 1])
-
-
-def _augment(
-    D: np.ndarray, t: float, row_match: np.ndarray, col_match: np.ndarray, want: int
-) -> tuple[float, int]:
-    """Grow the matching (a subset of G_t) along minimax augmenting paths, in place.
-
-    A Dijkstra search from every unmatched row at once labels each column with the smallest
-    possible largest edge on an alternating path reaching it (labels below t count as t: those
-    edges are free). The first level at which an unmatched column is reached is the smallest t'
-    ≥ t for which G_t' holds a larger matching (Berge: a matching is maximum iff it has no
-    augmenting path). All columns reachable at that level are collected and up to ``want``
-    vertex-disjoint paths among them applied.
-
-    Returns
-    -------
-    (t', applied) : tuple of float and int
-        The new threshold and the number of paths applied (≥ 1).
-
-    Notes
-    -----
-    O(N·M) element operations: each matched row is expanded once, as part of a batch.
-    """
-    k = D.shape[1]
-    cols = np.arange(k)
-    free_rows = np.flatnonzero(row_match < 0)
-    block = D[free_rows]
-    best = block.argmin(axis=0)
-    label = np.maximum(block[best, cols], t)
-    pred = free_rows[best]
-    scanned = np.zeros(k, dtype=bool)
-    while True:
-        level = float(label.min())
-        if not math.isfinite(level):  # every column scanned: no augmenting path exists
-            raise DistPrivacyError("internal error: no augmenting path; please report this")
-        ends: list[np.ndarray] = []
-        while True:  # breadth-first closure of the columns reachable at this level
-            batch = np.flatnonzero(label <= level)
-            if batch.size == 0:
-                break
-            scanned[batch] = True
-            label[batch] = np.inf
-            rows = col_match[batch]
-            ends.append(batch[rows < 0])
-            rows = rows[rows >= 0]
-            if rows.size == 0:
-                continue
-            block = D[rows]
-            best = block.argmin(axis=0)
-            new = np.maximum(block[best, cols], level)
-            better = ~scanned & (new < label)
-            label[better] = new[better]
-            pred[better] = rows[best[better]]
-        reached = np.concatenate(ends)
-        if reached.size:
-            break
-    used: set[int] = set()
-    applied = 0
-    for end in reached.tolist():
-        path: list[tuple[int, int]] = []
-        col = end
-        while True:
-            row = int(pred[col])
-            if row in used:
-                path = []
-                break
-            path.append((row, col))
-            col = int(row_match[row])
-            if col < 0:
-                break
-        if not path:
-            continue
-        for row, col in path:
-            used.add(row)
-            row_match[row] = col
-            col_match[col] = row
-        applied += 1
-        if applied == want:
-            break
-    return level, applied
 
 
 def _bottleneck_matching(D: np.ndarray, need: int, lb: float) -> float:
@@ -454,58 +136,6 @@ def _bottleneck_matching(D: np.ndarray, need: int, lb: float) -> float:
         t, applied = _augment(D, t, row_match, col_match, need - size)
         size += applied
     return _matched_quantile(D, row_match, need)
-
-
-def _flow_value(mask: np.ndarray, a: np.ndarray, b: np.ndarray) -> int:
-    """Maximum integer mass movable along allowed pairs: source → x-atoms (capacity a) →
-    allowed pairs (unbounded) → y-atoms (capacity b) → sink (Dinic)."""
-    n, k = mask.shape
-    total = int(a.sum())
-    sink = n + k + 1
-    # Rows in order: source, x-atoms 1..n, y-atoms n+1..n+k, sink (no out-edges).
-    per_row = np.concatenate(([n], np.count_nonzero(mask, axis=1), np.ones(k, dtype=np.int64), [0]))
-    indptr = np.zeros(n + k + 3, dtype=np.int64)
-    np.cumsum(per_row, out=indptr[1:])
-    rows_cols = np.nonzero(mask)[1]
-    indices = np.concatenate((np.arange(1, n + 1), rows_cols + n + 1, np.full(k, sink)))
-    data = np.concatenate((a, np.full(rows_cols.size, total, dtype=np.int64), b))
-    graph = sp.csr_array(
-        (data.astype(np.int32), indices.astype(np.int32), indptr.astype(np.int32)),
-        shape=(n + k + 2, n + k + 2),
-    )
-    return int(maximum_flow(graph, 0, sink).flow_value)
-
-
-def _movable_mass(D: np.ndarray, t: float, masses: _Masses) -> int:
-    """Largest coupling mass (in integer units) on pairs with distance ≤ t."""
-    if masses is None:
-        return int(np.count_nonzero(_assignment_matching(D, t)[0] >= 0))
-    return _flow_value(D <= t, *masses)
-
-
-def _smallest_feasible(candidates: np.ndarray, feasible: Callable[[float], bool]) -> float:
-    """Smallest candidate (sorted ascending, last one feasible) for which ``feasible`` holds.
-
-    Gallops up from the smallest candidate (probes 0, 4, 20, 84, ...) before bisecting, so that
-    most probes are near the answer, where the graphs are sparse and the solvers fast.
-    """
-    lo, hi = 0, candidates.size - 1
-    step = 1
-    while lo < hi:  # invariant: candidates below lo are infeasible, candidates[hi] is feasible
-        probe = lo + step - 1
-        if probe >= hi:
-            break
-        if feasible(float(candidates[probe])):
-            hi = probe
-            break
-        lo, step = probe + 1, 4 * step
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if feasible(float(candidates[mid])):
-            hi = mid
-        else:
-            lo = mid + 1
-    return float(candidates[lo])
 
 
 def _bottleneck(

