@@ -118,7 +118,7 @@ def test_target_without_a_column_is_refused(scenario, capsys, tmp_path):
     df = pd.read_csv(target).drop(columns=["age"])
     short = tmp_path / "short.csv"
     df.to_csv(short, index=False)
-    rc, out, err = run(capsys, "release", "--plan", plan_path, "--target", short)
+    rc, _, err = run(capsys, "release", "--plan", plan_path, "--target", short)
     one_line_error(rc, err, "age")
     rc, _, err = run(capsys, "release", "--plan", plan_path, "--target", target, "--epsilon", "2")
     one_line_error(rc, err, "--epsilon")

@@ -30,6 +30,7 @@ from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.mechanisms.group_dp import GroupDPGaussian
 from distprivacy.models import MonteCarloModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
 
 #: The two sensitive properties of §5.1.
@@ -122,7 +123,8 @@ class PaperReproduction:
 
     def rng(self, name: str) -> np.random.Generator:
         """The generator of one stage: seeded by (seed, CRC-32 of the stage's name)."""
-        return np.random.default_rng([self.config.seed, zlib.crc32(name.encode())])
+        seq = np.random.SeedSequence([self.config.seed, zlib.crc32(name.encode())])
+        return check_random_state(seq, secure=False)
 
     def spec(self, prop: str, delta_p: float) -> ProtectionSpec:
         lo, hi = round(0.5 - delta_p / 2, 10), round(0.5 + delta_p / 2, 10)

@@ -134,7 +134,7 @@ def read_npz(
                 EOFError,
                 OSError,
                 ValueError,
-                NotImplementedError,
+                RuntimeError,  # NotImplementedError (an unsupported compression) included
                 MemoryError,
             ) as e:
                 raise InvalidFileError(
