@@ -308,7 +308,7 @@ def test_adult_acceptance(adult_model, eps, bound):
 
 
 def _check_against_mc(model: GaussianModel, cal, eps: float) -> float:
-    profile = cal.accounting["unequal_covariance"]
+    profile = cal.accounting.unequal
     assert profile is not None and "failed" not in profile
     reported = profile["delta_at_epsilon"]
     mc = mc_profile(model, cal.noise_covariance, (eps, 0.0))
@@ -348,7 +348,7 @@ def test_unequal_covariances_pooled_reports_shortfall(seed):
         # ... and reports the true profile of the unequal fits.
         reported = _check_against_mc(model, cal, eps)
         assert cal.delta_achieved == pytest.approx(
-            max(reported, cal.accounting["shared_covariance"]["delta_at_epsilon"])
+            max(reported, cal.accounting.shared.delta_at_epsilon)
         )
         if reported > DELTA * (1 + 1e-9):
             exceeded += 1
@@ -419,4 +419,4 @@ def test_bad_covariance_mode_and_profile_switch():
     S = np.eye(2)
     model = GaussianModel(["a", "b"], [[0.0, 0.0], [1.0, 0.0]], [S, 2 * S], [("a", "b")])
     cal = DauM(1.0, DELTA, "exact", covariances="pooled", check_profile=False).calibrate(model)
-    assert cal.accounting["unequal_covariance"] is None
+    assert cal.accounting.unequal is None

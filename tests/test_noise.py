@@ -100,7 +100,7 @@ def test_sampled_noise_matches_calibrated_scale_and_a_wrong_scale_is_caught(fact
     scales = np.array([1.0, 4.0, 10.0])
     claimed = NoiseDistribution("gaussian", V, scales)
     actual = NoiseDistribution("gaussian", V, scales * factor)
-    Z = actual.sample(100_000, rng=5)
+    Z = actual.sample(100_000, random_state=5)
     coords = Z @ V
     results = [_variance_ratio_ok(coords[:, k], claimed.scales[k] ** 2) for k in range(3)]
     assert all(results) if ok else not any(results)

@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.guarantee import Release
+from distprivacy.mechanisms._accounting import GaussianAccounting, SharedCovariance
 from distprivacy.mechanisms.adversarial import DauM, EigenvectorGaussian, NoNoise, daum_variance
-from distprivacy.mechanisms.base import Calibration, Mechanism, Release, delta_e
+from distprivacy.mechanisms.base import Calibration, Mechanism, delta_e
 from distprivacy.mechanisms.expected_value import (
     DirectionalGaussian,
     DirectionalLaplace,
@@ -183,6 +185,7 @@ __all__ = [
     "EigenvectorGaussian",
     "ExpectedValueGaussian",
     "ExpectedValueLaplace",
+    "GaussianAccounting",
     "GaussianMechanism",
     "GroupDPGaussian",
     "GroupDPLaplace",
@@ -190,6 +193,7 @@ __all__ = [
     "NoNoise",
     "OptimalGaussian",
     "Release",
+    "SharedCovariance",
     "WassersteinMechanism",
     "calibrate_all",
     "daum_variance",
