@@ -15,7 +15,7 @@ from distprivacy.accounting import (
     corollary_a2_holds,
     pair_mahalanobis,
 )
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms import (
     MECHANISMS,
     DauM,
@@ -64,12 +64,12 @@ def test_section_4_3_worked_example():
 
 def test_classic_c_and_the_eps_ge_1_caveat():
     assert classic_c(1e-3) == pytest.approx(math.sqrt(2 * math.log(1250)))
-    with pytest.warns(UserWarning, match="proven only for ε < 1"):
+    with pytest.warns(ClassicRuleWarning, match="proven only for ε < 1"):
         warnings.simplefilter("always")
         cal = make_mechanism("ExpM-G", 1.0, DELTA, "classic").calibrate(example_43())
-    assert any("ε < 1" in w for w in cal.warnings)
+    assert any(w.category is ClassicRuleWarning and "ε < 1" in w for w in cal.warnings)
     cal = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(example_43())
-    assert not any("ε < 1" in w for w in cal.warnings)
+    assert not any(w.category is ClassicRuleWarning for w in cal.warnings)
 
 
 def random_model(seed: int, m: int = 4, T: int = 3, equal_cov: bool = True) -> GaussianModel:

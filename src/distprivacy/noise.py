@@ -134,13 +134,16 @@ class NoiseDistribution:
                 f"noise scales must be finite and non-negative, got {bad:g} (the scale "
                 "overflowed double precision: epsilon too small or the statistics too large)"
             )
-        object.__setattr__(self, "basis", V)
+        # One memory layout (column-major, the one of the factors below): a matrix product's
+        # last bits may depend on it, and a noise read back from plain data must draw the
+        # same numbers bit for bit.
+        object.__setattr__(self, "basis", np.asfortranarray(V))
         object.__setattr__(self, "scales", s)
         if self.factor is not None:
             F = np.atleast_2d(np.asarray(self.factor, dtype=float))
             if self.family != "gaussian" or F.shape[0] != V.shape[0] or not np.isfinite(F).all():
                 raise DistPrivacyError("a noise factor must be a finite m×r matrix (Gaussian)")
-            object.__setattr__(self, "factor", F)
+            object.__setattr__(self, "factor", np.asfortranarray(F))
 
     @classmethod
     def none(cls, m: int) -> NoiseDistribution:

@@ -543,7 +543,7 @@ class GaussianMechanism(Mechanism):
             if by_rule:
                 emit.append(shortfall)
         for w in emit:
-            w.emit(stacklevel=4)
+            w.emit(stacklevel=3)  # at the caller of Mechanism.calibrate
         if not self.checks_model_profile:
             basis = self.basis
         elif enforce and check:
