@@ -30,7 +30,6 @@ from distprivacy.mechanisms import (
     make_mechanism,
 )
 from distprivacy.models import fit_model
-from distprivacy.noise import NoiseDistribution
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
 
@@ -240,6 +239,9 @@ def test_from_dict_is_strict(calibrations):
         ({**raw, "guarantee": {**raw["guarantee"], "delta": 1e-9}}, "does not match"),
         ({**raw, "accounting": {**raw["accounting"], "extra": 0}}, "unknown key"),
         ({**raw, "noise": {**raw["noise"], "family": "cauchy"}}, "family"),
+        ({**raw, "epsilon": "abc"}, "malformed"),
+        ({**raw, "n": 2.5}, "n must be"),
+        ({**raw, "statistics": ["", "x"]}, "non-empty"),
         ("text", "must be an object"),
     ]
     for doc, what in bad:
@@ -257,20 +259,3 @@ def test_non_gaussian_accounting_is_empty(calibrations):
         assert cal.delta_achieved == cal.delta
         e = math.exp(cal.epsilon)
         assert cal.max_attack_accuracy == (e + cal.delta) / (1 + e)
-
-
-def test_noise_round_trip_keeps_the_factor():
-    cov = np.array([[4.0, 1.0e3], [1.0e3, 1.0e6]]) + np.diag([0.0, 5.0])
-    for noise in (
-        NoiseDistribution.gaussian_from_covariance(cov),
-        NoiseDistribution.isotropic("laplace", 3, 0.5),
-        NoiseDistribution.none(2),
-    ):
-        raw = json.loads(dumps_json(noise.to_dict()))
-        back = NoiseDistribution.from_dict(raw)
-        assert back.family == noise.family
-        assert np.array_equal(back.covariance, noise.covariance)
-        assert (back.factor is None) == (noise.factor is None)
-        np.testing.assert_array_equal(back.sample(4, 3), noise.sample(4, 3))
-    with pytest.raises(DistPrivacyError, match="unknown key"):
-        NoiseDistribution.from_dict({**noise.to_dict(), "seed": 1})

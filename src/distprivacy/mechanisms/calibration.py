@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from distprivacy._json import jsonable, number
-from distprivacy.accounting import check_delta, check_number, check_vector
+from distprivacy.accounting import check_delta, check_int, check_number, check_vector
 from distprivacy.exceptions import WARNING_CODES, DistPrivacyError, ExactReleaseError, Notice
-from distprivacy.guarantee import Guarantee, Release
+from distprivacy.guarantee import Guarantee, Release, check_names
 from distprivacy.mechanisms._accounting import GaussianAccounting
 from distprivacy.noise import NoiseDistribution
 from distprivacy.randomness import RandomState, check_random_state, is_secure
@@ -415,8 +415,9 @@ class Calibration:
         Parameters
         ----------
         raw : mapping
-            What :meth:`to_dict` wrote. Unknown keys are refused; the derived entries (noise
-            covariance, errors, μ, ``guarantee``, ...) must agree with the rebuilt calibration.
+            What :meth:`to_dict` wrote. Unknown keys are refused; the noise covariance and the
+            ``guarantee`` written must be those of the rebuilt calibration (the other derived
+            entries are recomputed). ``details`` come back as plain data (lists, not arrays).
         query : Query, optional
             The query F, so that :meth:`release` takes a dataset (not part of the plain data).
         n : int, optional
@@ -425,7 +426,18 @@ class Calibration:
         Raises
         ------
         DistPrivacyError
+            One line naming what is wrong.
         """
+        try:
+            return cls._from_plain(raw, query, n)
+        except DistPrivacyError:
+            raise
+        except (TypeError, ValueError, KeyError) as e:
+            first = (str(e).splitlines() or [type(e).__name__])[0]
+            raise DistPrivacyError(f"a calibration's plain data is malformed ({first})") from None
+
+    @classmethod
+    def _from_plain(cls, raw: Mapping[str, Any], query: Any, n: int | None) -> Calibration:
         if not isinstance(raw, Mapping):
             raise DistPrivacyError(f"a calibration must be an object, got {type(raw).__name__}")
         extra = sorted(map(str, set(raw) - set(_KEYS)))
@@ -455,7 +467,7 @@ class Calibration:
             noise=NoiseDistribution.from_dict(
                 {**raw["noise"], "covariance": raw.get("noise_covariance")}
             ),
-            statistic_names=tuple(raw["statistics"]),
+            statistic_names=check_names(raw["statistics"]),
             sensitivity=_optional_float(raw.get("sensitivity")),
             sensitivity_label=str(raw.get("sensitivity_label", "")),
             rule=raw.get("rule"),
@@ -469,7 +481,7 @@ class Calibration:
             statistic_levels=_optional_array(raw.get("statistic_levels")),
             basis=str(raw.get("basis", "")),
             query=query,
-            n=None if size is None else int(size),
+            n=None if size is None else check_int(size, "n", low=1),
         )
         m = len(cal.statistic_names)
         if cal.noise.dim != m:
