@@ -165,7 +165,7 @@ def test_release_of_a_dataset_equals_release_of_its_statistics(
 ):
     cal = calibrations[name]
     query = setting[2]
-    assert cal.n == N and cal.query is not None
+    assert cal.n == N and cal.query is not None and cal.model_ is setting[0]
     by_data = _release(cal, dataset, 7)
     by_value = _release(cal, query.evaluate(dataset), 7)
     np.testing.assert_array_equal(by_data.values, by_value.values)

@@ -126,6 +126,7 @@ class Mechanism(ABC):
             statistic_levels=model.statistic_levels(),
             query=getattr(model, "query_", None),
             n=_model_n(model),
+            model_=model,
             **{"basis": self.basis, **kw},
         )
 

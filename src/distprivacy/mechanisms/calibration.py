@@ -76,6 +76,9 @@ class Calibration:
         :meth:`release` takes the dataset itself.
     n : int or None
         The size of the datasets the protection is for (the specification's n).
+    model_ : FModel or None
+        The model it was calibrated on (None when read back from plain data, which does not
+        hold the model; a plan keeps it beside).
     """
 
     mechanism: str
@@ -96,6 +99,7 @@ class Calibration:
     basis: str = ""
     query: Any = field(default=None, compare=False)
     n: int | None = None
+    model_: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.accounting is not None and not isinstance(self.accounting, GaussianAccounting):
