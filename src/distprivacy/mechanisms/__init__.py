@@ -1,7 +1,11 @@
 """Distribution-privacy mechanisms of Chen & Ohrimenko (2023) and the group-DP baselines.
 
 Use :func:`make_mechanism` with a Table-1 shorthand, or the classes directly; then
-``calibration = mechanism.calibrate(model)`` and ``calibration.release(F_of_D)``.
+``calibration = mechanism.calibrate(model)`` and ``calibration.release(F_of_D)`` (or
+``calibration.release(dataset)``, a DataFrame of n records, for a model fitted on data). A
+:class:`Calibration` follows the :class:`~distprivacy.guarantee.Calibrated` protocol: its
+``guarantee``, ``to_dict()`` / ``Calibration.from_dict()``, and a
+:class:`~distprivacy.guarantee.Release`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ Every Gaussian mechanism here is therefore "choose Σ_Z so that μ ≤ μ*":
   is computed; if it is worse than the target, μ* is lowered until it is not.
 
 Every calibration reports its guarantee in three forms: μ, the (ε, δ) curve, and the maximum
-attack accuracy.
+attack accuracy (a typed :class:`~distprivacy.mechanisms._accounting.GaussianAccounting`). The
+profile of the unequal fits is :func:`fitted_profile` (in :mod:`distprivacy.mechanisms._fitted`,
+importable from here); the caveats are typed warnings (``Notice`` with a category: the classic
+rule's are also issued as Python warnings, by category).
 """
 
 from __future__ import annotations
