@@ -15,7 +15,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import (
+    DistPrivacyError,
+    MoreNoiseWarning,
+    NotApplicableError,
+    ShortfallWarning,
+)
 from distprivacy.mechanisms import (
     MECHANISMS,
     DauM,
@@ -174,10 +179,10 @@ def test_classic_rule_at_eps_10_falls_short_and_says_so(name):
     assert cal.mu == pytest.approx(mu_classic, rel=1e-9)
     assert cal.delta_achieved == pytest.approx(true_delta, rel=1e-6)
     assert cal.delta_achieved > DELTA
-    shortfall = [w for w in cal.warnings if "exact accounting" in w]
+    shortfall = [w for w in cal.warnings if w.category is ShortfallWarning]
     assert len(shortfall) == 1
     assert "classic rule" in shortfall[0] and f"{cal.delta_achieved:.3g}" in shortfall[0]
-    assert any("exact accounting" in str(w.message) for w in caught)
+    assert any(w.category is ShortfallWarning for w in caught)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,7 +313,7 @@ def test_adult_acceptance(adult_model, eps, bound):
 
 
 def _check_against_mc(model: GaussianModel, cal, eps: float) -> float:
-    profile = cal.accounting["unequal_covariance"]
+    profile = cal.accounting.unequal
     assert profile is not None and "failed" not in profile
     reported = profile["delta_at_epsilon"]
     mc = mc_profile(model, cal.noise_covariance, (eps, 0.0))
@@ -348,11 +353,11 @@ def test_unequal_covariances_pooled_reports_shortfall(seed):
         # ... and reports the true profile of the unequal fits.
         reported = _check_against_mc(model, cal, eps)
         assert cal.delta_achieved == pytest.approx(
-            max(reported, cal.accounting["shared_covariance"]["delta_at_epsilon"])
+            max(reported, cal.accounting.shared.delta_at_epsilon)
         )
         if reported > DELTA * (1 + 1e-9):
             exceeded += 1
-            msg = [w for w in cal.warnings if "exact accounting" in w]
+            msg = [w for w in cal.warnings if w.category is ShortfallWarning]
             assert len(msg) == 1 and "equal-covariance assumption" in msg[0], cal.warnings
     assert exceeded >= 1  # these models are far enough from equal covariances to matter
 
@@ -396,7 +401,7 @@ def test_equal_covariances_need_no_unequal_covariance_fix(name):
     model = GaussianModel(["a", "b"], [[0.0, 0.0], [3.0, 1.0]], [S, S], [("a", "b")])
     assert model.covariance_mismatch() == 0.0
     cal = make_mechanism(name, 0.5, DELTA).calibrate(model)
-    assert not any("fitted covariances of a pair differ" in w for w in cal.warnings)
+    assert not any(w.category is MoreNoiseWarning for w in cal.warnings)
     assert "unequal_covariance_top_up" not in cal.details
 
 
@@ -419,4 +424,4 @@ def test_bad_covariance_mode_and_profile_switch():
     S = np.eye(2)
     model = GaussianModel(["a", "b"], [[0.0, 0.0], [1.0, 0.0]], [S, 2 * S], [("a", "b")])
     cal = DauM(1.0, DELTA, "exact", covariances="pooled", check_profile=False).calibrate(model)
-    assert cal.accounting["unequal_covariance"] is None
+    assert cal.accounting.unequal is None

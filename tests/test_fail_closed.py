@@ -196,7 +196,7 @@ def test_short_repr_and_summary(adult):
     assert "\n" not in repr(cal) and len(repr(cal)) < 120 and "verified" in repr(cal)
     text = cal.summary()
     assert all(name in text for name in model.statistic_names_) and cal.basis in text
-    rel = cal.release(np.asarray(model.means_[0]), rng=0)
+    rel = cal.release(np.asarray(model.means_[0]), random_state=0)
     assert "\n" not in repr(rel) and len(repr(rel)) < 300
 
 

@@ -15,7 +15,7 @@ from distprivacy.accounting import (
     corollary_a2_holds,
     pair_mahalanobis,
 )
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms import (
     MECHANISMS,
     DauM,
@@ -64,12 +64,12 @@ def test_section_4_3_worked_example():
 
 def test_classic_c_and_the_eps_ge_1_caveat():
     assert classic_c(1e-3) == pytest.approx(math.sqrt(2 * math.log(1250)))
-    with pytest.warns(UserWarning, match="proven only for ε < 1"):
+    with pytest.warns(ClassicRuleWarning, match="proven only for ε < 1"):
         warnings.simplefilter("always")
         cal = make_mechanism("ExpM-G", 1.0, DELTA, "classic").calibrate(example_43())
-    assert any("ε < 1" in w for w in cal.warnings)
+    assert any(w.category is ClassicRuleWarning and "ε < 1" in w for w in cal.warnings)
     cal = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(example_43())
-    assert not any("ε < 1" in w for w in cal.warnings)
+    assert not any(w.category is ClassicRuleWarning for w in cal.warnings)
 
 
 def random_model(seed: int, m: int = 4, T: int = 3, equal_cov: bool = True) -> GaussianModel:
@@ -319,7 +319,7 @@ def test_released_noise_has_the_calibrated_covariance(adult):
     model = ExactModel().fit(adult, spec, Query.parse(ADULT_DEFAULT_STATISTICS))
     for name in ("ExpM-G", "DirM-G", "EigM-G", "DauM-G", "GroupDP-G"):
         cal = make_mechanism(name, 0.5, DELTA, "classic").calibrate(model)
-        Z = cal.sample_noise(50_000, rng=1)
+        Z = cal.sample_noise(50_000, random_state=1)
         y = Z @ cal.noise.basis
         R = y.shape[0]
         for k, s in enumerate(cal.noise.scales):
@@ -329,8 +329,8 @@ def test_released_noise_has_the_calibrated_covariance(adult):
 
 def test_release_api():
     cal = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(example_43())
-    r1 = cal.release([100.0, 101.0], rng=3)
-    r2 = cal.release([100.0, 101.0], rng=3)
+    r1 = cal.release([100.0, 101.0], random_state=3)
+    r2 = cal.release([100.0, 101.0], random_state=3)
     assert np.array_equal(r1.values, r2.values) and not r1.secure
     r3 = cal.release([100.0, 101.0])
     assert r3.secure and r3.values.shape == (2,)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
+from distprivacy._json import dumps_json
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.noise import NoiseDistribution, expected_norm
 from distprivacy.randomness import SecureGenerator, check_random_state
@@ -100,7 +102,7 @@ def test_sampled_noise_matches_calibrated_scale_and_a_wrong_scale_is_caught(fact
     scales = np.array([1.0, 4.0, 10.0])
     claimed = NoiseDistribution("gaussian", V, scales)
     actual = NoiseDistribution("gaussian", V, scales * factor)
-    Z = actual.sample(100_000, rng=5)
+    Z = actual.sample(100_000, random_state=5)
     coords = Z @ V
     results = [_variance_ratio_ok(coords[:, k], claimed.scales[k] ** 2) for k in range(3)]
     assert all(results) if ok else not any(results)
@@ -136,3 +138,24 @@ def test_bad_noise_specs():
         NoiseDistribution("cauchy", np.eye(2), np.array([1.0, 1.0]))
     with pytest.raises(DistPrivacyError, match="random_state"):
         check_random_state("seed", secure=True)
+
+
+def test_noise_round_trip_keeps_the_factor():
+    Q = np.linalg.qr(np.random.default_rng(4).normal(size=(4, 4)))[0][:, :2]
+    cov = np.array([[4.0, 1.0e3], [1.0e3, 1.0e6]]) + np.diag([0.0, 5.0])
+    for noise in (
+        NoiseDistribution.gaussian_from_covariance(cov),
+        NoiseDistribution.isotropic("laplace", 3, 0.5),
+        NoiseDistribution.none(2),
+        # Any memory layout of the basis: a noise read back draws the same numbers.
+        NoiseDistribution("gaussian", np.ascontiguousarray(Q), np.array([1.0, 3.0])),
+        NoiseDistribution("laplace", np.asfortranarray(Q), np.array([0.5, 2.0])),
+    ):
+        raw = json.loads(dumps_json(noise.to_dict()))
+        back = NoiseDistribution.from_dict(raw)
+        assert back.family == noise.family
+        assert np.array_equal(back.covariance, noise.covariance)
+        assert (back.factor is None) == (noise.factor is None)
+        np.testing.assert_array_equal(back.sample(4, 3), noise.sample(4, 3))
+    with pytest.raises(DistPrivacyError, match="unknown key"):
+        NoiseDistribution.from_dict({**noise.to_dict(), "seed": 1})

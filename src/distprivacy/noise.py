@@ -16,8 +16,10 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from scipy import integrate, special
@@ -132,13 +134,16 @@ class NoiseDistribution:
                 f"noise scales must be finite and non-negative, got {bad:g} (the scale "
                 "overflowed double precision: epsilon too small or the statistics too large)"
             )
-        object.__setattr__(self, "basis", V)
+        # One memory layout (column-major, the one of the factors below): a matrix product's
+        # last bits may depend on it, and a noise read back from plain data must draw the
+        # same numbers bit for bit.
+        object.__setattr__(self, "basis", np.asfortranarray(V))
         object.__setattr__(self, "scales", s)
         if self.factor is not None:
             F = np.atleast_2d(np.asarray(self.factor, dtype=float))
             if self.family != "gaussian" or F.shape[0] != V.shape[0] or not np.isfinite(F).all():
                 raise DistPrivacyError("a noise factor must be a finite m×r matrix (Gaussian)")
-            object.__setattr__(self, "factor", F)
+            object.__setattr__(self, "factor", np.asfortranarray(F))
 
     @classmethod
     def none(cls, m: int) -> NoiseDistribution:
@@ -237,10 +242,55 @@ class NoiseDistribution:
             out = y @ self.basis.T
         return out[0] if size is None else out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data that :meth:`from_dict` rebuilds exactly: family, basis, scales and the
+        exact factor (None without one); ``covariance`` is derived, for reading."""
         return {
             "family": self.family,
             "basis": self.basis.tolist(),
             "scales": self.scales.tolist(),
+            "factor": None if self.factor is None else self.factor.tolist(),
             "covariance": self.covariance.tolist(),
         }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> NoiseDistribution:
+        """Inverse of :meth:`to_dict`, bit for bit (unknown keys refused; a ``covariance`` that
+        is not the one of the rebuilt noise is refused too).
+
+        Raises
+        ------
+        DistPrivacyError
+        """
+        if not isinstance(raw, Mapping):
+            raise DistPrivacyError(f"a noise must be an object, got {type(raw).__name__}")
+        extra = sorted(set(raw) - set(_NOISE_KEYS))
+        if extra:
+            raise DistPrivacyError(f"unknown key(s) in a noise: {', '.join(map(str, extra))}")
+        missing = [k for k in ("family", "basis", "scales") if k not in raw]
+        if missing:
+            raise DistPrivacyError(f"a noise is missing {', '.join(missing)}")
+        try:
+            basis = np.asarray(raw["basis"], dtype=float)
+            scales = np.asarray(raw["scales"], dtype=float)
+            factor = None if raw.get("factor") is None else np.asarray(raw["factor"], dtype=float)
+        except (TypeError, ValueError):
+            raise DistPrivacyError("a noise's basis, scales and factor must be numbers") from None
+        if basis.ndim != 2:
+            raise DistPrivacyError(f"a noise's basis must be an m×d matrix, got {basis.ndim}-D")
+        noise = cls(raw["family"], basis, scales, factor=factor)
+        cov = None if raw.get("covariance") is None else np.asarray(raw["covariance"], float)
+        # Rounding-level slack only: the same product may differ in its last bit across BLAS
+        # thread counts.
+        tol = 1e-9 * float(np.abs(noise.covariance).max(initial=0.0))
+        if cov is not None and (
+            cov.shape != noise.covariance.shape
+            or not np.allclose(cov, noise.covariance, rtol=1e-9, atol=tol)
+        ):
+            raise DistPrivacyError(
+                "a noise's covariance is not the one of its basis, scales and factor"
+            )
+        return noise
+
+
+_NOISE_KEYS = ("family", "basis", "scales", "factor", "covariance")

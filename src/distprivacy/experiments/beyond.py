@@ -49,7 +49,7 @@ def accounting(repro: PaperReproduction) -> pd.DataFrame:
             for eps in grid if cov == "pooled" or rule == "classic" else coarse:
                 cal = repro.calibrate(name, eps, d, model, rule, cov, profile=True)
                 acct = cal.accounting
-                unequal = acct.get("unequal_covariance") or {}
+                unequal = acct.unequal or {}
                 rows.append(
                     {
                         "setting": label,
@@ -60,7 +60,7 @@ def accounting(repro: PaperReproduction) -> pd.DataFrame:
                         "delta": d,
                         "l2_exact": cal.expected_l2_error,
                         "mu": cal.mu,
-                        "delta_shared": acct["shared_covariance"]["delta_at_epsilon"],
+                        "delta_shared": acct.shared.delta_at_epsilon,
                         "delta_unequal": unequal.get("delta_at_epsilon", np.nan),
                         "delta_achieved": cal.delta_achieved,
                         "epsilon_at_delta": cal.epsilon_at(d),

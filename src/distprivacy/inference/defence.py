@@ -36,7 +36,12 @@ import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.inference.attacks import _check_pair, score_predictions
-from distprivacy.mechanisms import Calibration, make_mechanism
+from distprivacy.mechanisms import (
+    Calibration,
+    GaussianAccounting,
+    SharedCovariance,
+    make_mechanism,
+)
 from distprivacy.models import GaussianModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.randomness import Generator, RandomState, check_random_state
@@ -180,11 +185,17 @@ def range_dp_calibration(
         sensitivity_label="Δ₂ = √q · range",
         rule="exact",
         assumptions=(f"every released coordinate lies in an interval of length {output_range:g}",),
-        accounting={
-            "shared_covariance": {"mu": mu},
-            "delta_achieved": delta,
-            "max_attack_accuracy": gdp_accuracy(mu),
-        },
+        accounting=GaussianAccounting(
+            rule="exact",
+            target_mu=mu,
+            mu_used=mu,
+            epsilon=float(epsilon),
+            delta=float(delta),
+            shared=SharedCovariance.of(mu, float(epsilon), float(delta)),
+            unequal=None,
+            delta_achieved=float(delta),
+            max_attack_accuracy=gdp_accuracy(mu),
+        ),
     )
 
 

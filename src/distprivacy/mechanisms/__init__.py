@@ -1,7 +1,11 @@
 """Distribution-privacy mechanisms of Chen & Ohrimenko (2023) and the group-DP baselines.
 
 Use :func:`make_mechanism` with a Table-1 shorthand, or the classes directly; then
-``calibration = mechanism.calibrate(model)`` and ``calibration.release(F_of_D)``.
+``calibration = mechanism.calibrate(model)`` and ``calibration.release(F_of_D)`` (or
+``calibration.release(dataset)``, a DataFrame of n records, for a model fitted on data). A
+:class:`Calibration` follows the :class:`~distprivacy.guarantee.Calibrated` protocol: its
+``guarantee``, ``to_dict()`` / ``Calibration.from_dict()``, and a
+:class:`~distprivacy.guarantee.Release`.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.guarantee import Release
+from distprivacy.mechanisms._accounting import GaussianAccounting, SharedCovariance
 from distprivacy.mechanisms.adversarial import DauM, EigenvectorGaussian, NoNoise, daum_variance
-from distprivacy.mechanisms.base import Calibration, Mechanism, Release, delta_e
+from distprivacy.mechanisms.base import Calibration, Mechanism, delta_e
 from distprivacy.mechanisms.expected_value import (
     DirectionalGaussian,
     DirectionalLaplace,
@@ -183,6 +189,7 @@ __all__ = [
     "EigenvectorGaussian",
     "ExpectedValueGaussian",
     "ExpectedValueLaplace",
+    "GaussianAccounting",
     "GaussianMechanism",
     "GroupDPGaussian",
     "GroupDPLaplace",
@@ -190,6 +197,7 @@ __all__ = [
     "NoNoise",
     "OptimalGaussian",
     "Release",
+    "SharedCovariance",
     "WassersteinMechanism",
     "calibrate_all",
     "daum_variance",

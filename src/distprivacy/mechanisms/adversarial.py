@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distprivacy.exceptions import MoreNoiseWarning, Notice
 from distprivacy.mechanisms.base import covariance_assumption, delta_e, not_applicable
 from distprivacy.mechanisms.gaussian import (
     Convention,
@@ -28,7 +29,7 @@ from distprivacy.noise import NoiseDistribution
 _GAUSSIAN = "f_θ is multivariate Gaussian N(μ_θ, Σ_θ) for every θ"
 
 
-def _cov_text(model: FModel, convention: Convention) -> tuple[str, str | None]:
+def _cov_text(model: FModel, convention: Convention) -> tuple[str, Notice | None]:
     text, warn = covariance_assumption(model)
     if convention == "average":
         text = text.replace(
@@ -103,9 +104,12 @@ class EigenvectorGaussian(GaussianMechanism):
         warns = [cov_warn]
         if top_up > 0:
             warns.append(
-                "the eigenvectors of Σ_θ differ across θ; added "
-                f"{top_up:.4g} × (the average covariance of F + the mean differences' outer "
-                "products) so that Cor. A.1 holds for every θ"
+                Notice(
+                    "the eigenvectors of Σ_θ differ across θ; added "
+                    f"{top_up:.4g} × (the average covariance of F + the mean differences' outer "
+                    "products) so that Cor. A.1 holds for every θ",
+                    MoreNoiseWarning,
+                )
             )
         return NoiseDistribution.gaussian_from_covariance(Sigma), {
             "sensitivity": d2,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distprivacy.exceptions import Notice
 from distprivacy.mechanisms.base import (
     Calibration,
     Mechanism,
@@ -20,7 +21,7 @@ from distprivacy.noise import NoiseDistribution
 _TRANSLATION = "f_θi is a translation of f_θj for every protected pair (θi, θj)"
 
 
-def _warnings(*items: str | None) -> tuple[str, ...]:
+def _warnings(*items: Notice | None) -> tuple[Notice, ...]:
     return tuple(w for w in items if w)
 
 

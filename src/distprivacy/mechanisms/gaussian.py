@@ -19,7 +19,10 @@ Every Gaussian mechanism here is therefore "choose Σ_Z so that μ ≤ μ*":
   is computed; if it is worse than the target, μ* is lowered until it is not.
 
 Every calibration reports its guarantee in three forms: μ, the (ε, δ) curve, and the maximum
-attack accuracy.
+attack accuracy (a typed :class:`~distprivacy.mechanisms._accounting.GaussianAccounting`). The
+profile of the unequal fits is :func:`fitted_profile` (in :mod:`distprivacy.mechanisms._fitted`,
+importable from here); the caveats are typed warnings (``Notice`` with a category: the classic
+rule's are also issued as Python warnings, by category).
 """
 
 from __future__ import annotations
@@ -38,7 +41,17 @@ from distprivacy.accounting import (
     classic_c,
     classic_warning,
 )
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import (
+    AssumptionWarning,
+    ClassicRuleWarning,
+    DistPrivacyError,
+    MoreNoiseWarning,
+    NotApplicableError,
+    Notice,
+    ShortfallWarning,
+)
+from distprivacy.mechanisms._accounting import GaussianAccounting
+from distprivacy.mechanisms._fitted import fitted_profile
 from distprivacy.mechanisms.base import (
     BASIS_EQUAL_COVARIANCES,
     BASIS_FITTED,
@@ -48,16 +61,10 @@ from distprivacy.mechanisms.base import (
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import (
-    PrivacyLoss,
-    common_support,
-    gaussian_pair_losses,
     gdp_accuracy,
-    gdp_delta,
     gdp_epsilon,
     gdp_mu,
-    loss_profile,
     mu_for_accuracy,
-    profile_upper_bound,
 )
 
 Convention = str  # "own" (each member's covariance) or "average" (one per pair)
@@ -188,175 +195,6 @@ def certify_top_up(
     return Sigma + hi * R, hi
 
 
-def _pair_problem(model: FModel, Z: np.ndarray, i: int, j: int):
-    return (model.means_[i], model.covariances_[i] + Z, model.means_[j], model.covariances_[j] + Z)
-
-
-class _PairProfile:
-    """One ordered pair's output laws under a noise: support check, privacy loss, bounds."""
-
-    def __init__(self, model: FModel, Z: np.ndarray, i: int, j: int) -> None:
-        self.pair = (i, j)
-        self.loss: PrivacyLoss | None = None
-        self.reason = ""
-        try:
-            sup = common_support(*_pair_problem(model, Z, i, j))
-        except DistPrivacyError as exc:
-            self.reason = str(exc)
-            self.value_if_disjoint = 1.0
-            return
-        if not sup.same:
-            self.reason = sup.reason
-            self.value_if_disjoint = 1.0
-        elif sup.dim == 0:
-            self.value_if_disjoint = 0.0
-        else:
-            try:
-                self.loss = PrivacyLoss.from_gaussians(sup.mean_p, sup.cov_p, sup.mean_q, sup.cov_q)
-            except DistPrivacyError as exc:
-                self.reason = str(exc)
-                self.value_if_disjoint = 1.0
-
-    def bound(self, epsilon: float) -> float:
-        """A rigorous upper bound on δ(ε) (1 when nothing better is known)."""
-        if self.loss is None:
-            return self.value_if_disjoint
-        return profile_upper_bound(self.loss, epsilon)
-
-    def exact(self, epsilon: float, atol: float) -> tuple[float, float]:
-        """(δ(ε) + its error bound, error bound); falls back to the rigorous bound when the
-        integral does not reach the accuracy (fail closed: never below the true δ)."""
-        if self.loss is None:
-            return self.value_if_disjoint, 0.0
-        for tol in (atol, 1e-7):
-            try:
-                value, err = loss_profile(self.loss, epsilon, atol=tol)
-                return min(1.0, value + err), err
-            except DistPrivacyError:
-                continue
-        return self.bound(epsilon), 0.0
-
-
-def fitted_profile(
-    model: FModel,
-    noise_covariance: np.ndarray,
-    epsilon: float,
-    *,
-    delta_target: float | None = None,
-    tv_target: float | None = None,
-    accuracy: bool = True,
-    atol: float = 1e-10,
-) -> dict[str, Any]:
-    """The exact privacy profile of the fitted Gaussians N(μ_θ, Σ_θ + Σ_Z), worst ordered pair.
-
-    Singular covariances are handled exactly (:func:`distprivacy.profiles.common_support`):
-    different supports give δ = 1. The losses of all pairs are formed at once with one scaled
-    factorisation per θ (:func:`distprivacy.profiles.gaussian_pair_losses`), each pair is
-    bracketed by rigorous lower and upper bounds (:meth:`LossBatch.bounds`), and the exact
-    Gil-Pelaez profile is computed only where the bounds do not settle the question (branch and
-    bound: the reported maximum is exact, or a rigorous upper bound within the integral's
-    accuracy). Anything that cannot be computed counts at its rigorous upper bound (at worst 1),
-    never as "not violating".
-
-    Parameters
-    ----------
-    delta_target, tv_target : float, optional
-        Search mode: stop at the first pair shown to exceed the target (``violated`` is set).
-    accuracy : bool
-        Also compute the maximum attack accuracy (1 + TV)/2 (TV = δ(0)).
-
-    Returns
-    -------
-    dict
-        ``delta_at_epsilon`` (an upper bound on the worst pair's δ at ε), ``max_attack_accuracy``
-        (when computed), ``error_bound``, ``violated`` (search mode), ``worst_pair``,
-        ``support_mismatch`` (the reason, if a pair's supports differ), ``pairs_exact`` (how
-        many needed the integral).
-    """
-    Z = np.asarray(noise_covariance, dtype=float)
-    first = np.array([i for i, _ in model.pair_indices_])
-    second = np.array([j for _, j in model.pair_indices_])
-    C = model.covariances_ + Z[None]
-    if np.isfinite(C).all() and np.isfinite(model.means_).all():
-        batch, ok = gaussian_pair_losses(model.means_, C, first, second)
-    else:
-        batch, ok = None, np.zeros(first.size, dtype=bool)
-    slow = {k: _PairProfile(model, Z, int(first[k]), int(second[k])) for k in np.flatnonzero(~ok)}
-    out: dict[str, Any] = {
-        "delta_at_epsilon": 0.0,
-        "max_attack_accuracy": 0.5 if accuracy or tv_target is not None else None,
-        "error_bound": 0.0,
-        "violated": False,
-        "worst_pair": None,
-        "support_mismatch": next((p.reason for p in slow.values() if p.reason), None),
-        "pairs_exact": 0,
-    }
-
-    def bounds(eps: float) -> tuple[np.ndarray, np.ndarray]:
-        lo = np.zeros(first.size)
-        up = np.ones(first.size)
-        if batch is not None and ok.any():
-            lo_b, up_b = batch.bounds(eps)
-            lo[ok], up[ok] = lo_b[ok], up_b[ok]
-        for k, p in slow.items():
-            up[k] = p.bound(eps)
-            lo[k] = p.value_if_disjoint if p.loss is None else 0.0
-        return lo, up
-
-    def exact(k: int, eps: float, tol: float) -> tuple[float, float]:
-        out["pairs_exact"] += 1
-        if k in slow:
-            return slow[k].exact(eps, tol)
-        loss = batch.loss(k)  # type: ignore[union-attr]
-        for t in (tol, 1e-7):
-            try:
-                value, err = loss_profile(loss, eps, atol=t)
-                return min(1.0, value + err), err
-            except DistPrivacyError:
-                continue
-        return float(bounds(eps)[1][k]), 0.0
-
-    def worst(eps: float, target: float | None, tol: float):
-        lo, up = bounds(eps)
-        pair = lambda k: (int(first[k]), int(second[k]))  # noqa: E731
-        if target is not None and (lo > target).any():
-            k = int(np.argmax(lo))
-            return float(lo[k]), 0.0, pair(k), True
-        order = np.argsort(-up, kind="stable")
-        best, best_err, who = 0.0, 0.0, None
-        for k in order:
-            b = float(up[k])
-            if (target is not None and b <= target) or (target is None and b <= best):
-                break
-            value, err = exact(int(k), eps, tol)
-            if value > best:
-                best, best_err, who = value, err, pair(k)
-            if target is not None and value > target:
-                return best, best_err, who, True
-        if target is not None and len(order):
-            # Every remaining pair is settled by its upper bound (≤ target): report the
-            # largest of those bounds and of the exact values (valid, and ≤ target).
-            rest = [float(up[k]) for k in order if float(up[k]) <= target]
-            if rest and rest[0] > best:
-                best, who = rest[0], pair(int(order[len(order) - len(rest)]))
-        return best, best_err, who, False
-
-    if delta_target is not None or tv_target is None:
-        tol = atol if delta_target is None else min(atol * 100, 1e-4 * delta_target)
-        dlt, err, who, bad = worst(epsilon, delta_target, max(tol, 1e-12))
-        out.update(delta_at_epsilon=dlt, error_bound=err, worst_pair=who, violated=bad)
-        if bad:
-            return out
-    if accuracy or tv_target is not None:
-        tv, err, who, bad = worst(0.0, tv_target, atol)
-        out["max_attack_accuracy"] = min(1.0, (1 + tv) / 2)
-        out["error_bound"] = max(out["error_bound"], err)
-        if out["worst_pair"] is None:
-            out["worst_pair"] = who
-        out["violated"] = bad
-    return out
-
-
 class GaussianMechanism(Mechanism):
     """Base of the Gaussian mechanisms: calibrate Σ_Z to a μ-GDP target μ*.
 
@@ -447,19 +285,23 @@ class GaussianMechanism(Mechanism):
                         "a maximum attack accuracy of 0.5 allows no information at all; no "
                         "finite noise achieves it — choose an accuracy above 0.5"
                     )
-        self.delta = check_delta(delta)
+        super().__init__(epsilon, delta, calibration)  # type: ignore[arg-type]
+
+    def _resolve_epsilon(self, epsilon: float | None, delta: float) -> float:
+        """ε given, or the ε at which the target μ meets δ (ε None)."""
+        dlt = check_delta(delta)
         if epsilon is None:
             if self._mu is None:
                 raise DistPrivacyError("give epsilon, a target μ, or a target maximum accuracy")
-            self.epsilon = gdp_epsilon(self.delta, self._mu)
             self._epsilon_given = False
-        else:
-            self.epsilon = check_epsilon(epsilon)
-            self._epsilon_given = True
-            if self._mu is not None:
-                raise DistPrivacyError(
-                    "give either (epsilon, delta) or a target μ / maximum accuracy, not both"
-                )
+            return gdp_epsilon(dlt, self._mu)
+        eps = check_epsilon(epsilon)
+        self._epsilon_given = True
+        if self._mu is not None:
+            raise DistPrivacyError(
+                "give either (epsilon, delta) or a target μ / maximum accuracy, not both"
+            )
+        return eps
 
     @property
     def convention(self) -> Convention:
@@ -617,22 +459,28 @@ class GaussianMechanism(Mechanism):
                 f"fitted covariances ({why})"
             )
         _, how, best = min(options, key=lambda o: o[0])
-        warnings_: list[str] = []
+        warnings_: list[Notice] = []
         if how == "lower":
             noise, kw, _, mu_used = best
             warnings_ += [w for w in kw.pop("warnings", ()) if w]
             warnings_.append(
-                "the fitted covariances of a pair differ; meeting the target under them "
-                f"needed μ* lowered from {mu_star:.4g} to {mu_used:.4g} (more noise)"
+                Notice(
+                    "the fitted covariances of a pair differ; meeting the target under them "
+                    f"needed μ* lowered from {mu_star:.4g} to {mu_used:.4g} (more noise)",
+                    MoreNoiseWarning,
+                )
             )
         else:
             noise, _, tau = best
             mu_used = mu_star
             kw.setdefault("details", {})["unequal_covariance_top_up"] = tau
             warnings_.append(
-                "the fitted covariances of a pair differ; meeting the target under them needed "
-                f"{tau:.4g} × (the average covariance of F + the mean differences' outer "
-                "products) added to the noise (cheaper than lowering μ*)"
+                Notice(
+                    "the fitted covariances of a pair differ; meeting the target under them "
+                    f"needed {tau:.4g} × (the average covariance of F + the mean differences' "
+                    "outer products) added to the noise (cheaper than lowering μ*)",
+                    MoreNoiseWarning,
+                )
             )
         return noise, kw, mu_used, warnings_
 
@@ -646,7 +494,9 @@ class GaussianMechanism(Mechanism):
         conv = self.convention
         noise, kw = self._noise(model, mu_star, conv)
         mu_used = mu_star
-        warnings_: list[str] = [w for w in kw.pop("warnings", ()) if w]
+        warnings_: list[Notice] = [
+            w if isinstance(w, Notice) else Notice(w) for w in kw.pop("warnings", ()) if w
+        ]
         enforce = self.calibration == "exact" and self.covariances == "fitted"
         check = self.checks_model_profile and self.check_profile
         if enforce and check and self._violates(self._model_profile(model, noise, False), mu_star):
@@ -660,9 +510,12 @@ class GaussianMechanism(Mechanism):
             )
         if profile is not None and profile.get("support_mismatch") and not enforce:
             warnings_.append(
-                "under the fitted covariances a pair's output laws have different supports ("
-                + profile["support_mismatch"]
-                + "): the guarantee rests entirely on the equal-covariance assumption"
+                Notice(
+                    "under the fitted covariances a pair's output laws have different supports ("
+                    + profile["support_mismatch"]
+                    + "): the guarantee rests entirely on the equal-covariance assumption",
+                    AssumptionWarning,
+                )
             )
         mu = self._guarantee_mu(model, noise, mu_used, conv)
         if not math.isfinite(mu):
@@ -672,24 +525,28 @@ class GaussianMechanism(Mechanism):
             )
         acct = self._accounting(mu, mu_star, mu_used, profile)
         if self.calibration == "classic" and (caveat := classic_warning(self.epsilon)):
-            warnings_.append(caveat)
-        achieved = acct["delta_achieved"]
+            warnings_.append(Notice(caveat, ClassicRuleWarning))
+        # Issued as Python warnings too: the classic rule's caveats (outside its range, and a
+        # shortfall it causes).
+        emit = [w for w in warnings_ if w.category is ClassicRuleWarning]
+        achieved = acct.delta_achieved
         if self._epsilon_given and achieved > self.delta * (1 + 1e-9):
+            by_rule = acct.shared.delta_at_epsilon > self.delta * (1 + 1e-9)
             why = (
                 "the classic rule"
-                if acct["shared_covariance"]["delta_at_epsilon"] > self.delta * (1 + 1e-9)
+                if by_rule
                 else "the equal-covariance assumption (the fitted covariances differ)"
             )
-            warnings_.append(
+            shortfall = Notice(
                 f"exact accounting: at ε = {self.epsilon:g} this noise achieves only "
-                f"δ = {achieved:.3g} > the nominal {self.delta:g}; the shortfall comes from {why}"
+                f"δ = {achieved:.3g} > the nominal {self.delta:g}; the shortfall comes from {why}",
+                ShortfallWarning,
             )
-        if warnings_:
-            import warnings as _w
-
-            for w in warnings_:
-                if "classic rule" in w:
-                    _w.warn(w, stacklevel=4)
+            warnings_.append(shortfall)
+            if by_rule:
+                emit.append(shortfall)
+        for w in emit:
+            w.emit(stacklevel=3)  # at the caller of Mechanism.calibrate
         if not self.checks_model_profile:
             basis = self.basis
         elif enforce and check:
@@ -707,28 +564,8 @@ class GaussianMechanism(Mechanism):
         )
 
     def _accounting(
-        self, mu: float, mu_star: float, mu_used: float, profile: dict[str, float] | None
-    ) -> dict[str, Any]:
-        eps = self.epsilon
-        shared = {
-            "mu": mu,
-            "delta_at_epsilon": float(gdp_delta(eps, mu)) if math.isfinite(mu) else 1.0,
-            "epsilon_at_delta": gdp_epsilon(self.delta, mu) if math.isfinite(mu) else math.inf,
-            "max_attack_accuracy": gdp_accuracy(mu) if math.isfinite(mu) else 1.0,
-        }
-        achieved = shared["delta_at_epsilon"]
-        acc = shared["max_attack_accuracy"]
-        if profile is not None:
-            achieved = max(achieved, profile["delta_at_epsilon"])
-            acc = max(acc, profile["max_attack_accuracy"])
-        return {
-            "rule": self.calibration,
-            "target_mu": mu_star,
-            "mu_used": mu_used,
-            "epsilon": eps,
-            "delta": self.delta,
-            "shared_covariance": shared,
-            "unequal_covariance": profile,
-            "delta_achieved": achieved,
-            "max_attack_accuracy": acc,
-        }
+        self, mu: float, mu_star: float, mu_used: float, profile: dict[str, Any] | None
+    ) -> GaussianAccounting:
+        return GaussianAccounting.of(
+            self.calibration, mu, mu_star, mu_used, self.epsilon, self.delta, profile
+        )

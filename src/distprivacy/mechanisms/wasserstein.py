@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.distances import ProgressCallback, closeness_radii
+from distprivacy.exceptions import LimitWarning, Notice
 from distprivacy.mechanisms.base import BASIS_SAMPLES, Calibration, Mechanism, delta_e
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
@@ -80,12 +81,15 @@ class ApproximateWassersteinMechanism(Mechanism):
         S = model.samples_
         per_pair = _per_pair(model, self.delta, self.progress)
         W = max(per_pair.values())
-        warns = []
+        warns: list[Notice] = []
         n_min = min(len(s) for s in S)  # type: ignore[union-attr]
         if n_min * self.delta < 1:
             warns.append(
-                f"δ·R = {self.delta * n_min:.3g} < 1 with R = {n_min} samples: no sample may be "
-                "left unmatched, so W equals the empirical W∞; draw more samples"
+                Notice(
+                    f"δ·R = {self.delta * n_min:.3g} < 1 with R = {n_min} samples: no sample may "
+                    "be left unmatched, so W equals the empirical W∞; draw more samples",
+                    LimitWarning,
+                )
             )
         return self._make(
             model,
@@ -122,13 +126,16 @@ class BoundedWassersteinMechanism(Mechanism):
         c = max(cs)
         d1 = delta_e(model, 1)
         W = d1 + 2 * c
-        warns = []
+        warns: list[Notice] = []
         n_min = min(len(s) for s in S)  # type: ignore[union-attr]
         if n_min * self.delta / 2 < 1:
             warns.append(
-                f"the (1 − δ/2)-quantile lies beyond the resolution of R = {n_min} samples "
-                f"(R·δ/2 = {n_min * self.delta / 2:.3g} < 1): c is the sample maximum and may be "
-                "too small; draw at least 2/δ samples"
+                Notice(
+                    f"the (1 − δ/2)-quantile lies beyond the resolution of R = {n_min} samples "
+                    f"(R·δ/2 = {n_min * self.delta / 2:.3g} < 1): c is the sample maximum and "
+                    "may be too small; draw at least 2/δ samples",
+                    LimitWarning,
+                )
             )
         return self._make(
             model,
