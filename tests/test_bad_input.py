@@ -150,8 +150,8 @@ def test_bad_seed_python(seed):
     calls = [
         lambda: check_random_state(seed, secure=False),
         lambda: check_random_state(seed, secure=True),
-        lambda: cal.sample_noise(3, rng=seed),
-        lambda: cal.release([1.0, 2.0], rng=seed),
+        lambda: cal.sample_noise(3, random_state=seed),
+        lambda: cal.release([1.0, 2.0], random_state=seed),
         lambda: clustered_city(grid(4), random_state=seed),
     ]
     for call in calls:
@@ -297,15 +297,15 @@ def test_daum_string_and_bool_epsilon():
 def test_release_value_python(value):
     cal = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
     with pytest.raises(DistPrivacyError):
-        cal.release(value, rng=0)
+        cal.release(value, random_state=0)
 
 
 @pytest.mark.parametrize("size", [-1, 1.5, "3", True, math.nan])
 def test_sample_noise_size_python(size):
     cal = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
     with pytest.raises(DistPrivacyError, match="size"):
-        cal.sample_noise(size, rng=0)
-    assert cal.sample_noise(0, rng=0).shape == (0, 2)
+        cal.sample_noise(size, random_state=0)
+    assert cal.sample_noise(0, random_state=0).shape == (0, 2)
 
 
 @pytest.mark.parametrize("columns", ["age", b"age", [], [1], None, 3])
@@ -384,7 +384,7 @@ def _api_calls(adult) -> dict:
             make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(gm).epsilon_at(b)
         ),
         "Calibration.release": lambda b: (
-            make_mechanism("ExpM-L", 1.0).calibrate(gm).release([b, 1.0], rng=0)
+            make_mechanism("ExpM-L", 1.0).calibrate(gm).release([b, 1.0], random_state=0)
         ),
         "NoiseDistribution.isotropic.scale": lambda b: NoiseDistribution.isotropic(
             "gaussian", 2, b
@@ -680,7 +680,9 @@ def test_python_zero_noise_release_needs_allow_exact():
     np.testing.assert_array_equal(rel.values, [1.0, 2.0])
     noisy = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
     assert noisy.adds_noise
-    assert "1.0" not in json.dumps(noisy.release([1.0, 2.0], rng=0).to_dict()["statistics"])
+    assert "1.0" not in json.dumps(
+        noisy.release([1.0, 2.0], random_state=0).to_dict()["statistics"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------

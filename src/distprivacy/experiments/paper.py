@@ -186,7 +186,7 @@ class PaperReproduction:
             for eps in epsilons:
                 cal = self.calibrate(name, eps, delta, model)
                 Z = cal.sample_noise(
-                    self.config.l2_repetitions, rng=self.rng(f"{stage}/{name}/{eps:g}")
+                    self.config.l2_repetitions, random_state=self.rng(f"{stage}/{name}/{eps:g}")
                 )
                 rows.append(
                     {
