@@ -72,8 +72,8 @@ def _snapshot(path: Path) -> dict[str, bytes | None]:
 def adult_plan(adult):
     """A DauM-G calibration and the parts of its plan the ledger composes with."""
     from distprivacy.mechanisms import DauM
+    from distprivacy.mechanisms.plans import model_to_dict
     from distprivacy.models import ExactModel
-    from distprivacy.plans import model_to_dict
     from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
     from distprivacy.spec import ProtectionSpec
 
@@ -150,8 +150,8 @@ def test_adult_two_releases_then_the_budget_refuses_a_third(tmp_path, adult_plan
 
 def test_releases_of_different_statistics_need_one_joint_model(tmp_path, adult, adult_plan):
     from distprivacy.mechanisms import DauM
+    from distprivacy.mechanisms.plans import model_to_dict
     from distprivacy.models import ExactModel
-    from distprivacy.plans import model_to_dict
     from distprivacy.query import Query
     from distprivacy.spec import ProtectionSpec
 

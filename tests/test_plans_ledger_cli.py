@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from distprivacy.cli import main
-from distprivacy.plans import Plan
+from distprivacy.mechanisms.plans import Plan
 
 N = 100
 

@@ -1,7 +1,7 @@
 """Composition: the guarantee of several releases of the same dataset, taken together.
 
 Two releases about one dataset D are correlated through D, so distribution privacy does not
-compose for free (docs/ledger_math.md). Two ways are offered:
+compose for free (docs/ledger.md). Two ways are offered:
 
 * :func:`compose_gaussian` — exact joint accounting of Gaussian releases. Release r publishes
   F_r(D) + Z_r with Z_r ~ N(0, N_r) independent, F_r a sub-vector (an index list) of one joint
@@ -469,7 +469,7 @@ def compose_guarantees(guarantees: Sequence[Guarantee]) -> Guarantee:
     μ-GDP guarantees compose to μ = √Σ μᵢ² (stated at ε = Σ εᵢ); otherwise ε and δ add (basic
     composition). Either holds for every pair of datasets of the common neighbouring relation,
     and distribution privacy of the composed release follows by the coupling argument of
-    docs/ledger_math.md.
+    docs/ledger.md.
 
     Raises
     ------

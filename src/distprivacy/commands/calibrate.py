@@ -29,8 +29,8 @@ from distprivacy.commands._display import (
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
 from distprivacy.mechanisms import Calibration
+from distprivacy.mechanisms.plans import Plan
 from distprivacy.outputs import check_output_file
-from distprivacy.plans import Plan
 
 
 def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:

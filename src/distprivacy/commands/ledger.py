@@ -53,27 +53,27 @@ def show(path: str, as_json: bool) -> None:
         return
     console = Console()
     console.print(f"Ledger {path}: budget {budget}; {len(shown['releases'])} release(s)")
-    table = Table(title="Releases (oldest first)")
-    for col in ("id", "time", "dataset", "property", "mechanism", "μ", "(ε, δ)", "statistics"):
-        table.add_column(col, justify="right" if col in ("id", "μ") else "left")
+    table = Table(title="Releases (oldest first; the dataset is its fingerprint's start)")
+    for col in ("id", "time (UTC)", "dataset", "mechanism", "μ", "ε", "δ", "stats"):
+        table.add_column(col, justify="left" if col in ("time (UTC)", "dataset") else "right")
     for r in shown["releases"]:
         g = r["guarantee"]
         table.add_row(
             str(r["id"]),
-            str(r["time"]),
-            str(r["fingerprint"])[:19] + "…",
-            str(r["property"]),
+            str(r["time"]).replace("T", " ")[:19],
+            str(r["fingerprint"]).split(":")[-1][:10],
             str(r["mechanism"]),
             "—" if g.get("mu") is None else f"{g['mu']:.4g}",
-            f"({g['epsilon']:.4g}, {g['delta']:.3g})",
-            ", ".join(r["statistics"]),
+            f"{g['epsilon']:.4g}",
+            f"{g['delta']:.3g}",
+            str(len(r["statistics"])),
         )
     console.print(table)
     for c in shown["cumulative"]:
         mu = "—" if c["mu"] is None else f"{c['mu']:.4g}"
         verdict = "within budget" if c["within_budget"] else "[red]OVER BUDGET[/]"
         console.print(
-            f"Cumulative for {str(c['fingerprint'])[:19]}… ({c['property']}, "
+            f"Cumulative for dataset {str(c['fingerprint']).split(':')[-1][:10]} ({c['property']}, "
             f"{c['releases']} release(s)): μ = {mu}, ε = {c['epsilon']:.4g} at δ = "
             f"{c['at_delta']:.3g}, no attacker above {c['max_attack_accuracy']:.1%} accuracy; "
             f"{verdict}"

@@ -28,7 +28,7 @@ from distprivacy.commands.config import config_option
 from distprivacy.datasets import load_table
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import MECHANISMS, Calibration, Release
-from distprivacy.plans import Plan
+from distprivacy.mechanisms.plans import Plan
 from distprivacy.query import Query
 from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
@@ -143,7 +143,8 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
         f"Recorded in ledger {led['ledger']} (budget {led['budget']}): release "
         f"{led['releases_of_this_dataset']} of this dataset; cumulative {mu}ε = "
         f"{c['epsilon']:.4g} at δ = {c['delta']:.3g}, no attacker above "
-        f"{c['max_attack_accuracy']:.1%} accuracy ({c['theorem']})"
+        f"{c['max_attack_accuracy']:.1%} accuracy (exact joint accounting where the releases "
+        "are Gaussian)"
     )
 
 

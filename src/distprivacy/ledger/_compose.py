@@ -17,8 +17,8 @@ def data_fingerprint(data: Any, columns: Sequence[str]) -> str:
     numbers (bool, int, float) as little-endian float64 bytes, anything else as the ``repr``
     of each value, NaN as ``nan``. Reordering rows or changing one value changes it; columns
     not named do not. Returns ``"sha256:<64 hex digits>"`` (the plans' fingerprint:
-    :func:`distprivacy.plans.data_fingerprint`)."""
-    from distprivacy.plans import data_fingerprint as fingerprint
+    :func:`distprivacy.mechanisms.plans.data_fingerprint`)."""
+    from distprivacy.mechanisms.plans import data_fingerprint as fingerprint
 
     return fingerprint(data, columns)
 
@@ -41,7 +41,7 @@ def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | Non
     """One model of every recorded statistic: a plan's model that covers them all and agrees
     with every other plan's model, or ``fit(union query text)``."""
     from distprivacy.composition import CompositionError
-    from distprivacy.plans import model_from_dict
+    from distprivacy.mechanisms.plans import model_from_dict
 
     specs = {_dumps(e.plan.get("spec")) for e in entries}  # type: ignore[union-attr]
     if len(specs) > 1:

@@ -183,7 +183,7 @@ class LedgerEntry:
         fingerprint: str | None = None,
         property: str | None = None,
     ) -> LedgerEntry:
-        """The entry of releasing ``values`` with a :class:`distprivacy.plans.Plan`.
+        """The entry of releasing ``values`` with a :class:`distprivacy.mechanisms.plans.Plan`.
 
         ``fingerprint`` defaults to the plan's data fingerprint and ``property`` to its
         protected property."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -120,9 +121,13 @@ class Calibration:
         """What a release promises (:class:`~distprivacy.guarantee.Guarantee`): (ε, δ achieved)
         -distribution privacy for the model's pairs; its curve is the μ-GDP one only when the
         whole curve is known to be (a Gaussian mechanism whose accounting has no
-        unequal-covariance profile), else the point (ε, δ). Group-DP baselines hold for every
-        dataset (``basis``) yet only for neighbouring datasets, not every pair of inputs."""
+        unequal-covariance profile), else the point (ε, δ). A group-DP baseline whose group is
+        the whole dataset (k = n) holds for every pair of n-record datasets
+        (``holds_for_every_input``: releases of it compose by basic/GDP composition,
+        docs/ledger.md); with k < n only for datasets differing in k records."""
         acct = self.accounting
+        k, n = self.details.get("group_size"), self.n
+        whole = self.basis == BASIS_UNCONDITIONAL and k is not None and n is not None and k >= n
         return Guarantee(
             epsilon=self.epsilon,
             delta=self.delta_achieved,
@@ -134,7 +139,7 @@ class Calibration:
             basis=self.basis,
             verified=self.verified,
             assumptions=self.assumptions,
-            holds_for_every_input=False,
+            holds_for_every_input=bool(whole),
         )
 
     @property
@@ -408,6 +413,22 @@ class Calibration:
                 "n": self.n,
             }
         )
+
+    def save(self, path: str | Path) -> Path:
+        """Write this calibration as a plan (:class:`~distprivacy.mechanisms.plans.Plan`: the
+        spec, statistics, model moments, noise, guarantee, data fingerprint and a digest) for a
+        later release without refitting; returns the path."""
+        from distprivacy.mechanisms.plans import Plan
+
+        return Plan.from_calibration(self).save(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Calibration:
+        """The calibration of a plan file written by :meth:`save` or ``calibrate --save``
+        (digest checked; the model it was made on attached as ``model_``)."""
+        from distprivacy.mechanisms.plans import Plan
+
+        return Plan.load(path).calibration
 
     @classmethod
     def from_dict(

@@ -20,6 +20,7 @@ then rebuilds the calibration and checks that its guarantee is the one written i
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -323,7 +324,7 @@ class Plan:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], source: str = "the plan") -> Plan:
         """Rebuild a plan, refusing a modified one (digest) or an inconsistent one."""
-        from distprivacy.mechanisms import Calibration
+        from distprivacy.mechanisms.calibration import Calibration
 
         if not isinstance(raw, Mapping) or raw.get("format") != PLAN_FORMAT:
             raise PlanError(f'{source} is not a distprivacy plan (no "format": {PLAN_FORMAT!r})')
@@ -343,14 +344,17 @@ class Plan:
                 f"{source} was modified after it was saved (its digest does not match its "
                 "content); calibrate again with --save"
             )
-        cal = Calibration.from_dict(raw["calibration"])
+        spec = raw["spec"]
+        query = Query.parse(raw["query"]) if raw["query"] else None
+        n = int(spec["n"]) if isinstance(spec, Mapping) and "n" in spec else None
+        cal = Calibration.from_dict(raw["calibration"], query=query, n=n)
         stated = Guarantee.from_dict(raw["guarantee"])
         if cal.guarantee != stated:
             raise PlanError(f"{source}: its calibration does not give the guarantee it states")
         model = model_from_dict(raw["model"])
         if tuple(model.statistic_names_) != tuple(cal.statistic_names):
             raise PlanError(f"{source}: the model's statistics differ from the calibration's")
-        object.__setattr__(cal, "model_", model) if _has_slot(cal, "model_") else None
+        cal = dataclasses.replace(cal, model_=model)
         return cls(
             calibration=cal,
             model=model,
@@ -417,10 +421,6 @@ class Plan:
             raise PlanError("give the target dataset or the statistics' values, not both")
         v = self.target_values(target) if target is not None else values
         return self.calibration.release(v, random_state=random_state, allow_exact=allow_exact)
-
-
-def _has_slot(obj: Any, name: str) -> bool:
-    return hasattr(obj, "__dataclass_fields__") and name in obj.__dataclass_fields__
 
 
 def _no_constant(name: str) -> float:
