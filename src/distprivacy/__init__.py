@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from distprivacy._version import __version__
 from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,
@@ -36,8 +37,6 @@ from distprivacy.exceptions import (
     ShortfallWarning,
     SwampedWarning,
 )
-
-__version__ = "0.1.0"
 
 #: Public name → the module that defines it (imported on first use).
 _LAZY: dict[str, str] = {

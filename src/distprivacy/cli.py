@@ -12,7 +12,7 @@ import warnings
 
 import click
 
-from distprivacy import __version__
+from distprivacy._version import __version__
 from distprivacy.commands.attribute import attribute
 from distprivacy.commands.audit import audit
 from distprivacy.commands.calibrate import calibrate

@@ -60,7 +60,7 @@ class PandasEngine(Engine):
         size: int,
         random_state: RandomState = None,
     ) -> list[np.ndarray]:
-        from distprivacy.models import sample_statistics
+        from distprivacy.sampling import sample_statistics
 
         pos, neg = spec.groups(self.data)
         query.validate(self.data)

@@ -524,7 +524,7 @@ class SQLEngine(Engine):
         size: int,
         random_state: RandomState = None,
     ) -> list[np.ndarray]:
-        from distprivacy.models import sample_without_replacement
+        from distprivacy.sampling import sample_without_replacement
 
         first = self._first_pass(query, spec)  # also refuses what does not compile
         self._check_first_pass(query, spec, first)

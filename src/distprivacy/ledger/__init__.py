@@ -181,7 +181,7 @@ class Ledger:
     ) -> Ledger:
         """Create a ledger with one budget: ``budget_mu``, or ``budget_epsilon`` and
         ``budget_delta``. Refuses an existing file."""
-        from distprivacy import __version__
+        from distprivacy._version import __version__
 
         budget = _budget(budget_mu, budget_epsilon, budget_delta)
         p = Path(path)

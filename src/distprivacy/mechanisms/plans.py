@@ -233,7 +233,7 @@ class Plan:
         modelling : mapping, optional
             The modelling choices (method, samples, seed, engine) to record.
         """
-        from distprivacy import __version__
+        from distprivacy._version import __version__
 
         model = model if model is not None else getattr(calibration, "model_", None)
         if model is None:

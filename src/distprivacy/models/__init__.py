@@ -20,7 +20,8 @@ on data was fitted with (None for a user-supplied model), so that a calibration 
 on a dataset to release it.
 
 The parts live in private sub-modules, all re-exported here: ``_base`` (:class:`FModel`),
-``_sampling`` (random datasets as index matrices), ``_exact``, ``_monte_carlo``, ``_gaussian``,
+``distprivacy.sampling`` (random datasets as index matrices, re-exported), ``_exact``,
+``_monte_carlo``, ``_gaussian``,
 ``_file`` (:func:`load_model_file`) and ``_fit`` (:func:`fit_model`).
 """
 
@@ -37,7 +38,7 @@ from distprivacy.models._file import (
 from distprivacy.models._fit import fit_model
 from distprivacy.models._gaussian import GaussianModel
 from distprivacy.models._monte_carlo import MonteCarloModel
-from distprivacy.models._sampling import (
+from distprivacy.sampling import (
     sample_statistics,
     sample_statistics_bytes,
     sample_without_replacement,

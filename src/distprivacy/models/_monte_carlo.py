@@ -9,13 +9,13 @@ import numpy as np
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.models._base import Data, FModel, ProgressCallback, _on_engine
 from distprivacy.models._exact import ExactModel
-from distprivacy.models._sampling import (
-    sample_statistics,
-    sample_statistics_bytes,
-)
 from distprivacy.query import Query
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
+from distprivacy.sampling import (
+    sample_statistics,
+    sample_statistics_bytes,
+)
 from distprivacy.spec import ProtectionSpec
 
 if TYPE_CHECKING:
