@@ -17,6 +17,7 @@ from distprivacy.commands import (
     SEED,
     allow_exact_option,
     dumps_json,
+    parse_floats,
 )
 from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
 
@@ -27,11 +28,7 @@ def attribute() -> None:
 
 
 def _numbers(text: str, what: str) -> list[float]:
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise DistPrivacyError(f"{what} must be comma-separated numbers, got {text!r}") from None
-    return [check_number(v, what) for v in vals]
+    return parse_floats(text, what, example="1.5,2")
 
 
 def _matrix(text: str, what: str) -> list[list[float]]:

@@ -22,6 +22,7 @@ from distprivacy.commands import (
     SEED,
     Number,
     dumps_json,
+    parse_floats,
 )
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.outputs import write_csv
@@ -189,10 +190,7 @@ def distp(
     res = distp_epsilon(mech, lam0, lam1, delta, n_samples=samples, random_state=seed)
     profile = None
     if at is not None:
-        try:
-            points = [float(x) for x in at.split(",") if x.strip()]
-        except ValueError:
-            points = []
+        points = parse_floats(at, "--at", example="0.1,0.5,1")
         if not points:
             raise DistPrivacyError(f"cannot read --at {at!r}; give numbers like 0.1,0.5,1")
         points = [check_number(x, "--at", low=0) for x in points]

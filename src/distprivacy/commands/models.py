@@ -11,8 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from distprivacy.accounting import check_number
-from distprivacy.commands import FLOAT, POSITIVE_INT, SEED, adult_data_option, dumps_json
+from distprivacy.commands import (
+    FLOAT,
+    POSITIVE_INT,
+    SEED,
+    adult_data_option,
+    dumps_json,
+    parse_floats,
+)
 from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:
@@ -297,11 +303,7 @@ def info(path: str, as_json: bool) -> None:
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
-    try:
-        vals = tuple(float(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise DistPrivacyError(f"{what} must be comma-separated numbers, got {text!r}") from None
-    return tuple(check_number(v, what) for v in vals)
+    return tuple(parse_floats(text, what, example="0,0.5,1"))
 
 
 @models.command(name="reproduce")
