@@ -14,12 +14,12 @@ from matplotlib.figure import Figure
 
 from distprivacy.local.domains import Domain
 from distprivacy.local.utility import bayes_factor_reading
-from distprivacy.outputs import save_figure, write_text
+from distprivacy.outputs import save_figure
 
 if TYPE_CHECKING:
     from distprivacy.experiments.local_distp import Settings
 
-__all__ = ["COLORS", "DPI", "plot_city", "plot_eps_k", "plot_eps_sql", "write_report"]
+__all__ = ["COLORS", "DPI", "plot_city", "plot_eps_k", "plot_eps_sql", "report_text"]
 
 COLORS = {
     "RR": "#1f77b4",
@@ -232,15 +232,16 @@ def _verdict(equal: pd.DataFrame, st: Settings) -> list[str]:
     return lines
 
 
-def write_report(
-    out: Path,
+def report_text(
     st: Settings,
     header: dict[str, Any],
     city: dict[str, float],
     equal: pd.DataFrame,
     tk: pd.DataFrame,
     checks: pd.DataFrame,
-) -> Path:
+) -> str:
+    """The report's markdown (the header, the city, the calibrated mechanisms, tupling, the
+    theorem checks)."""
     plain = equal[equal["mechanism"] != "Tupling over RR"].copy()
     plain["bayes"] = [
         bayes_factor_reading(e, st.delta)["text"] if np.isfinite(e) else "—"
@@ -363,4 +364,4 @@ def write_report(
         "`theorem_checks.csv`, `timings.csv`, `city.png`, `epsilon_sql.png`, `epsilon_k.png`.",
         "",
     ]
-    return write_text(out / "report.md", "\n".join(lines))
+    return "\n".join(lines)

@@ -45,7 +45,8 @@ from distprivacy.attribute.gaussian import (
     RegressionTheta,
 )
 from distprivacy.attribute.pufferfish import GaussianConditional, PufferfishWassersteinMechanism
-from distprivacy.outputs import RunFolder, check_output_dir, save_figure, write_csv, write_text
+from distprivacy.experiments._run import write_run
+from distprivacy.outputs import check_output_dir, save_figure
 from distprivacy.randomness import RandomState, check_random_state
 
 EPSILON = 1.0
@@ -494,18 +495,19 @@ def _markdown(frame: pd.DataFrame, columns: list[str]) -> str:
     return "\n".join(lines)
 
 
-def write_report(
+def report_text(
     table: pd.DataFrame,
     sweep: pd.DataFrame,
     data: pd.DataFrame,
-    out_dir: Path,
     figure: Path,
     *,
     quick: bool,
     seed: int,
     adult: pd.DataFrame | None = None,
     adult_note: str = "",
-) -> Path:
+) -> str:
+    """The report's markdown: the paper's hospital table beside ours, the V_ij sweep, the
+    simulated data and both frameworks on Adult."""
     rep = paper_rows(table).copy()
     rep["error_ratio"] = rep["measured_abs_error"] / rep["paper_error"].astype(float)
     checks = []
@@ -632,7 +634,7 @@ def write_report(
         ),
         "",
     ]
-    return write_text(out_dir / "report.md", "\n".join(lines))
+    return "\n".join(lines)
 
 
 def run(
@@ -664,28 +666,29 @@ def run(
     frame, adult_note = _load_adult(data_dir)
     adult = None if frame is None else adult_comparison(frame, quick=quick)
     timings["adult"] = time.perf_counter() - t3
-    t2 = time.perf_counter()
     command = "distprivacy reproduce attribute-privacy" + (" --quick" if quick else "")
     command += f" --seed {seed}" if seed else ""
-    # Every file is written atomically; the folder is marked INCOMPLETE until manifest.json.
-    with RunFolder(out_dir, command):
-        write_csv(table, out_dir / "hospital.csv", index=False)
-        write_csv(data, out_dir / "hospital_data.csv", index=False)
-        write_csv(sweep, out_dir / "correlation_sweep.csv", index=False)
-        if adult is not None:
-            write_csv(adult, out_dir / "adult_comparison.csv", index=False)
-        figure = plot(sweep, table, out_dir / "attribute_privacy.png")
-        report = write_report(
-            table,
-            sweep,
-            data,
-            out_dir,
-            figure,
-            quick=quick,
-            seed=seed,
-            adult=adult,
-            adult_note=adult_note,
+    figure = out_dir / "attribute_privacy.png"
+
+    def report(_made: Any) -> str:
+        return report_text(
+            table, sweep, data, figure, quick=quick, seed=seed, adult=adult, adult_note=adult_note
         )
-    timings["figure_report"] = time.perf_counter() - t2
-    timings["total"] = time.perf_counter() - t0
-    return {"report": report, "timings": timings}
+
+    # Every file is written atomically; the folder is marked INCOMPLETE until manifest.json.
+    return write_run(
+        out_dir,
+        command,
+        timings=timings,
+        started=t0,
+        report=report,
+        frames={
+            "hospital": table,
+            "hospital_data": data,
+            "correlation_sweep": sweep,
+            "adult_comparison": adult,
+        },
+        figures=lambda folder: {"figure": plot(sweep, table, figure)},
+        stage="figure_report",
+        timings_csv=False,
+    )

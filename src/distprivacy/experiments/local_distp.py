@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,8 +37,9 @@ from distprivacy.experiments._local_report import (
     plot_city,
     plot_eps_k,
     plot_eps_sql,
-    write_report,
+    report_text,
 )
+from distprivacy.experiments._run import write_run
 from distprivacy.local.distp import (
     TuplingMonteCarlo,
     distp_epsilon,
@@ -62,7 +64,7 @@ from distprivacy.local.mechanisms import (
     TuplingMechanism,
 )
 from distprivacy.local.utility import service_quality_loss
-from distprivacy.outputs import RunFolder, check_output_dir, write_csv
+from distprivacy.outputs import check_output_dir
 from distprivacy.profiles import gdp_epsilon
 from distprivacy.randomness import check_random_state
 
@@ -456,31 +458,41 @@ def run(
     checks = _theorem_checks(g, lam0, lam1, st, winf, w1)
     stage("theorem checks", t0)
 
-    t0 = time.perf_counter()
     progress("local-distp: writing outputs")
     command = (
         "distprivacy reproduce local-distp --out OUT"
         + (" --quick" if quick else "")
         + (f" --seed {seed}" if seed else "")
     )
-    # Every file is written atomically; the folder is marked INCOMPLETE until manifest.json.
-    with RunFolder(out, command):
-        write_csv(city_frame, out / "city.csv", index=False)
-        write_csv(pd.concat([curves, tcurves], ignore_index=True), out / "curves.csv", index=False)
-        write_csv(equal, out / "equal_privacy.csv", index=False)
-        write_csv(tk, out / "tupling_k.csv", index=False)
-        write_csv(checks, out / "theorem_checks.csv", index=False)
-        plot_city(g, lam0, lam1, out / "city.png")
-        plot_eps_sql(curves, tcurves, st, out / "epsilon_sql.png")
-        plot_eps_k(tk, equal, st, out / "epsilon_k.png")
-        stage("outputs", t0)
-        timings["total"] = time.perf_counter() - t_start
+
+    def figures(folder: Path) -> dict[str, Any]:
+        plot_city(g, lam0, lam1, folder / "city.png")
+        plot_eps_sql(curves, tcurves, st, folder / "epsilon_sql.png")
+        plot_eps_k(tk, equal, st, folder / "epsilon_k.png")
+        return {}
+
+    def report(_made: Any) -> str:
         header = {
             "command": command,
             "mode": "quick settings" if quick else "full settings",
             "seed": seed,
             "seconds": timings["total"],
         }
-        report = write_report(out, st, header, city, equal, tk, checks)
-        write_csv(pd.Series(timings, name="seconds"), out / "timings.csv")
-    return {"report": report, "timings": timings}
+        return report_text(st, header, city, equal, tk, checks)
+
+    # Every file is written atomically; the folder is marked INCOMPLETE until manifest.json.
+    return write_run(
+        out,
+        command,
+        timings=timings,
+        started=t_start,
+        report=report,
+        frames={
+            "city": city_frame,
+            "curves": pd.concat([curves, tcurves], ignore_index=True),
+            "equal_privacy": equal,
+            "tupling_k": tk,
+            "theorem_checks": checks,
+        },
+        figures=figures,
+    )
