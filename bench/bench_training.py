@@ -6,7 +6,7 @@ Setting (the defaults of ``distprivacy reproduce model-inference``): the 42 Adul
 victim's stratified split, G = "women are 50%" with the label ratio preserved, datasets of
 ``--n-train`` rows, 40 epochs, minibatches of 200, Adam (lr 1e-3), L2 1e-4 — scikit-learn's
 ``MLPClassifier`` defaults, whose mathematics the batched trainer reproduces exactly (see
-tests/test_inference_training.py::test_one_epoch_matches_sklearn_mlpclassifier).
+tests/inference/test_inference_training.py::test_one_epoch_matches_sklearn_mlpclassifier).
 
 Prints: seconds (wall and CPU) and models/second of the batched trainer with 1 and 2 threads,
 its peak memory (maximum resident set size of the process, which includes the data, pandas and

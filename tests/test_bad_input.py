@@ -48,7 +48,7 @@ from distprivacy.spec import ProtectionSpec
 ROOT = Path(__file__).resolve().parents[1]
 
 # The paper's blood-pressure query (attribute privacy), a fast command to attach options to.
-from test_attribute_cli import BP  # noqa: E402
+from cli_commands import BP  # noqa: E402
 
 # The same problem for temperature: σ² = 0, F(X) would be released unchanged.
 NO_NOISE_BP = [

@@ -92,7 +92,9 @@ def test_guarantee_agrees_with_the_calibration(calibrations, name):
     assert g.max_attack_accuracy == cal.max_attack_accuracy
     assert g.verified == cal.verified
     assert (g.basis, g.theorem, g.assumptions) == (cal.basis, cal.theorem, cal.assumptions)
-    assert g.holds_for_every_input is False  # group DP too: neighbouring datasets, not local DP
+    # Only group DP over the whole dataset (k = n) holds for every pair of n-record datasets.
+    whole = cal.details.get("group_size") == cal.n and name.startswith("GroupDP")
+    assert g.holds_for_every_input is whole
     acct = cal.accounting
     if acct is None:  # pure-ε Laplace or a non-Gaussian (W, δ) mechanism
         assert cal.mu is None and g.curve == "point"
@@ -114,9 +116,21 @@ def test_the_curves_are_the_expected_ones(calibrations):
     assert calibrations["DauM-G"].guarantee.curve == "point"
     assert calibrations["DauM-G classic"].guarantee.curve == "point"
     assert calibrations["ExpM-L"].guarantee.curve == "point"
-    # GroupDP: the basis says unconditional, yet it is not a local-DP guarantee.
-    g = calibrations["GroupDP-G"].guarantee
-    assert g.verified and "every dataset" in g.basis and not g.holds_for_every_input
+    # GroupDP over the whole dataset (k = n): DP for every pair of n-record datasets, so its
+    # releases compose by basic / GDP composition (docs/ledger.md).
+    cal = calibrations["GroupDP-G"]
+    g = cal.guarantee
+    assert cal.details["group_size"] == cal.n
+    assert g.verified and "every dataset" in g.basis and g.holds_for_every_input
+
+
+def test_group_dp_over_fewer_records_does_not_hold_for_every_input(calibrations):
+    from distprivacy.mechanisms import GroupDPLaplace
+
+    cal = calibrations["GroupDP-L"]
+    small = GroupDPLaplace(1.0, group_size=cal.n - 1).calibrate(cal.model_)
+    assert small.details["group_size"] == cal.n - 1
+    assert not small.guarantee.holds_for_every_input
 
 
 @pytest.mark.parametrize("name", CASES)

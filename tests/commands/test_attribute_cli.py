@@ -5,32 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_commands import BP
 
 from distprivacy.cli import main
-
-BP = [
-    "attribute",
-    "gaussian",
-    "--sensitive",
-    "gender",
-    "--query",
-    "blood_pressure",
-    "-n",
-    "50",
-    "--binary",
-    "--parameter-range",
-    "0.25:0.75",
-    "--secret",
-    "(0.25,0.5)",
-    "--secret",
-    "(0.5,0.75)",
-    "--slope",
-    "blood_pressure=6:10",
-    "--residual-variance",
-    "blood_pressure=100",
-    "--pair-distance",
-    "centres",
-]
 
 
 def run(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str, str]:
