@@ -15,7 +15,7 @@ LAYERS: dict[str, int] = {
     "exceptions": 0, "_version": 0, "_json": 0,
     "resources": 1, "accounting": 1,
     "randomness": 2, "intervals": 2, "spec": 2, "outputs": 2, "files": 2, "datasets": 2,
-    "distances": 2,
+    "distances": 2, "fingerprint": 2,
     "query": 3, "profiles": 3, "noise": 3,
     "sampling": 4, "guarantee": 4,
     "engines": 5,

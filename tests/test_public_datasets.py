@@ -312,3 +312,33 @@ def test_cli_missing_values_one_line_error(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert repr(column) in lines[0] and "missing" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
+    """Issue 14 on data nobody here made: a DauM-G plan saved and loaded (digest, columns, n
+    checked), a DataFrame released twice through a ledger, μ growing by less than √2."""
+    from distprivacy.ledger import Ledger, LedgerEntry, data_fingerprint, plan_composer
+    from distprivacy.mechanisms.plans import Plan, PlanError
+
+    ds = DATASETS[name]
+    df = small(name)
+    model = _fit(df, ds)
+    (cal,) = _calibrate(model, ["DauM-G"])[0]
+    path = cal.save(tmp_path / "plan.json")
+    plan = Plan.load(path)
+    assert plan.guarantee == cal.guarantee and plan.data_fingerprint.startswith("sha256:")
+    target = df.sample(n=N, random_state=3)
+    a = plan.release(target, random_state=5)
+    b = cal.release(target, random_state=5)  # the DataFrame release of the calibration itself
+    np.testing.assert_array_equal(a.values, b.values)
+    with pytest.raises(PlanError, match=f"{N - 1} records"):
+        plan.release(target.head(N - 1), random_state=5)
+    mu = cal.guarantee.mu
+    fp = data_fingerprint(target, list(target.columns))
+    with Ledger.init(tmp_path / "l.db", budget_mu=10 * mu) as led:
+        compose = plan_composer(delta=led.budget.report_delta)
+        for k in range(2):
+            rel = plan.release(target, random_state=k)
+            cum = led.record(LedgerEntry.from_plan(plan, rel.values, fingerprint=fp), compose)
+    assert mu < cum.mu < math.sqrt(2) * mu

@@ -154,3 +154,36 @@ def test_release_from_a_toml_config(scenario, capsys, tmp_path):
     cfg.write_text('[release]\nplann = "x"\n')
     rc, _, err = run(capsys, "release", "--config", cfg)
     one_line_error(rc, err, "unknown key", "plann")
+
+
+def test_a_plan_from_a_users_model_file(capsys, tmp_path):
+    """`release --model` alone points at plans; a plan from a model file releases --value."""
+    model = tmp_path / "m.json"
+    model.write_text(
+        json.dumps(
+            {
+                "statistics": ["x", "y"],
+                "thetas": [
+                    {"label": "a", "mean": [100, 101], "covariance": [[22, -6], [-6, 13]]},
+                    {"label": "b", "mean": [99, 102], "covariance": [[22, -6], [-6, 13]]},
+                ],
+                "pairs": [["a", "b"]],
+            }
+        )
+    )
+    rc, _, err = run(capsys, "release", "--model", model)
+    one_line_error(rc, err, "--plan", "--value")
+    plan = tmp_path / "plan.json"
+    rc, out, err = run(
+        capsys, "calibrate", "--model", model, "--mechanism", "ExpM-G", "--save", plan, "--json"
+    )
+    assert rc == 0, err
+    saved = json.loads(out)["plan"]
+    assert saved["reads"] == "--value a,b,…"
+    assert Plan.load(plan).data_fingerprint.startswith("file-sha256:")
+    rc, out, err = run(capsys, "release", "--plan", plan, "--value", "100.5,101.2", "--seed", "1",
+                       "--json")  # fmt: skip
+    assert rc == 0, err
+    assert set(json.loads(out)["statistics"]) == {"x", "y"}
+    rc, _, err = run(capsys, "release", "--plan", plan, "--value", "100.5")
+    one_line_error(rc, err, "--value", "2 statistics")

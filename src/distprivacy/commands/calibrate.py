@@ -76,7 +76,11 @@ def _save_plan(
     data = built[0] if built is not None else p["model_file"]
     plan = Plan.from_calibration(cal, model, data=data, modelling=modelling(p))
     plan.save(path)
-    return {"path": str(path), "digest": plan.digest}
+    return {
+        "path": str(path),
+        "digest": plan.digest,
+        "reads": "--target DATA" if plan.query else "--value a,b,…",
+    }
 
 
 @click.command()
@@ -173,5 +177,6 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], save: str | None,
     if "plan" in info:
         console.print(
             f"Plan saved to {info['plan']['path']} (digest {info['plan']['digest'][:19]}…); "
-            f"release it with: distprivacy release --plan {info['plan']['path']} --target DATA"
+            f"release it with: distprivacy release --plan {info['plan']['path']} "
+            f"{info['plan']['reads']}"
         )

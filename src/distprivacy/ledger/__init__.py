@@ -15,7 +15,7 @@ durable before it returns). The caller prints the release only after :meth:`reco
 record, then reveal — a crash between the two can lose an output, never a ledger entry.
 
 The dataset fingerprint is :func:`data_fingerprint` (SHA-256 of the columns used, see
-:func:`distprivacy.mechanisms.plans.data_fingerprint`).
+:func:`distprivacy.fingerprint.data_fingerprint`).
 
 Importing this module is light (NumPy and the standard library): plans, models and the joint
 accounting are imported when they are used.

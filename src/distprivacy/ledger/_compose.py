@@ -17,8 +17,8 @@ def data_fingerprint(data: Any, columns: Sequence[str]) -> str:
     numbers (bool, int, float) as little-endian float64 bytes, anything else as the ``repr``
     of each value, NaN as ``nan``. Reordering rows or changing one value changes it; columns
     not named do not. Returns ``"sha256:<64 hex digits>"`` (the plans' fingerprint:
-    :func:`distprivacy.mechanisms.plans.data_fingerprint`)."""
-    from distprivacy.mechanisms.plans import data_fingerprint as fingerprint
+    :func:`distprivacy.fingerprint.data_fingerprint`)."""
+    from distprivacy.fingerprint import data_fingerprint as fingerprint
 
     return fingerprint(data, columns)
 

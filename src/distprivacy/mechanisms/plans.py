@@ -34,6 +34,10 @@ import pandas as pd
 
 from distprivacy._json import dumps_json, jsonable
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.fingerprint import (
+    query_columns,
+    source_fingerprint,
+)
 from distprivacy.guarantee import Guarantee, Release
 from distprivacy.models import FModel, GaussianModel
 from distprivacy.query import Count, Mean, Proportion, Query, Sum
@@ -87,66 +91,6 @@ def query_text(query: Query) -> str | None:
         else:
             return None
     return ",".join(parts)
-
-
-def data_fingerprint(data: pd.DataFrame, columns: Sequence[str]) -> str:
-    """SHA-256 of the columns used, in row order: for each column (sorted by name) its name,
-    its dtype and its values, each value written as ``repr`` of the Python scalar (floats
-    round-trip exactly), NaN as ``nan``. Renaming, reordering rows or changing one value
-    changes it; other columns do not.
-
-    Returns
-    -------
-    str
-        ``"sha256:<64 hex digits>"``.
-    """
-    h = hashlib.sha256()
-    for c in sorted(set(columns)):
-        if c not in data.columns:
-            raise PlanError(f"the data has no column {c!r} to fingerprint")
-        col = data[c]
-        h.update(f"{len(c)}:{c}|{col.dtype}|{len(col)}\n".encode())
-        if col.dtype.kind in "biuf":
-            arr = np.ascontiguousarray(col.to_numpy(dtype=np.float64))
-            h.update(arr.tobytes())
-        else:
-            h.update("\x1f".join("nan" if pd.isna(v) else repr(v) for v in col).encode())
-        h.update(b"\x1e")
-    return "sha256:" + h.hexdigest()
-
-
-def source_fingerprint(data: Any, columns: Sequence[str]) -> str | None:
-    """The fingerprint of the data a model was fitted on: :func:`data_fingerprint` of the
-    columns used for a DataFrame (or the pandas engine's), the SHA-256 of the file itself for
-    a file read by DuckDB or Spark (``"file-sha256:…"``), None when there is neither."""
-    if isinstance(data, pd.DataFrame):
-        return data_fingerprint(data, columns)
-    inner = getattr(data, "data", None)
-    if isinstance(inner, pd.DataFrame):
-        return data_fingerprint(inner, columns)
-    path = data if isinstance(data, str | Path) else getattr(data, "source", None)
-    if isinstance(path, str | Path) and Path(path).is_file():
-        return file_fingerprint(path)
-    return None
-
-
-def file_fingerprint(path: str | Path) -> str:
-    """``"file-sha256:<hex>"``: SHA-256 of a file's bytes (read in 1 MiB blocks)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return "file-sha256:" + h.hexdigest()
-
-
-def query_columns(query: Query, spec: Any | None) -> tuple[str, ...]:
-    """The columns the statistics and the protected property read."""
-    cols: list[str] = []
-    for s in query.statistics:
-        cols.extend(s.columns())
-    if spec is not None:
-        cols.append(spec.predicate.column)
-    return tuple(dict.fromkeys(cols))
 
 
 def model_to_dict(model: FModel) -> dict[str, Any]:

@@ -45,6 +45,9 @@ class FModel:
     record_sensitivities_: np.ndarray | None = None
     n_: int | None = None
     method_: str = ""
+    #: SHA-256 of the columns the model was fitted on (:mod:`distprivacy.fingerprint`); None
+    #: for a user's model or data the library never held whole.
+    data_fingerprint_: str | None = None
     #: The query and the protection spec the model was fitted with (None for a model given by
     #: the user, e.g. loaded from a file): what a calibration evaluates on a dataset to release.
     query_: Query | None = None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.fingerprint import query_columns, source_fingerprint
 from distprivacy.models._base import Data, FModel, _on_engine
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
@@ -74,6 +75,9 @@ class ExactModel(FModel):
         )
         self.n_ = spec.n
         self.query_, self.spec_ = query, spec
+        # In memory only: a file an engine streams is fingerprinted when a plan is saved.
+        held = data if eng is None else getattr(eng, "data", None)
+        self.data_fingerprint_ = source_fingerprint(held, query_columns(query, spec))
         self.method_ = "exact"
         self.check_finite("exact moments")
         return self

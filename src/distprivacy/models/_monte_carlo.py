@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.fingerprint import query_columns, source_fingerprint
 from distprivacy.models._base import Data, FModel, ProgressCallback, _on_engine
 from distprivacy.models._exact import ExactModel
 from distprivacy.query import Query
@@ -129,6 +130,7 @@ class MonteCarloModel(FModel):
         self.record_sensitivities_ = query.record_sensitivities(data, spec.n)
         self.n_ = spec.n
         self.query_, self.spec_ = query, spec
+        self.data_fingerprint_ = source_fingerprint(data, query_columns(query, spec))
         self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
         self.check_finite("Monte-Carlo model")
         return self
