@@ -27,6 +27,7 @@ from distprivacy._version import __version__
 from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,
+    ClassicShortfallWarning,
     DataUnavailableError,
     DistPrivacyError,
     DistPrivacyWarning,
@@ -104,6 +105,7 @@ __all__ = [
     "Calibration",
     "CallableStatistic",
     "ClassicRuleWarning",
+    "ClassicShortfallWarning",
     "Count",
     "DataUnavailableError",
     "DauM",

@@ -60,6 +60,13 @@ class ShortfallWarning(DistPrivacyWarning):
     code = "shortfall"
 
 
+class ClassicShortfallWarning(ClassicRuleWarning, ShortfallWarning):
+    """A shortfall caused by the classic rule itself (both a classic-rule caveat and a
+    shortfall: ignoring either category ignores it)."""
+
+    code = "classic-shortfall"
+
+
 class MoreNoiseWarning(DistPrivacyWarning):
     """Verifying the guarantee under the fitted model needed more noise than the theorem's."""
 
@@ -86,6 +93,7 @@ WARNING_CODES: dict[str, type[DistPrivacyWarning]] = {
         ClassicRuleWarning,
         AssumptionWarning,
         ShortfallWarning,
+        ClassicShortfallWarning,
         MoreNoiseWarning,
         SwampedWarning,
         LimitWarning,

@@ -44,6 +44,7 @@ from distprivacy.accounting import (
 from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,
+    ClassicShortfallWarning,
     DistPrivacyError,
     MoreNoiseWarning,
     NotApplicableError,
@@ -540,7 +541,7 @@ class GaussianMechanism(Mechanism):
             shortfall = Notice(
                 f"exact accounting: at ε = {self.epsilon:g} this noise achieves only "
                 f"δ = {achieved:.3g} > the nominal {self.delta:g}; the shortfall comes from {why}",
-                ShortfallWarning,
+                ClassicShortfallWarning if by_rule else ShortfallWarning,
             )
             warnings_.append(shortfall)
             if by_rule:
