@@ -301,6 +301,36 @@ class Release:
         )
 
 
+def noisy_release(
+    calibration: Any,
+    value: np.ndarray,
+    *,
+    random_state: Any,
+    allow_exact: bool,
+    exact_reason: str,
+    size: int | None = None,
+) -> Release:
+    """F(X) + Z for a calibration with a ``noise`` (:class:`~distprivacy.noise.
+    NoiseDistribution`) and ``adds_noise``: the one way the wings draw a release.
+
+    ``value`` is F(X) as a vector of the noise's dimension (checked by the caller). A
+    calibration that adds no noise refuses (:class:`~distprivacy.exceptions.ExactReleaseError`
+    with ``exact_reason``) unless ``allow_exact``. The noise comes from
+    :func:`~distprivacy.randomness.check_random_state` with ``secure=True``. ``size`` draws that
+    many releases at once (values of shape (size, m), or (size,) for m = 1).
+    """
+    from distprivacy.exceptions import ExactReleaseError
+    from distprivacy.randomness import check_random_state, is_secure
+
+    if not calibration.adds_noise and not allow_exact:
+        raise ExactReleaseError(exact_reason)
+    gen = check_random_state(random_state, secure=True)
+    out = value + calibration.noise.sample(size, gen)
+    if value.shape == (1,) and size is not None:
+        out = out[:, 0]
+    return Release(out, calibration.statistic_names, calibration, is_secure(gen))
+
+
 @runtime_checkable
 class Calibrated(Protocol):
     """The protocol every calibration of the library follows: inspect, then release.

@@ -33,12 +33,11 @@ from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,
     DistPrivacyError,
-    ExactReleaseError,
     Notice,
 )
-from distprivacy.guarantee import Guarantee, Release
+from distprivacy.guarantee import Guarantee, Release, noisy_release
 from distprivacy.noise import NoiseDistribution
-from distprivacy.randomness import RandomState, check_random_state, is_secure
+from distprivacy.randomness import RandomState
 
 if TYPE_CHECKING:
     from distprivacy.attribute._gaussian_theta import GaussianTheta, RegressionTheta
@@ -295,17 +294,18 @@ class APGMCalibration:
                 f"the value to release has shape {v.shape}, expected ({k},) for "
                 f"{list(self.statistics)}"
             )
-        if not self.adds_noise and not allow_exact:
-            raise ExactReleaseError(
+        return noisy_release(
+            self,
+            v,
+            random_state=random_state,
+            allow_exact=allow_exact,
+            size=size,
+            exact_reason=(
                 f"{self.mechanism} adds no noise here (σ² = 0: the data's own variance gives the "
                 "guarantee, cf. Theorem 4.4 of Chen & Ohrimenko 2023), so the release would "
                 "publish F(X); pass allow_exact=True (--allow-exact) to release it exactly"
-            )
-        gen = check_random_state(random_state, secure=True)
-        out = v + self.noise.sample(size, gen)
-        if k == 1 and size is not None:
-            out = out[:, 0]
-        return Release(out, self.statistic_names, self, is_secure(gen))
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON output of ``distprivacy attribute gaussian``)."""

@@ -22,12 +22,11 @@ from distprivacy.attribute._quilt_graph import Influence, MarkovQuilt
 from distprivacy.exceptions import (
     DistPrivacyError,
     DistPrivacyWarning,
-    ExactReleaseError,
     Notice,
 )
-from distprivacy.guarantee import Guarantee, Release
+from distprivacy.guarantee import Guarantee, Release, noisy_release
 from distprivacy.noise import NoiseDistribution
-from distprivacy.randomness import RandomState, check_random_state, is_secure
+from distprivacy.randomness import RandomState
 
 THEOREM = (
     "Zhang, Ohrimenko & Cummings (FAccT 2022), Algorithm 2 (Attribute-Private Markov Quilt "
@@ -292,16 +291,18 @@ class QuiltCalibration:
         v = np.atleast_1d(np.asarray(value, dtype=float))
         if v.shape != (1,) or not np.isfinite(v).all():
             raise DistPrivacyError(f"the value to release must be one finite number, got {value!r}")
-        if not self.adds_noise and not allow_exact:
-            raise ExactReleaseError(
+        return noisy_release(
+            self,
+            v,
+            random_state=random_state,
+            allow_exact=allow_exact,
+            size=size,
+            exact_reason=(
                 "this calibration adds no noise (Laplace scale 0: the secrets do not influence "
                 "the query), so the release would publish F(X) (cf. Theorem 4.4 of Chen & "
                 "Ohrimenko 2023); pass allow_exact=True (--allow-exact) to release it exactly"
-            )
-        gen = check_random_state(random_state, secure=True)
-        z = self.noise.sample(size, gen)
-        out = v[0] + (z[:, 0] if size is not None else z)
-        return Release(np.atleast_1d(out), self.statistic_names, self, is_secure(gen))
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON output of ``distprivacy attribute quilt``; infinities as "inf")."""

@@ -30,10 +30,10 @@ from distprivacy._json import jsonable, number
 from distprivacy.accounting import check_epsilon
 from distprivacy.attribute.framework import Secret, ValueSet
 from distprivacy.distances import wasserstein_inf
-from distprivacy.exceptions import DistPrivacyError, ExactReleaseError, NotApplicableError
-from distprivacy.guarantee import Guarantee, Release
+from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.guarantee import Guarantee, Release, noisy_release
 from distprivacy.noise import NoiseDistribution
-from distprivacy.randomness import RandomState, check_random_state, is_secure
+from distprivacy.randomness import RandomState, check_random_state
 
 THEOREM = "Song, Wang & Chaudhuri 2017, Alg. 1 (Wasserstein Mechanism), Thm 3.2"
 
@@ -248,17 +248,18 @@ class WassersteinCalibration:
             raise DistPrivacyError(
                 f"the value to release has shape {v.shape}, expected ({self.dim},)"
             )
-        if not self.adds_noise and not allow_exact:
-            raise ExactReleaseError(
+        return noisy_release(
+            self,
+            v,
+            random_state=random_state,
+            allow_exact=allow_exact,
+            size=size,
+            exact_reason=(
                 f"{self.mechanism} adds no noise here (W = 0), so the release would publish "
                 "F(X) (cf. Theorem 4.4 of Chen & Ohrimenko 2023); pass allow_exact=True "
                 "(--allow-exact) to release it exactly"
-            )
-        gen = check_random_state(random_state, secure=True)
-        out = v + self.noise.sample(size, gen)
-        if self.dim == 1 and size is not None:
-            out = out[:, 0]
-        return Release(out, self.statistic_names, self, is_secure(gen))
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(
