@@ -204,3 +204,29 @@ def test_compose_guarantees_only_for_every_dataset_pair(daum):
         )  # fmt: skip
     with pytest.raises(CompositionError, match="no guarantee"):
         compose_guarantees([])
+
+
+@pytest.mark.parametrize("factor", [1000.0, 1e-3])
+def test_joint_accounting_does_not_depend_on_units(adult_model, daum, factor):
+    """Rescale one statistic (years → millennia, or dollars → milli-dollars): its moments and
+    its noise rescale with it, and the joint μ, δ and attack bound do not move."""
+    c = np.ones(adult_model.dim)
+    c[0] = factor
+    scaled = GaussianModel(
+        thetas=list(adult_model.thetas_),
+        means=adult_model.means_ * c,
+        covariances=adult_model.covariances_ * np.outer(c, c),
+        pairs=[
+            (adult_model.thetas_[i], adult_model.thetas_[j]) for i, j in adult_model.pair_indices_
+        ],
+        statistic_names=adult_model.statistic_names_,
+    )
+    r = list(range(adult_model.dim))
+    Z = daum.noise_covariance
+    base = joint_accounting(adult_model, [(r, Z), (r[:2], Z[:2, :2])], epsilon=EPS)
+    moved = joint_accounting(
+        scaled, [(r, Z * np.outer(c, c)), (r[:2], (Z * np.outer(c, c))[:2, :2])], epsilon=EPS
+    )
+    assert _rel(moved.mu, base.mu) <= 1e-9
+    assert _rel(moved.delta, base.delta) <= 1e-6
+    assert _rel(moved.max_attack_accuracy, base.max_attack_accuracy) <= 1e-9
