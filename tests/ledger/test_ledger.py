@@ -265,6 +265,14 @@ def test_data_fingerprint_is_canonical():
     assert data_fingerprint(df.iloc[[1, 0, 2]], ["a", "b"]) != fp
     assert data_fingerprint(df.assign(a=[1, 2, 4]), ["a", "b"]) != fp
     assert data_fingerprint(df.rename(columns={"a": "A"}), ["A", "b"]) != fp
+    # Text: a changed value, two values swapped (same distinct values, other rows), a missing
+    # value against the text "nan"; integers beyond 2^53 are exact.
+    assert data_fingerprint(df.assign(b=["x", "y", "w"]), ["a", "b"]) != fp
+    assert data_fingerprint(df.assign(b=["y", "x", "z"]), ["a", "b"]) != fp
+    na = data_fingerprint(df.assign(b=["x", None, "z"]), ["b"])
+    assert na != data_fingerprint(df.assign(b=["x", "nan", "z"]), ["b"])
+    big = pd.DataFrame({"n": [2**53, 1]})
+    assert data_fingerprint(big, ["n"]) != data_fingerprint(big.assign(n=[2**53 + 1, 1]), ["n"])
 
 
 # -- two processes at once ----------------------------------------------------------------------

@@ -17,8 +17,7 @@ record, then reveal — a crash between the two can lose an output, never a ledg
 The dataset fingerprint is :func:`data_fingerprint` (SHA-256 of the columns used, see
 :func:`distprivacy.fingerprint.data_fingerprint`).
 
-Importing this module is light (NumPy and the standard library): plans, models and the joint
-accounting are imported when they are used.
+Plans, models and the joint accounting are imported when they are used.
 """
 
 from __future__ import annotations
@@ -34,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from distprivacy._json import jsonable
+from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
-from distprivacy.ledger._compose import data_fingerprint, plan_composer
+from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import (
     DEFAULT_REPORT_DELTA,
     Budget,

@@ -11,18 +11,6 @@ from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._entry import Composer, LedgerEntry, _dumps
 
 
-def data_fingerprint(data: Any, columns: Sequence[str]) -> str:
-    """SHA-256 of the columns ``columns`` of the table ``data``, canonical: for each column
-    (sorted by name, each once) its name, dtype and length, then its values in row order —
-    numbers (bool, int, float) as little-endian float64 bytes, anything else as the ``repr``
-    of each value, NaN as ``nan``. Reordering rows or changing one value changes it; columns
-    not named do not. Returns ``"sha256:<64 hex digits>"`` (the plans' fingerprint:
-    :func:`distprivacy.fingerprint.data_fingerprint`)."""
-    from distprivacy.fingerprint import data_fingerprint as fingerprint
-
-    return fingerprint(data, columns)
-
-
 def _is_gaussian(e: LedgerEntry) -> bool:
     return (
         e.noise_family in ("gaussian", "none")
