@@ -36,7 +36,9 @@ import numpy as np
 
 from distprivacy._json import jsonable, number
 from distprivacy.accounting import check_delta, check_number
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
+from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon
+from distprivacy.randomness import check_random_state, is_secure
 
 #: What the (ε, δ) curve of a guarantee is known as.
 CURVES = ("gdp", "point")
@@ -145,16 +147,12 @@ class Guarantee:
             object.__setattr__(self, "max_attack_accuracy", self._accuracy_from_curve())
 
     def _gdp(self, eps: float) -> float:
-        from distprivacy.profiles import gdp_delta
-
         if math.isinf(self.mu) or math.isinf(eps):  # type: ignore[arg-type]
             return 1.0 if math.isinf(self.mu) else 0.0  # type: ignore[arg-type]
         return float(min(gdp_delta(eps, self.mu), 1.0))
 
     def _accuracy_from_curve(self) -> float:
         if self.curve == "gdp":
-            from distprivacy.profiles import gdp_accuracy
-
             return 1.0 if math.isinf(self.mu) else float(gdp_accuracy(self.mu))  # type: ignore[arg-type]
         return point_accuracy(self.epsilon, self.delta)
 
@@ -175,8 +173,6 @@ class Guarantee:
         """The smallest ε′ with :meth:`delta_at` (ε′) ≤ ``delta`` (∞ if none)."""
         d = check_delta(delta, allow_zero=True)
         if self.curve == "gdp":
-            from distprivacy.profiles import gdp_epsilon
-
             if math.isinf(self.mu):  # type: ignore[arg-type]
                 return math.inf
             return float(gdp_epsilon(d, self.mu)) if d > 0 else math.inf
@@ -319,9 +315,6 @@ def noisy_release(
     :func:`~distprivacy.randomness.check_random_state` with ``secure=True``. ``size`` draws that
     many releases at once (values of shape (size, m), or (size,) for m = 1).
     """
-    from distprivacy.exceptions import ExactReleaseError
-    from distprivacy.randomness import check_random_state, is_secure
-
     if not calibration.adds_noise and not allow_exact:
         raise ExactReleaseError(exact_reason)
     gen = check_random_state(random_state, secure=True)

@@ -254,15 +254,12 @@ def common_options(f: Callable) -> Callable:
     return f
 
 
-def _given(ctx: click.Context, name: str) -> bool:
+def given(ctx: click.Context, name: str) -> bool:
     """Whether the user set the option (on the command line or in a ``--config`` file)."""
     return ctx.get_parameter_source(name) in (
         click.core.ParameterSource.COMMANDLINE,
         click.core.ParameterSource.DEFAULT_MAP,
     )
-
-
-given = _given
 
 
 def option_flag(name: str) -> str:
@@ -300,7 +297,7 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
     check_epsilon(p["epsilon"])
     check_rule(p["calibration"])
     if p["model_file"] is not None:
-        explicit = [k for k in DATA_OPTIONS if _given(ctx, k)]
+        explicit = [k for k in DATA_OPTIONS if given(ctx, k)]
         if explicit:
             flags = ", ".join("--" + e.rstrip("_").replace("_", "-") for e in explicit)
             raise DistPrivacyError(f"--model replaces the data options; drop {flags}")
@@ -384,7 +381,7 @@ def check_targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | No
     if t["mu"] is not None and t["max_accuracy"] is not None:
         raise DistPrivacyError("give --target-mu or --max-attack-accuracy, not both")
     if any(v is not None for v in t.values()):
-        if _given(ctx, "epsilon"):
+        if given(ctx, "epsilon"):
             raise DistPrivacyError(
                 "give --epsilon or a target (--target-mu / --max-attack-accuracy), not both"
             )
