@@ -85,6 +85,11 @@ _LAZY: dict[str, str] = {
     "check_random_state": "distprivacy.randomness",
     "SecureGenerator": "distprivacy.randomness",
     "NoiseDistribution": "distprivacy.noise",
+    # privacy targets
+    "EpsDelta": "distprivacy.targets",
+    "GDP": "distprivacy.targets",
+    "MaxAttackAccuracy": "distprivacy.targets",
+    "Rule": "distprivacy.targets",
     # checking a release
     "audit_model": "distprivacy.audit",
     "AuditResult": "distprivacy.audit",
@@ -96,6 +101,7 @@ _LAZY: dict[str, str] = {
 _SUBPACKAGES = ("attribute", "local", "inference", "engines", "experiments")
 
 __all__ = [
+    "GDP",
     "MECHANISMS",
     "ApproximateWassersteinMechanism",
     "AssumptionWarning",
@@ -114,6 +120,7 @@ __all__ = [
     "DistPrivacyError",
     "DistPrivacyWarning",
     "EigenvectorGaussian",
+    "EpsDelta",
     "ExactModel",
     "ExactReleaseError",
     "ExpectedValueGaussian",
@@ -123,6 +130,7 @@ __all__ = [
     "GroupDPLaplace",
     "Guarantee",
     "LikelihoodRatioAttack",
+    "MaxAttackAccuracy",
     "Mean",
     "Mechanism",
     "MetaClassifierAttack",
@@ -138,6 +146,7 @@ __all__ = [
     "Query",
     "Release",
     "ResourceLimitError",
+    "Rule",
     "SecureGenerator",
     "ShortfallWarning",
     "Sum",
