@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.exceptions import Notice
+from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.base import (
     Calibration,
     Mechanism,
@@ -61,17 +62,18 @@ class ExpectedValueGaussian(GaussianMechanism):
     name = "ExpM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.2"
 
-    def _noise(self, model: FModel, mu: float, convention: str):
+    def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         d2 = delta_e(model, 2)
         sigma = d2 / mu
         cov_text, cov_warn = covariance_assumption(model)
-        return NoiseDistribution.isotropic("gaussian", model.dim, sigma), {
-            "sensitivity": d2,
-            "sensitivity_label": "Δ_E,2",
-            "assumptions": (_TRANSLATION, cov_text),
-            "warnings": [cov_warn],
-            "details": {"sigma": sigma},
-        }
+        return Proposal.of(
+            NoiseDistribution.isotropic("gaussian", model.dim, sigma),
+            sensitivity=d2,
+            sensitivity_label="Δ_E,2",
+            assumptions=(_TRANSLATION, cov_text),
+            warnings=[cov_warn],
+            details={"sigma": sigma},
+        )
 
     def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
         return mu_star
@@ -126,7 +128,7 @@ class DirectionalGaussian(GaussianMechanism):
     name = "DirM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.3 (Gaussian variant, §4.2)"
 
-    def _noise(self, model: FModel, mu: float, convention: str):
+    def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         s = model.statistic_scales()
         D = model.mean_differences() / s
         V = row_span(D)
@@ -134,18 +136,19 @@ class DirectionalGaussian(GaussianMechanism):
         sigma = d2 / mu
         cov = (V * sigma**2) @ V.T * np.outer(s, s)
         cov_text, cov_warn = covariance_assumption(model)
-        return NoiseDistribution.gaussian_from_covariance(cov), {
-            "sensitivity": delta_e(model, 2),
-            "sensitivity_label": "Δ_E,2",
-            "assumptions": (_TRANSLATION, cov_text),
-            "warnings": [cov_warn],
-            "details": {
+        return Proposal.of(
+            NoiseDistribution.gaussian_from_covariance(cov),
+            sensitivity=delta_e(model, 2),
+            sensitivity_label="Δ_E,2",
+            assumptions=(_TRANSLATION, cov_text),
+            warnings=[cov_warn],
+            details={
                 "sigma_unit_free": sigma,
                 "statistic_scales": s,
                 "directions_unit_free": V.T,
                 "n_directions": V.shape[1],
             },
-        }
+        )
 
     def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
         return mu_star
