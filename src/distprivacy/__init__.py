@@ -61,6 +61,9 @@ _LAZY: dict[str, str] = {
     "load_model_file": "distprivacy.models",
     # mechanisms
     "MECHANISMS": "distprivacy.mechanisms",
+    "register_mechanism": "distprivacy.mechanisms",
+    "GaussianMechanism": "distprivacy.mechanisms",
+    "Proposal": "distprivacy.mechanisms",
     "make_mechanism": "distprivacy.mechanisms",
     "calibrate_all": "distprivacy.mechanisms",
     "Mechanism": "distprivacy.mechanisms",
@@ -125,6 +128,7 @@ __all__ = [
     "ExactReleaseError",
     "ExpectedValueGaussian",
     "ExpectedValueLaplace",
+    "GaussianMechanism",
     "GaussianModel",
     "GroupDPGaussian",
     "GroupDPLaplace",
@@ -142,6 +146,7 @@ __all__ = [
     "OptimalGaussian",
     "Predicate",
     "Proportion",
+    "Proposal",
     "ProtectionSpec",
     "Query",
     "Release",
@@ -161,6 +166,7 @@ __all__ = [
     "load_model_file",
     "load_table",
     "make_mechanism",
+    "register_mechanism",
 ]
 
 

@@ -15,7 +15,12 @@ import numpy as np
 
 from distprivacy.exceptions import MoreNoiseWarning, Notice
 from distprivacy.mechanisms._calibrator import Proposal
-from distprivacy.mechanisms.base import covariance_assumption, delta_e, not_applicable
+from distprivacy.mechanisms.base import (
+    covariance_assumption,
+    delta_e,
+    not_applicable,
+    register_mechanism,
+)
 from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
@@ -41,6 +46,7 @@ def _cov_text(model: FModel, convention: Convention) -> tuple[str, Notice | None
     return text, warn
 
 
+@register_mechanism
 class NoNoise(GaussianMechanism):
     """Release F(D) unchanged when the model's own uncertainty suffices.
 
@@ -74,6 +80,7 @@ class NoNoise(GaussianMechanism):
         )
 
 
+@register_mechanism
 class EigenvectorGaussian(GaussianMechanism):
     """EigM-G: Gaussian noise along the eigenvectors of Σ_θ, topping each eigenvalue up to
     T = (Δ_E,2 / μ*)² (classic: (c Δ_E,2 / ε)²).
@@ -162,6 +169,7 @@ def daum_variance(d: np.ndarray, S: np.ndarray, v: np.ndarray, bound: float) -> 
     return max(0.0, b * b / (q * q * (bound - r)) - 1.0 / q)
 
 
+@register_mechanism
 class DauM(GaussianMechanism):
     """DauM-G: Gaussian noise along one direction v, reduced by the model's own variance.
 

@@ -13,6 +13,7 @@ from distprivacy.mechanisms.base import (
     covariance_assumption,
     delta_e,
     difference_span,
+    register_mechanism,
     row_span,
 )
 from distprivacy.mechanisms.gaussian import GaussianMechanism
@@ -26,6 +27,7 @@ def _warnings(*items: Notice | None) -> tuple[Notice, ...]:
     return tuple(w for w in items if w)
 
 
+@register_mechanism
 class ExpectedValueLaplace(Mechanism):
     """ExpM-L: Z ~ Lap(0, Δ_E,1/ε) on every coordinate.
 
@@ -50,6 +52,7 @@ class ExpectedValueLaplace(Mechanism):
         )
 
 
+@register_mechanism
 class ExpectedValueGaussian(GaussianMechanism):
     """ExpM-G: Z ~ N(0, σ² I) with σ = Δ_E,2 / μ* (classic: σ = c Δ_E,2 / ε).
 
@@ -79,6 +82,7 @@ class ExpectedValueGaussian(GaussianMechanism):
         return mu_star
 
 
+@register_mechanism
 class DirectionalLaplace(Mechanism):
     """DirM-L: Laplace noise only along the directions of the mean differences.
 
@@ -110,6 +114,7 @@ class DirectionalLaplace(Mechanism):
         )
 
 
+@register_mechanism
 class DirectionalGaussian(GaussianMechanism):
     """DirM-G: Gaussian noise N(0, σ²) along each direction spanning the mean differences.
 

@@ -18,6 +18,7 @@ from distprivacy.mechanisms.base import (
     Calibration,
     Mechanism,
     not_applicable,
+    register_mechanism,
 )
 from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
@@ -52,6 +53,7 @@ def _sensitivities(mech: Mechanism, model: FModel) -> tuple[np.ndarray, int]:
     return sens, int(k)
 
 
+@register_mechanism
 class GroupDPLaplace(Mechanism):
     """GroupDP-L: Lap(0, k·Δ₁/ε) on every coordinate, Δ₁ = Σ per-record sensitivities.
 
@@ -90,6 +92,7 @@ class GroupDPLaplace(Mechanism):
         )
 
 
+@register_mechanism
 class GroupDPGaussian(GaussianMechanism):
     """GroupDP-G: N(0, σ² I), σ = k·Δ₂ / μ* (classic: c·k·Δ₂/ε), Δ₂ = ‖per-record
     sensitivities‖₂.

@@ -26,6 +26,7 @@ import numpy as np
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.adversarial import _GAUSSIAN, _cov_text
+from distprivacy.mechanisms.base import register_mechanism
 from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
@@ -118,6 +119,7 @@ def _solve_with_cuts(
     return Sigma, solver, status, len(conditions)
 
 
+@register_mechanism
 class OptimalGaussian(GaussianMechanism):
     """OptM-G: minimum expected squared L2 error Gaussian noise (an SDP; module docstring).
 
