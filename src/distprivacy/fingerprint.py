@@ -12,8 +12,11 @@ read by DuckDB or Spark, which is never loaded whole).
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +24,19 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.spec import Predicate
 
-__all__ = ["data_fingerprint", "file_fingerprint", "query_columns", "source_fingerprint"]
+__all__ = [
+    "CanonicalProperty",
+    "canonical_property",
+    "data_fingerprint",
+    "dataset_identity",
+    "dataset_sketch",
+    "file_fingerprint",
+    "query_columns",
+    "sketch_similarity",
+    "source_fingerprint",
+]
 
 
 def data_fingerprint(data: pd.DataFrame, columns: Sequence[str]) -> str:
@@ -84,3 +98,197 @@ def source_fingerprint(data: Any, columns: Sequence[str]) -> str | None:
     if isinstance(path, str | Path) and Path(path).is_file():
         return file_fingerprint(path)
     return None
+
+
+# -- The identity of a dataset for the ledger (issue 20) ---------------------------------------
+
+#: Integers beyond this magnitude are not exactly representable as float64.
+_EXACT_INT = 2**53
+
+
+def _canonical_column(col: pd.Series) -> tuple[str, np.ndarray]:
+    """One column as (kind, uint64 codes), canonically: numbers as numbers (a text column whose
+    values all read as finite numbers counts as numbers: 38 ≡ 38.0 ≡ "38"; −0.0 ≡ 0.0), text
+    stripped as the predicates compare it, a missing value one fixed code."""
+    missing = col.isna().to_numpy()
+    kind = col.dtype.kind
+    nums: np.ndarray | None = None
+    if kind in "biuf":
+        if kind in "iu" and len(col) and np.abs(col.to_numpy(dtype=float)).max() >= _EXACT_INT:
+            return "int", np.ascontiguousarray(col.to_numpy(dtype="<i8")).view("<u8")
+        nums = col.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        text = col.astype(str).str.strip()
+        parsed = pd.to_numeric(text.where(~missing), errors="coerce").to_numpy(dtype=float)
+        if np.isfinite(parsed[~missing]).all():
+            nums = parsed
+    if nums is not None:
+        x = np.where(nums == 0.0, 0.0, nums)  # −0.0 ≡ 0.0
+        x = np.where(missing, np.nan, x)
+        codes = np.ascontiguousarray(x, dtype="<f8").view("<u8").copy()
+        codes[missing] = np.uint64(0x7FF8_0000_0000_0001)  # one NaN pattern for "missing"
+        return "number", codes
+    text = col.astype(str).str.strip().to_numpy(dtype=object)
+    codes = pd.util.hash_array(text, categorize=True).astype("<u8")
+    codes[missing] = np.uint64(0xFFFF_FFFF_FFFF_FFFE)
+    return "text", codes
+
+
+def _canonical_rows(data: pd.DataFrame, columns: Sequence[str]) -> tuple[bytes, np.ndarray]:
+    """(header, rows): the named columns (sorted by name, each once) as an (n, k) uint64
+    array of canonical codes with its rows sorted (order-free), and a header naming them."""
+    if not isinstance(data, pd.DataFrame):
+        raise DistPrivacyError(f"a dataset identity needs a table, got {type(data).__name__}")
+    if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
+        raise DistPrivacyError("a dataset identity needs a non-empty list of column names")
+    names = sorted({str(c) for c in columns})
+    missing = [c for c in names if c not in data.columns]
+    if missing:
+        raise DistPrivacyError(f"the data has no column {missing[0]!r} to identify it by")
+    if data.columns.duplicated().any():
+        dup = data.columns[data.columns.duplicated()][0]
+        raise DistPrivacyError(f"the data has two columns named {dup!r}; rename one")
+    kinds, cols = [], []
+    for c in names:
+        kind, codes = _canonical_column(data[c])
+        kinds.append(f"{len(c)}:{c}|{kind}")
+        cols.append(codes)
+    rows = np.stack(cols, axis=1) if cols else np.zeros((len(data), 0), dtype="<u8")
+    if len(rows):
+        rows = rows[np.lexsort(rows.T[::-1])]
+    header = ("|".join(kinds) + f"|n={len(rows)}\n").encode()
+    return header, np.ascontiguousarray(rows, dtype="<u8")
+
+
+def dataset_identity(
+    data: pd.DataFrame, columns: Sequence[str], *, key: bytes | None = None
+) -> str:
+    """Which dataset a release is about, from the values it reads — not from a file's bytes.
+
+    Canonical (module section above): row order does not matter (the rows' canonical codes are
+    sorted), numbers are compared as numbers (38 ≡ 38.0 ≡ "38"), text as the predicates compare
+    it (stripped), other columns are ignored and the named ones are taken in name order. With
+    ``key`` it is ``"hmac-sha256:<hex>"``, an HMAC-SHA256 under the ledger's key, so that a
+    reader without the key cannot test a guessed dataset (or a guessed record) against it;
+    without, ``"sha256:<hex>"`` (for in-memory use). About 40 ms for 10⁵ rows of three
+    columns on the 2-core machine.
+
+    What it does not resist: a dataset that differs by even one record, or one value, is
+    another dataset here (near-duplicates are :func:`dataset_sketch`'s business); text with a
+    different spelling ("Female" vs "female") is different text.
+    """
+    header, rows = _canonical_rows(data, columns)
+    if key is None:
+        return "sha256:" + hashlib.sha256(header + rows.tobytes()).hexdigest()
+    _check_key(key)
+    return "hmac-sha256:" + hmac.new(key, header + rows.tobytes(), hashlib.sha256).hexdigest()
+
+
+def _check_key(key: Any) -> bytes:
+    if not isinstance(key, bytes | bytearray) or len(key) < 16:
+        raise DistPrivacyError("a ledger key is at least 16 bytes")
+    return bytes(key)
+
+
+def _siphash_key(key: bytes, purpose: str) -> str:
+    """A 16-character SipHash key (96 bits) derived from ``key`` for ``purpose``."""
+    raw = hmac.new(_check_key(key), purpose.encode(), hashlib.sha256).digest()[:12]
+    return base64.b64encode(raw).decode("ascii")
+
+
+def dataset_sketch(
+    data: pd.DataFrame, columns: Sequence[str], *, key: bytes, size: int = 128
+) -> list[str]:
+    """A keyed bottom-k MinHash of the dataset's canonical rows (duplicates count as distinct
+    occurrences): the ``size`` smallest keyed row hashes, as hex. Two sketches estimate the
+    Jaccard similarity of the two row multisets (:func:`sketch_similarity`), which is how the
+    ledger notices a target that is an earlier one with a few records dropped or added. Keyed
+    (SipHash under a key derived from the ledger's), so a reader cannot test a guessed record.
+    """
+    if isinstance(size, bool) or not isinstance(size, int) or not 8 <= size <= 4096:
+        raise DistPrivacyError(f"a sketch size is an integer in [8, 4096], got {size!r}")
+    _, rows = _canonical_rows(data, columns)
+    if not len(rows):
+        return []
+    frame = pd.DataFrame(rows)
+    # Rows are sorted, so equal rows are adjacent: number each occurrence.
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    start = np.maximum.accumulate(np.where(new, np.arange(len(rows)), 0))
+    frame["occurrence"] = np.arange(len(rows)) - start
+    h = pd.util.hash_pandas_object(
+        frame, index=False, hash_key=_siphash_key(key, "sketch")
+    ).to_numpy(dtype=np.uint64)
+    k = min(size, len(h))
+    low = np.sort(np.partition(h, k - 1)[:k])
+    return [f"{int(v):016x}" for v in low]
+
+
+def sketch_similarity(a: Sequence[str], b: Sequence[str]) -> float:
+    """The estimated Jaccard similarity of two datasets' row multisets from their sketches
+    (:func:`dataset_sketch`): among the k smallest hashes of the union, the share found in
+    both. Its standard error is about √(J(1 − J)/k) (k = 128: ±0.044 at J = 0.5)."""
+    sa, sb = set(a), set(b)
+    if not sa or not sb:
+        return 0.0
+    k = min(len(a), len(b))
+    union = sorted(sa | sb, key=lambda x: int(x, 16))[:k]
+    return sum(1 for x in union if x in sa and x in sb) / k
+
+
+@dataclass(frozen=True)
+class CanonicalProperty:
+    """The protected property as the ledger keys it.
+
+    Attributes
+    ----------
+    key : str
+        The same for every spelling of the property on this data: the column and a hash of
+        the set of its values the predicate selects (or of the complement, whichever is
+        canonical).
+    text : str
+        A readable form (the predicate as given, or its canonical spelling).
+    complemented : bool
+        True when the predicate selects the complement of the canonical set: its proportion p
+        is 1 − p of the canonical one.
+    """
+
+    key: str
+    text: str
+    complemented: bool
+
+
+def canonical_property(
+    predicate: str | Predicate, column: pd.Series | None = None, *, key: bytes | None = None
+) -> CanonicalProperty:
+    """One key per property, whatever its spelling (issue 20).
+
+    With the target's ``column``, the key is derived from the set of the column's distinct
+    (canonical) values the predicate selects, against the set it leaves out: ``income!=<=50K``
+    and ``income==>50K`` select the same records of Adult, ``age>39``, ``age>=40`` and
+    ``age>=39.5`` the same integer ages, and a predicate and its complement share the key with
+    ``complemented`` telling them apart. With ``key`` the value set is hashed under it (HMAC),
+    so the key does not reveal the data. Without a column, the predicate is canonicalised
+    syntactically only (``!=`` as the complement of ``==``, ``<`` of ``>=``, ``<=`` of ``>``).
+    """
+    pred = predicate if isinstance(predicate, Predicate) else Predicate.parse(str(predicate))
+    if column is None:
+        flip = {"!=": "==", "<": ">=", "<=": ">"}
+        op, comp = (flip[pred.op], True) if pred.op in flip else (pred.op, False)
+        text = f"{pred.column}{op}{pred.value}"
+        return CanonicalProperty(f"{pred.column}:{op}:{pred.value}", text, comp)
+    if not isinstance(column, pd.Series):
+        raise DistPrivacyError(f"canonical_property takes a column (Series), got {column!r}")
+    mask = pred.evaluate(column.to_frame(pred.column))
+    kind, codes = _canonical_column(column)
+    chosen = np.unique(codes[mask])
+    rest = np.unique(codes[~mask])
+
+    def h(values: np.ndarray) -> str:
+        body = kind.encode() + b"|" + np.ascontiguousarray(values, dtype="<u8").tobytes()
+        if key is None:
+            return hashlib.sha256(body).hexdigest()
+        return hmac.new(_check_key(key), b"property|" + body, hashlib.sha256).hexdigest()
+
+    hs, hr = h(chosen), h(rest)
+    return CanonicalProperty(f"{pred.column}:{min(hs, hr)}", str(pred), hs > hr)

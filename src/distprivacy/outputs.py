@@ -125,7 +125,9 @@ def _new_file_mode(target: Path) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def atomic_write(path: PathLike, content: Content, *, encoding: str = "utf-8") -> Path:
+def atomic_write(
+    path: PathLike, content: Content, *, encoding: str = "utf-8", mode: int | None = None
+) -> Path:
     """Write ``path`` atomically: a temporary file in the same directory, ``fsync``, rename.
 
     Parameters
@@ -139,6 +141,9 @@ def atomic_write(path: PathLike, content: Content, *, encoding: str = "utf-8") -
         ``.csv.gz``, ``.npz``) behave as with the target.
     encoding
         Encoding of ``str`` content.
+    mode
+        The new file's permission bits (e.g. ``0o600`` for a file holding exact statistics or
+        a key); default: what ``open`` would give under the process umask.
 
     Returns
     -------
@@ -156,7 +161,7 @@ def atomic_write(path: PathLike, content: Content, *, encoding: str = "utf-8") -
     tmp: Path | None = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        mode = _new_file_mode(target)
+        mode = _new_file_mode(target) if mode is None else mode
         _remove_stale(directory, target.name)
         fd, tmp_name = tempfile.mkstemp(
             prefix=_tmp_prefix(), suffix="-" + target.name, dir=directory
@@ -192,9 +197,11 @@ def atomic_write(path: PathLike, content: Content, *, encoding: str = "utf-8") -
     return target
 
 
-def write_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> Path:
-    """Write text atomically (:func:`atomic_write`)."""
-    return atomic_write(path, text, encoding=encoding)
+def write_text(
+    path: PathLike, text: str, *, encoding: str = "utf-8", mode: int | None = None
+) -> Path:
+    """Write text atomically (:func:`atomic_write`); ``mode`` as there (0o600: private)."""
+    return atomic_write(path, text, encoding=encoding, mode=mode)
 
 
 def write_csv(frame: Any, path: PathLike, **kwargs: Any) -> Path:

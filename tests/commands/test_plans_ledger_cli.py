@@ -73,6 +73,13 @@ def test_two_releases_then_the_budget_refuses_a_third(scenario, capsys):
     ledger = root / "ledger.db"
     rc, out, err = run(capsys, "ledger", "init", ledger, "--budget-mu", f"{1.6 * mu!r}")
     assert rc == 0, err
+    # An unsealed plan is refused; the steward seals it after review.
+    rc, out, err = run(
+        capsys, "release", "--plan", plan_path, "--target", target, "--ledger", ledger
+    )
+    one_line_error(rc, err, "not sealed")
+    rc, out, err = run(capsys, "ledger", "seal", ledger, plan_path)
+    assert rc == 0 and "sealed" in out, err
     releases = []
     for _ in range(2):
         rc, out, err = run(

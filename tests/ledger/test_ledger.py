@@ -18,6 +18,7 @@ import pytest
 from distprivacy.composition import CompositionError
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger import (
+    SCHEMA_VERSION,
     BudgetExceededError,
     Ledger,
     LedgerEntry,
@@ -239,7 +240,7 @@ def test_init_and_open_refuse_what_is_not_a_ledger(tmp_path):
         Ledger.init(path, budget_mu=2.0)
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert con.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     con.close()
     with pytest.raises(LedgerError, match="no ledger at"):
         Ledger(tmp_path / "missing.db")

@@ -36,6 +36,67 @@ def init(
         path, budget_mu=budget_mu, budget_epsilon=budget_epsilon, budget_delta=budget_delta
     ) as led:
         click.echo(f"created ledger {path} with budget {led.budget.describe()}")
+    click.echo(
+        f"its key is {path}.key (mode 0600): keep it with the ledger, readable by you only; "
+        "back both up with `distprivacy ledger backup`"
+    )
+
+
+@ledger.command("verify")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def verify(path: str, as_json: bool) -> None:
+    """Recompute the ledger's keyed hash chain, every release's guarantee and every running
+    total; exit 1 naming the first bad release (0 when all hold)."""
+    from distprivacy.ledger import Ledger
+
+    with Ledger(path) as led:
+        report = led.verify()
+    if as_json:
+        click.echo(dumps_json(dict(report.__dict__)))
+    elif report.ok:
+        click.echo(
+            f"verified {report.releases} release(s) of {path}: chain, guarantees and running "
+            f"totals hold; head {report.head[:16]}… (keep it elsewhere to notice a roll-back)"
+        )
+    else:
+        where = f"release {report.first_bad}" if report.first_bad else "the ledger's head"
+        click.echo(f"FAILED at {where}: {report.reason}", err=True)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@ledger.command("seal")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("plan_path", type=click.Path(dir_okay=False))
+def seal(path: str, plan_path: str) -> None:
+    """Seal a reviewed plan with this ledger's key: `release --plan PLAN --ledger LEDGER`
+    refuses a plan it has not sealed (or one modified after sealing)."""
+    from distprivacy.ledger import Ledger
+    from distprivacy.mechanisms.plans import Plan
+
+    plan = Plan.load(plan_path)
+    with Ledger(path) as led:
+        sealed = led.seal(plan)
+    sealed.save(plan_path)
+    spec = plan.spec or {}
+    click.echo(
+        f"sealed {plan_path} with the key of {path}: {plan.calibration.mechanism} releasing "
+        f"{', '.join(plan.calibration.statistic_names)} of {spec.get('n', '?')} records, "
+        f"protecting {spec.get('property', '?')} ({plan.guarantee.describe()})"
+    )
+
+
+@ledger.command("backup")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False))
+def backup(path: str, out: str) -> None:
+    """Copy a (possibly live) ledger and its key consistently (SQLite's backup API)."""
+    from distprivacy.ledger import Ledger
+
+    with Ledger(path) as led:
+        led.backup(out)
+    click.echo(f"backed up {path} to {out} (and its key to {out}.key), both 0600")
 
 
 @ledger.command("show")

@@ -98,40 +98,40 @@ def _plan_values(plan: Plan, target_df: pd.DataFrame | None, value_text: str | N
 
 
 def _record(
-    ledger_path: str, plan: Plan, rel: Release, target_df: pd.DataFrame | None, fit: Any
-) -> dict[str, Any]:
-    """Record the release in the ledger (refused over budget) and return the cumulative
-    guarantee; nothing is printed before this returns."""
-    from distprivacy.ledger import Ledger, LedgerEntry, data_fingerprint, plan_composer
+    ledger_path: str,
+    plan: Plan,
+    target_df: pd.DataFrame | None,
+    fit: Any,
+    allow_exact: bool,
+    sealed: bool,
+) -> tuple[Release, dict[str, Any]]:
+    """Release through the ledger (record, then reveal: nothing is printed before this
+    returns); the release and what to print of the ledger."""
+    from distprivacy.ledger import Ledger
 
     if target_df is None:
         raise DistPrivacyError(
-            "--ledger keys each release on the dataset's fingerprint: give the dataset with "
+            "--ledger keys each release on the dataset it is about: give the dataset with "
             "--target DATA.csv"
         )
-    prop = plan.protected_property or f"model {plan.model_digest()[7:23]}"
-    entry = LedgerEntry.from_plan(
-        plan,
-        rel.values,
-        fingerprint=data_fingerprint(target_df, list(target_df.columns)),
-        property=prop,
-    )
     with Ledger(ledger_path) as led:
-        cumulative = led.record(entry, plan_composer(delta=led.budget.report_delta, fit=fit))
+        rec = led.release(plan, target_df, allow_exact=allow_exact, require_seal=sealed, fit=fit)
         at = led.budget.report_delta
         budget = led.budget.describe()
-        count = len(led.releases(entry.fingerprint, prop))
-    eps = cumulative.epsilon_at(at)
-    return {
+    c = rec.cumulative
+    eps = c.epsilon_at(at)
+    return rec.release, {
         "ledger": ledger_path,
         "budget": budget,
-        "releases_of_this_dataset": count,
+        "release_id": rec.release_id,
+        "releases_of_this_dataset": rec.releases_of_dataset,
+        "warnings": list(rec.warnings),
         "cumulative": {
-            "mu": cumulative.mu,
+            "mu": c.mu,
             "epsilon": eps,
             "delta": at,
-            "max_attack_accuracy": cumulative.max_attack_accuracy,
-            "theorem": cumulative.theorem,
+            "max_attack_accuracy": c.max_attack_accuracy,
+            "theorem": c.theorem,
         },
     }
 
@@ -146,6 +146,8 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
         f"{c['max_attack_accuracy']:.1%} accuracy (exact joint accounting where the releases "
         "are Gaussian)"
     )
+    for w in led.get("warnings", ()):
+        console.print(f"[yellow]warning:[/] {w}")
 
 
 @click.command()
@@ -205,6 +207,12 @@ def release(
     if ledger_path is not None:
         from distprivacy.ledger import Ledger
 
+        if p["seed"] is not None:
+            raise DistPrivacyError(
+                "--seed makes the noise reproducible (anyone with the seed could subtract it): "
+                "a release recorded in a ledger never takes one; drop --seed (seeds are for "
+                "experiments)"
+            )
         Ledger(ledger_path).close()  # a bad ledger is refused before any work
     target_df = None if target is None else load_table(target)
     fit = None
@@ -258,9 +266,12 @@ def release(
         if ledger_path is not None and built is not None:
             plan = Plan.from_calibration(cal, model, data=built[0], modelling=modelling(p))
             fit = refitter(built, p)
-    rel = cal.release(value, p["seed"], allow_exact=allow_exact)
     if ledger_path is not None:
-        info["ledger"] = _record(ledger_path, plan, rel, target_df, fit)
+        rel, info["ledger"] = _record(
+            ledger_path, plan, target_df, fit, allow_exact, sealed=plan_path is not None
+        )
+    else:
+        rel = cal.release(value, p["seed"], allow_exact=allow_exact)
     if p["as_json"]:
         click.echo(dumps_json({**info, **rel.to_dict()}))
         return

@@ -1,38 +1,54 @@
-"""A privacy ledger: every release of a dataset, recorded before it is revealed.
+"""A privacy ledger: every release of a dataset, recorded before it is revealed — and a record
+that cannot be edited, shortened or re-sealed without the ledger's key.
 
-The ledger is one SQLite file (the standard library's :mod:`sqlite3`, WAL mode) holding a budget
-— μ, or (ε, δ) — and one row per release: when, the dataset's fingerprint, the protected
-property, the plan (its digest and JSON: specification, statistics, fitted moments), the
-mechanism, the statistics' names, the guarantee, the noise covariance, the released values and
-the cumulative guarantee after it.
+The ledger is one SQLite file (the standard library's :mod:`sqlite3`, WAL mode, mode 0600) and
+its key, ``L.db.key`` (32 random bytes, 0600; :mod:`distprivacy.ledger._keys`). It holds a
+budget — μ, or (ε, δ) — and one row per release: when; the dataset's keyed identity (an
+HMAC of the values the release reads, canonical: row order, number spelling and unused columns
+do not matter, :func:`distprivacy.fingerprint.dataset_identity`); the protected property's
+canonical key (a predicate and its complement, or two spellings of one comparison, are one
+property: :func:`distprivacy.fingerprint.canonical_property`); a keyed sketch of the rows (to
+notice near-duplicates); the plan, **encrypted** under the key (its fitted moments are exact
+population statistics); the mechanism, the statistics' names, the guarantee, the noise, the
+released values and the cumulative guarantee after it; and a keyed **hash chain**: each row's
+HMAC covers the previous row's and the row's whole content, the first one covers the budget,
+and the ledger's head (count and last chain value) is MACed too. :meth:`Ledger.verify`
+recomputes the chain, the head, every row's guarantee from its plan and every running total:
+deleting, reordering or editing a row, raising the budget or editing a total is caught
+(``distprivacy ledger verify`` exits 1 naming the first bad row).
 
 :meth:`Ledger.record` is the one way in. Inside a single ``BEGIN IMMEDIATE`` transaction (two
-processes serialise on it) it reads every earlier release of the same fingerprint and property,
-computes the guarantee of all of them together with the new one (a ``compose`` callable, e.g.
-:func:`plan_composer`), and either refuses — :class:`BudgetExceededError`, the transaction rolled
-back, the file byte-for-byte unchanged — or inserts the row and commits (``synchronous=FULL``:
-durable before it returns). The caller prints the release only after :meth:`record` returned:
-record, then reveal — a crash between the two can lose an output, never a ledger entry.
+processes serialise on it) it verifies the chain, reads every earlier release of the same
+dataset and property, computes the guarantee of all of them together with the new one (a
+``compose`` callable, e.g. :func:`plan_composer`), and either refuses —
+:class:`BudgetExceededError`, the transaction rolled back, the file byte-for-byte unchanged —
+or inserts the row, moves the head and commits (``synchronous=FULL``: durable before it
+returns). The caller prints the release only after :meth:`record` returned: record, then reveal.
 
-The dataset fingerprint is :func:`data_fingerprint` (SHA-256 of the columns used, see
-:func:`distprivacy.fingerprint.data_fingerprint`).
-
-Plans, models and the joint accounting are imported when they are used.
+What it does not resist (docs/ledger.md): someone holding the key file can rewrite the whole
+ledger consistently; restoring an older copy of *both* files rolls the budget back (keep the
+head that ``ledger verify`` prints elsewhere to notice); a dataset with records changed is
+another dataset (the sketch warns when it overlaps an earlier one by half or more).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
+import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from distprivacy._json import jsonable
+import numpy as np
+
+from distprivacy._json import jsonable, number
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._compose import plan_composer
@@ -44,27 +60,43 @@ from distprivacy.ledger._entry import (
     LedgerEntry,
     LedgerError,
     _budget,
+    _dumps,
+)
+from distprivacy.ledger._keys import (
+    create_key,
+    decrypt,
+    encrypt,
+    key_path,
+    mac,
+    read_key,
+    subkey,
 )
 
 __all__ = [
     "DEFAULT_REPORT_DELTA",
     "LEDGER_FORMAT",
+    "NEAR_DUPLICATE",
     "SCHEMA_VERSION",
     "Budget",
     "BudgetExceededError",
     "Ledger",
     "LedgerEntry",
     "LedgerError",
+    "VerifyReport",
     "data_fingerprint",
+    "key_path",
     "plan_composer",
 ]
 
 #: The marker in the ``ledger_meta`` table of every distprivacy ledger.
 LEDGER_FORMAT = "distprivacy-ledger"
-#: The schema version this library writes and reads.
-SCHEMA_VERSION = 1
+#: The schema version this library writes and reads (2: keyed chain, encrypted plans).
+SCHEMA_VERSION = 2
 #: How long a release waits for another process's transaction (seconds).
 BUSY_TIMEOUT = 60.0
+#: Estimated Jaccard similarity of two targets' rows from which a release is flagged as a
+#: near-duplicate of an earlier released dataset (the sketch's standard error is ≈ 0.044).
+NEAR_DUPLICATE = 0.5
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -78,6 +110,8 @@ _SCHEMA = (
     " time TEXT NOT NULL,"
     " fingerprint TEXT NOT NULL,"
     " property TEXT NOT NULL,"
+    " property_text TEXT NOT NULL,"
+    " complemented INTEGER NOT NULL,"
     " plan_digest TEXT,"
     " mechanism TEXT NOT NULL,"
     " statistics TEXT NOT NULL,"
@@ -87,14 +121,74 @@ _SCHEMA = (
     " release_values TEXT NOT NULL,"
     " plan TEXT,"
     " statistic_indices TEXT,"
-    " cumulative TEXT NOT NULL)",
+    " cumulative TEXT NOT NULL,"
+    " sketch TEXT NOT NULL,"
+    " unbounded INTEGER NOT NULL,"
+    " chain TEXT NOT NULL)",
     "CREATE INDEX releases_by_dataset ON releases (fingerprint, property, id)",
 )
 
-_COLUMNS = (
-    "id, time, fingerprint, property, plan_digest, mechanism, statistics, guarantee, "
-    "noise_family, noise_covariance, release_values, plan, statistic_indices, cumulative"
-)
+_FIELDS = (
+    "id", "time", "fingerprint", "property", "property_text", "complemented", "plan_digest",
+    "mechanism", "statistics", "guarantee", "noise_family", "noise_covariance",
+    "release_values", "plan", "statistic_indices", "cumulative", "sketch", "unbounded",
+)  # fmt: skip
+_COLUMNS = ", ".join(_FIELDS)
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :meth:`Ledger.verify` found.
+
+    Attributes
+    ----------
+    ok : bool
+    releases : int
+        Rows read.
+    first_bad : int or None
+        The id of the first row that fails (None when the fault is the budget or the head).
+    reason : str
+        Why it fails ("" when ``ok``).
+    head : str
+        The ledger's head (chain value of the last row): keep it elsewhere to notice a roll-back.
+    """
+
+    ok: bool
+    releases: int
+    first_bad: int | None
+    reason: str
+    head: str
+
+
+def _sql_error(path: Path, exc: BaseException, doing: str) -> LedgerError:
+    """One line naming the cause of an SQLite or OS failure (the ledger is unchanged)."""
+    text = str(exc).lower()
+    if "full" in text or "no space" in text or getattr(exc, "errno", None) == 28:
+        why = "the disk is full"
+    elif "readonly" in text or "read-only" in text or "permission" in text:
+        why = "the ledger or its directory is read-only"
+    elif "locked" in text or "busy" in text:
+        why = f"another process held the ledger for more than {BUSY_TIMEOUT:g} s"
+    elif "unable to open" in text:
+        why = (
+            "the file or its -wal/-shm companions cannot be opened (check the directory's "
+            "permissions)"
+        )
+    elif "too large" in text or "file size" in text:
+        why = "a file-size limit was reached"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return LedgerError(f"cannot {doing} {str(path)!r}: {why}; nothing was recorded")
+
+
+@contextmanager
+def _private_umask() -> Iterator[None]:
+    """New files (the database's -wal and -shm included) readable by the owner only."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
 
 
 class Ledger:
@@ -103,35 +197,48 @@ class Ledger:
     Parameters
     ----------
     path : str or Path
-        An existing ledger file.
+        An existing ledger file (its key ``<path>.key`` beside it).
 
     Raises
     ------
     LedgerError
-        (one line) The file does not exist, is not an SQLite database, is not a distprivacy
-        ledger, or was written by another schema version.
+        (one line) The file or its key does not exist, is not an SQLite database, is not a
+        distprivacy ledger, was written by another schema version, or cannot be opened.
     """
 
     def __init__(self, path: str | Path) -> None:
+        if not isinstance(path, str | Path):
+            raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
         p = Path(path)
         self.path = p
         self.last_id: int | None = None
+        self.last_warnings: tuple[str, ...] = ()
         if not p.is_file():
+            if p.exists():
+                raise LedgerError(f"{str(p)!r} is not a regular file; a ledger is a file")
             raise LedgerError(
                 f"no ledger at {str(p)!r}; create one with `distprivacy ledger init {p}`"
             )
-        with open(p, "rb") as fh:
-            head = fh.read(len(_SQLITE_HEADER))
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(len(_SQLITE_HEADER))
+        except OSError as e:
+            raise LedgerError(f"cannot read the ledger {str(p)!r}: {e.strerror}") from None
         if head != _SQLITE_HEADER:
             raise LedgerError(f"{str(p)!r} is not a distprivacy ledger (not an SQLite database)")
-        self._con = self._connect(p, "rw")
+        try:
+            with _private_umask():
+                self._con = self._connect(p, "rw")
+        except sqlite3.Error as e:
+            raise _sql_error(p, e, "open the ledger") from None
         try:
             self._check()
+            self.key = read_key(p)
+            self._con.execute("PRAGMA synchronous=FULL")
+            self.budget = self._read_budget()
         except BaseException:
             self._con.close()
             raise
-        self._con.execute("PRAGMA synchronous=FULL")
-        self.budget = self._read_budget()
 
     @staticmethod
     def _connect(p: Path, mode: str) -> sqlite3.Connection:
@@ -150,6 +257,8 @@ class Ledger:
                     "SELECT value FROM ledger_meta WHERE key = 'format'"
                 ).fetchone()
         except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.OperationalError):
+                raise _sql_error(self.path, e, "open the ledger") from None
             raise LedgerError(f"{name} is not a distprivacy ledger ({e})") from None
         if fmt is None or fmt[0] != LEDGER_FORMAT or not {"releases", "budget"} <= tables:
             raise LedgerError(f"{name} is an SQLite database but not a distprivacy ledger")
@@ -168,6 +277,12 @@ class Ledger:
         if len(rows) != 1:
             raise LedgerError(f"{str(self.path)!r} has {len(rows)} budgets; a ledger has one")
         kind, mu, eps, dlt = rows[0]
+        ok = kind in ("mu", "epsilon-delta") and all(
+            v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+            for v in (mu, eps, dlt)
+        )
+        if not ok or (kind == "mu" and mu is None) or (kind != "mu" and None in (eps, dlt)):
+            raise LedgerError(f"{str(self.path)!r} has a malformed budget row ({kind!r})")
         return Budget(kind, mu, eps, dlt)
 
     @classmethod
@@ -179,33 +294,44 @@ class Ledger:
         budget_epsilon: float | None = None,
         budget_delta: float | None = None,
     ) -> Ledger:
-        """Create a ledger with one budget: ``budget_mu``, or ``budget_epsilon`` and
-        ``budget_delta``. Refuses an existing file."""
+        """Create a ledger (mode 0600) and its key (``<path>.key``, 0600) with one budget:
+        ``budget_mu``, or ``budget_epsilon`` and ``budget_delta``. Refuses an existing file."""
         from distprivacy._version import __version__
 
+        if not isinstance(path, str | Path):
+            raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
         budget = _budget(budget_mu, budget_epsilon, budget_delta)
         p = Path(path)
         if not p.parent.is_dir():
             raise LedgerError(f"the directory of {str(p)!r} does not exist")
+        if key_path(p).exists():
+            raise LedgerError(f"{str(key_path(p))!r} already exists; a new ledger needs a new key")
         try:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             raise LedgerError(f"{str(p)!r} already exists; a new ledger needs a new file") from None
+        except OSError as e:
+            raise _sql_error(p, e, "create the ledger") from None
         os.close(fd)
         try:
-            con = cls._connect(p, "rw")
+            key = create_key(p)
+            created = datetime.now(UTC).isoformat(timespec="seconds")
+            with _private_umask():
+                con = cls._connect(p, "rw")
             try:
                 if con.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
                     raise LedgerError(f"cannot put {str(p)!r} in WAL mode")
                 con.execute("BEGIN IMMEDIATE")
                 for stmt in _SCHEMA:
                     con.execute(stmt)
+                genesis = _genesis(key, budget, created)
                 con.executemany(
                     "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
                     [
                         ("format", LEDGER_FORMAT),
                         ("library_version", __version__),
-                        ("created", datetime.now(UTC).isoformat(timespec="seconds")),
+                        ("created", created),
+                        ("head", _head_mac(key, 0, genesis)),
                     ],
                 )
                 con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
@@ -216,13 +342,112 @@ class Ledger:
                 con.execute("COMMIT")
             finally:
                 con.close()
-        except BaseException:
-            for suffix in ("", "-wal", "-shm"):
+        except BaseException as exc:
+            for suffix in ("", "-wal", "-shm", ".key"):
                 Path(str(p) + suffix).unlink(missing_ok=True)
+            if isinstance(exc, sqlite3.Error | OSError):
+                raise _sql_error(p, exc, "create the ledger") from None
             raise
         return cls(p)
 
-    # -- reading ----------------------------------------------------------------------------
+    # -- identity of a release ----------------------------------------------------------------
+
+    def entry(
+        self,
+        plan: Any,
+        values: Sequence[float] | np.ndarray,
+        target: Any,
+        *,
+        unbounded: bool = False,
+    ) -> LedgerEntry:
+        """The ledger entry of releasing ``values`` of ``target`` (a DataFrame) with ``plan``:
+        the dataset's keyed identity over the columns the release reads (the statistics' and
+        the property's), the canonical property key, a keyed sketch of the rows."""
+        import pandas as pd
+
+        from distprivacy.fingerprint import canonical_property, dataset_identity, dataset_sketch
+        from distprivacy.spec import Predicate
+
+        if not isinstance(target, pd.DataFrame):
+            raise LedgerError(
+                "a ledger keys each release on the dataset it is about: give the target "
+                f"records (a table), got {type(target).__name__}"
+            )
+        if plan.protected_property is None:
+            raise LedgerError(
+                "this plan names no protected property (a user's model): the ledger cannot "
+                "tell which property of which dataset its releases reveal"
+            )
+        pred = Predicate.parse(plan.protected_property)
+        columns = [*plan.columns, pred.column]
+        missing = [c for c in dict.fromkeys(columns) if c not in target.columns]
+        if missing:
+            raise LedgerError(
+                f"the target lacks column {missing[0]!r}: with a ledger the target must hold "
+                "the protected property's column too (it identifies the dataset)"
+            )
+        k = subkey(self.key, "identity")
+        prop = canonical_property(pred, target[pred.column], key=k)
+        return LedgerEntry.from_plan(
+            plan,
+            values,
+            fingerprint=dataset_identity(target, columns, key=k),
+            property=prop.key,
+            property_text=prop.text,
+            complemented=prop.complemented,
+            sketch=tuple(dataset_sketch(target, columns, key=k)),
+            unbounded=unbounded,
+        )
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _rows(self, con: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()) -> list:
+        try:
+            return con.execute(
+                f"SELECT {_COLUMNS}, chain FROM releases {where} ORDER BY id", args
+            ).fetchall()
+        except sqlite3.Error as e:
+            raise _sql_error(self.path, e, "read the ledger") from None
+
+    def _entry(self, row: Sequence[Any]) -> LedgerEntry:
+        """A row as a :class:`LedgerEntry` (the plan decrypted); one line naming the row when
+        it is malformed."""
+        rid = row[0]
+        try:
+            (_, time, fp, prop, ptext, comp, digest, mech, stats, g, fam, cov, vals, plan,
+             idx, cum, sketch, unb) = row[: len(_FIELDS)]  # fmt: skip
+            cov_v = None if cov is None else np.array(json.loads(cov), dtype=float)
+            plan_v = None
+            if plan is not None:
+                text = decrypt(self.key, plan, f"the plan of release {rid}")
+                plan_v = json.loads(text.decode("utf-8"))
+            return LedgerEntry(
+                fingerprint=fp,
+                property=prop,
+                mechanism=mech,
+                statistics=tuple(json.loads(stats)),
+                guarantee=Guarantee.from_dict(json.loads(g)),
+                values=tuple(number(v) for v in json.loads(vals)),
+                noise_family=fam,
+                noise_covariance=cov_v,
+                plan=plan_v,
+                plan_digest=digest,
+                statistic_indices=None if idx is None else tuple(json.loads(idx)),
+                id=int(rid),
+                time=time,
+                cumulative=Guarantee.from_dict(json.loads(cum)),
+                property_text=str(ptext),
+                complemented=bool(comp),
+                sketch=tuple(json.loads(sketch)),
+                unbounded=bool(unb),
+            )
+        except LedgerError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise LedgerError(
+                f"release {rid} of {str(self.path)!r} is malformed ({type(e).__name__}: {e}); "
+                "run `distprivacy ledger verify`"
+            ) from None
 
     def _select(
         self, fingerprint: str | None, property: str | None, con: sqlite3.Connection
@@ -234,10 +459,8 @@ class Ledger:
         if property is not None:
             where.append("property = ?")
             args.append(property)
-        sql = f"SELECT {_COLUMNS} FROM releases"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return [LedgerEntry._from_row(r) for r in con.execute(sql + " ORDER BY id", args)]
+        clause = ("WHERE " + " AND ".join(where)) if where else ""
+        return [self._entry(r) for r in self._rows(con, clause, args)]
 
     def releases(
         self, fingerprint: str | None = None, property: str | None = None
@@ -255,34 +478,48 @@ class Ledger:
 
     def show(self, compose: Composer | None = None) -> dict[str, Any]:
         """Plain data: ``budget``, ``releases`` (a list) and ``cumulative`` (a list, one per
-        fingerprint and property: ``mu``, ``epsilon`` at the budget's δ, ``delta``,
+        dataset and property: ``mu``, ``epsilon`` at the budget's δ, ``delta``,
         ``max_attack_accuracy``, the theorem and the number of releases). The cumulative
-        guarantee is the one stored at the last release, or recomputed with ``compose``."""
+        guarantee is recomputed with ``compose`` (default :func:`plan_composer` at the budget's
+        δ: the exact profile, so ε(δ) and δ(ε) are the true figures), or, when that cannot be
+        done without the data, the one stored at the last release (``recomputed`` false)."""
         entries = self.releases()
-        last: dict[tuple[str, str], LedgerEntry] = {}
-        count: dict[tuple[str, str], int] = {}
+        groups: dict[tuple[str, str], list[LedgerEntry]] = {}
         for e in entries:
-            key = (e.fingerprint, e.property)
-            last[key] = e
-            count[key] = count.get(key, 0) + 1
+            groups.setdefault((e.fingerprint, e.property), []).append(e)
         d = self.budget.report_delta
+        if compose is None:
+            compose = plan_composer(delta=d)
         cumulative = []
-        for key, e in last.items():
-            g = compose(self.releases(*key)) if compose is not None else e.cumulative
+        for key, group in groups.items():
+            last = group[-1]
+            recomputed = True
+            if any(e.unbounded for e in group):
+                g = _unbounded_guarantee()
+            else:
+                try:
+                    g = compose(group)
+                except Exception:
+                    g, recomputed = last.cumulative, False
             assert g is not None
             eps = g.epsilon_at(d)
             cumulative.append(
                 {
                     "fingerprint": key[0],
-                    "property": key[1],
-                    "releases": count[key],
+                    "property": last.property_text or key[1],
+                    "releases": len(group),
                     "mu": g.mu,
                     "epsilon": eps,
                     "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
                     "at_delta": d,
+                    "delta_at_budget_epsilon": (
+                        g.delta_at(self.budget.epsilon) if self.budget.epsilon else None
+                    ),
                     "max_attack_accuracy": g.max_attack_accuracy,
                     "within_budget": self.budget.exceeded_by(g) is None,
                     "theorem": g.theorem,
+                    "recomputed": recomputed,
+                    "exhausted_by_exact_release": any(e.unbounded for e in group),
                 }
             )
         return jsonable(
@@ -294,67 +531,289 @@ class Ledger:
             }
         )
 
-    # -- writing ----------------------------------------------------------------------------
+    # -- verifying ----------------------------------------------------------------------------
+
+    def _created(self, con: sqlite3.Connection) -> str:
+        row = con.execute("SELECT value FROM ledger_meta WHERE key = 'created'").fetchone()
+        return "" if row is None else str(row[0])
+
+    def _chain_check(self, con: sqlite3.Connection) -> tuple[VerifyReport, list]:
+        """The keyed chain and head of every row (fast: one HMAC per row)."""
+        rows = self._rows(con)
+        prev = _genesis(self.key, self.budget, self._created(con))
+        for r in rows:
+            want = mac(self.key, "chain", prev.encode() + _content(r[: len(_FIELDS)]))
+            if not isinstance(r[-1], str) or not _eq(r[-1], want):
+                why = (
+                    "its chain value does not match: the row was edited, a row before it was "
+                    "deleted or reordered, or the budget was changed"
+                )
+                return VerifyReport(False, len(rows), int(r[0]), why, prev), rows
+            prev = want
+        head = con.execute("SELECT value FROM ledger_meta WHERE key = 'head'").fetchone()
+        if head is None or not _eq(str(head[0]), _head_mac(self.key, len(rows), prev)):
+            why = (
+                "the ledger's head does not match its rows: releases were deleted from the end "
+                "or the budget was changed"
+            )
+            return VerifyReport(False, len(rows), None, why, prev), rows
+        return VerifyReport(True, len(rows), None, "", prev), rows
+
+    def verify(self, compose: Composer | None = None) -> VerifyReport:
+        """Recompute the chain and the head, then every row's guarantee from its own plan and
+        every running total from the rows before it (``compose``, default
+        :func:`plan_composer`). Returns a :class:`VerifyReport` naming the first bad row."""
+        report, rows = self._chain_check(self._con)
+        if not report.ok:
+            return report
+        from distprivacy.mechanisms.plans import Plan, PlanError
+
+        compose = compose if compose is not None else plan_composer(delta=self.budget.report_delta)
+        seen: dict[tuple[str, str], list[LedgerEntry]] = {}
+        for r in rows:
+            rid = int(r[0])
+            try:
+                e = self._entry(r)
+            except LedgerError as exc:
+                return replace(report, ok=False, first_bad=rid, reason=str(exc))
+            if e.plan is not None:
+                try:
+                    plan = Plan.from_dict(e.plan, f"the plan of release {rid}")
+                except PlanError as exc:
+                    return replace(report, ok=False, first_bad=rid, reason=str(exc))
+                if plan.guarantee != e.guarantee:
+                    why = "its guarantee is not the one its own plan gives"
+                    return replace(report, ok=False, first_bad=rid, reason=why)
+            group = seen.setdefault((e.fingerprint, e.property), [])
+            group.append(e)
+            if e.unbounded or any(x.unbounded for x in group):
+                continue
+            try:
+                g = compose(group)
+            except Exception:
+                continue
+            c = e.cumulative
+            if c is None or not _same_guarantee(g, c):
+                why = (
+                    f"its running total (μ = {getattr(c, 'mu', None)}) is not the composition "
+                    f"of the releases so far (μ = {g.mu:.6g})"
+                )
+                return replace(report, ok=False, first_bad=rid, reason=why)
+        return report
+
+    # -- writing ------------------------------------------------------------------------------
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
         try:
             self._con.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as e:
-            raise LedgerError(
-                f"the ledger {str(self.path)!r} is busy or not writable ({e}); nothing was recorded"
-            ) from None
+        except sqlite3.Error as e:
+            raise _sql_error(self.path, e, "write to the ledger") from None
         try:
             yield self._con
         except BaseException:
-            self._con.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                self._con.execute("ROLLBACK")
             raise
-        self._con.execute("COMMIT")
+        try:
+            self._con.execute("COMMIT")
+        except sqlite3.Error as e:
+            with contextlib.suppress(sqlite3.Error):
+                self._con.execute("ROLLBACK")
+            raise _sql_error(self.path, e, "write to the ledger") from None
 
     def record(self, entry: LedgerEntry, compose: Composer) -> Guarantee:
         """Record ``entry`` if the cumulative guarantee stays within the budget.
 
-        In one ``BEGIN IMMEDIATE`` transaction: read the earlier releases of the same
-        fingerprint and property, ``compose(earlier + [entry])``, then refuse or insert and
-        commit. Reveal the release only after this returns.
-
-        Returns
-        -------
-        Guarantee
-            The cumulative guarantee, now recorded.
+        In one ``BEGIN IMMEDIATE`` transaction: verify the chain, read the earlier releases of
+        the same dataset and property, ``compose(earlier + [entry])``, then refuse or insert,
+        move the head and commit. Reveal the release only after this returns. An ``unbounded``
+        entry (an exact release) is recorded whatever the budget, and exhausts it: every
+        later release of that dataset and property is refused. Near-duplicate warnings (a
+        target whose rows overlap an earlier released dataset's by ≥ :data:`NEAR_DUPLICATE`)
+        are left in :attr:`last_warnings`.
 
         Raises
         ------
         BudgetExceededError
             The budget would be exceeded (the ledger is unchanged).
+        LedgerError
+            The ledger fails verification, or cannot be written (one line naming the cause).
         DistPrivacyError
-            ``compose`` refused (e.g. releases that cannot be composed); the ledger is
-            unchanged.
+            ``compose`` refused (e.g. releases that cannot be composed); the ledger unchanged.
         """
         if not isinstance(entry, LedgerEntry):
             raise LedgerError(f"record takes a LedgerEntry, got {type(entry).__name__}")
+        if not callable(compose):
+            raise LedgerError(f"record takes a compose function, got {type(compose).__name__}")
         fresh = replace(entry, id=None, time=None, cumulative=None)
         with self._immediate() as con:
-            prior = self._select(entry.fingerprint, entry.property, con)
-            g = compose([*prior, fresh])
-            if not isinstance(g, Guarantee):
-                raise LedgerError(f"compose returned a {type(g).__name__}, not a Guarantee")
-            why = self.budget.exceeded_by(g)
-            if why is not None:
-                raise BudgetExceededError(
-                    f"release refused: {why} ({len(prior)} earlier release"
-                    f"{'' if len(prior) == 1 else 's'} of this dataset); nothing was recorded"
+            report, _ = self._chain_check(con)
+            if not report.ok:
+                where = f"release {report.first_bad}" if report.first_bad else "its head"
+                raise LedgerError(
+                    f"the ledger {str(self.path)!r} fails verification at {where}: "
+                    f"{report.reason}; nothing was recorded (see `distprivacy ledger verify`)"
                 )
+            prior = self._select(entry.fingerprint, entry.property, con)
+            exhausted = next((e for e in prior if e.unbounded), None)
+            if exhausted is not None:
+                raise BudgetExceededError(
+                    f"release refused: release {exhausted.id} of this dataset published its "
+                    "exact statistics (--allow-exact), which exhausted its budget; nothing was "
+                    "recorded"
+                )
+            if fresh.unbounded:
+                g = _unbounded_guarantee()
+            else:
+                g = compose([*prior, fresh])
+                if not isinstance(g, Guarantee):
+                    raise LedgerError(f"compose returned a {type(g).__name__}, not a Guarantee")
+                why = self.budget.exceeded_by(g)
+                if why is not None:
+                    raise BudgetExceededError(
+                        f"release refused: {why} ({len(prior)} earlier release"
+                        f"{'' if len(prior) == 1 else 's'} of this dataset); nothing was recorded"
+                    )
+            self.last_warnings = self._near_duplicates(fresh, con)
             now = datetime.now(UTC).isoformat(timespec="microseconds")
-            cur = con.execute(
-                "INSERT INTO releases (time, fingerprint, property, plan_digest, mechanism, "
-                "statistics, guarantee, noise_family, noise_covariance, release_values, plan, "
-                "statistic_indices, cumulative) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                fresh._row(now, g),
-            )
-            rid = cur.lastrowid
+            rid = self._insert(con, fresh, now, g, report)
         self.last_id = rid
         return g
+
+    def _near_duplicates(self, entry: LedgerEntry, con: sqlite3.Connection) -> tuple[str, ...]:
+        from distprivacy.fingerprint import sketch_similarity
+
+        if not entry.sketch:
+            return ()
+        rows = con.execute(
+            "SELECT id, fingerprint, sketch FROM releases WHERE property = ? AND fingerprint != ?",
+            (entry.property, entry.fingerprint),
+        ).fetchall()
+        best: tuple[float, int] | None = None
+        for rid, _, sk in rows:
+            try:
+                sim = sketch_similarity(entry.sketch, json.loads(sk))
+            except (ValueError, TypeError):
+                continue
+            if best is None or sim > best[0]:
+                best = (sim, int(rid))
+        if best is None or best[0] < NEAR_DUPLICATE:
+            return ()
+        return (
+            f"this target shares about {best[0]:.0%} of its records with the dataset of release "
+            f"{best[1]} (same property): the ledger counts it as another dataset, but releasing "
+            "near-copies of one dataset reveals it as repeated releases would; release the "
+            "same records again to have them composed exactly",
+        )
+
+    def _insert(
+        self, con: sqlite3.Connection, e: LedgerEntry, now: str, g: Guarantee, report: Any
+    ) -> int:
+        nxt = con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM releases").fetchone()[0]
+        plan = None if e.plan is None else encrypt(self.key, _dumps(e.plan).encode("utf-8"))
+        values = (
+            int(nxt),
+            now,
+            e.fingerprint,
+            e.property,
+            e.property_text or e.property,
+            int(e.complemented),
+            e.plan_digest,
+            e.mechanism,
+            _dumps(list(e.statistics)),
+            _dumps(e.guarantee.to_dict()),
+            e.noise_family,
+            None if e.noise_covariance is None else _dumps(e.noise_covariance),
+            _dumps(list(e.values)),
+            plan,
+            None if e.statistic_indices is None else _dumps(list(e.statistic_indices)),
+            _dumps(g.to_dict()),
+            _dumps(list(e.sketch)),
+            int(e.unbounded),
+        )
+        chain = mac(self.key, "chain", report.head.encode() + _content(values))
+        try:
+            con.execute(
+                f"INSERT INTO releases ({_COLUMNS}, chain) VALUES "
+                f"({', '.join('?' * (len(_FIELDS) + 1))})",
+                (*values, chain),
+            )
+            con.execute(
+                "UPDATE ledger_meta SET value = ? WHERE key = 'head'",
+                (_head_mac(self.key, report.releases + 1, chain),),
+            )
+        except sqlite3.Error as exc:
+            raise _sql_error(self.path, exc, "write to the ledger") from None
+        return int(nxt)
+
+    # -- keeping ------------------------------------------------------------------------------
+
+    def backup(self, out: str | Path) -> Path:
+        """A consistent copy of the live ledger (SQLite's online backup API, WAL content
+        included) at ``out``, with its key at ``<out>.key``, both 0600; refuses existing
+        files. Copying the main file alone while the ledger is in use can miss releases that
+        are still in its -wal file."""
+        if not isinstance(out, str | Path):
+            raise LedgerError(f"a backup is a file path, got {type(out).__name__}")
+        o = Path(out)
+        for target in (o, key_path(o)):
+            if target.exists() or target.is_symlink():
+                raise LedgerError(f"{str(target)!r} already exists; back up to a new file")
+        if not o.parent.is_dir():
+            raise LedgerError(f"the directory of {str(o)!r} does not exist")
+        try:
+            fd = os.open(o, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.close(fd)
+            with _private_umask():
+                dst = sqlite3.connect(str(o))
+            try:
+                self._con.backup(dst)
+            finally:
+                dst.close()
+            kfd = os.open(key_path(o), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(kfd, "wb") as fh, open(key_path(self.path), "rb") as src:
+                shutil.copyfileobj(src, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except (OSError, sqlite3.Error) as exc:
+            for t in (o, key_path(o), Path(str(o) + "-wal"), Path(str(o) + "-shm")):
+                t.unlink(missing_ok=True)
+            raise _sql_error(o, exc, "back up the ledger to") from None
+        return o
+
+    def release(
+        self,
+        plan: Any,
+        target: Any,
+        *,
+        random_state: Any = None,
+        allow_exact: bool = False,
+        require_seal: bool = True,
+        fit: Any = None,
+    ) -> Any:
+        """Release ``target`` with ``plan``, recorded here first (record, then reveal):
+        :func:`distprivacy.ledger._release.release_recorded`."""
+        from distprivacy.ledger._release import release_recorded
+
+        return release_recorded(
+            self,
+            plan,
+            target,
+            random_state=random_state,
+            allow_exact=allow_exact,
+            require_seal=require_seal,
+            fit=fit,
+        )
+
+    def seal(self, plan: Any) -> Any:
+        """``plan`` sealed with this ledger's key (a steward's approval; see
+        :meth:`~distprivacy.mechanisms.plans.Plan.seal`)."""
+        return plan.seal(subkey(self.key, "seal"))
+
+    def verify_seal(self, plan: Any) -> None:
+        """Refuse a plan not sealed with this ledger's key (PlanError, one line)."""
+        plan.verify_seal(subkey(self.key, "seal"))
 
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check`` (``"ok"`` when the file is sound)."""
@@ -372,3 +831,52 @@ class Ledger:
     def __repr__(self) -> str:
         n = self._con.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
         return f"Ledger({str(self.path)!r}, budget {self.budget.describe()}, {n} releases)"
+
+
+def _content(values: Sequence[Any]) -> bytes:
+    """A row's fields, canonically, as the chain covers them."""
+    return json.dumps(list(values), separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _genesis(key: bytes, budget: Budget, created: str) -> str:
+    body = json.dumps(
+        [LEDGER_FORMAT, SCHEMA_VERSION, created, budget.to_dict()],
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return mac(key, "chain", b"genesis|" + body.encode())
+
+
+def _head_mac(key: bytes, count: int, last: str) -> str:
+    return mac(key, "head", f"{count}|{last}".encode())
+
+
+def _eq(a: str, b: str) -> bool:
+    import hmac
+
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+def _same_guarantee(a: Guarantee, b: Guarantee) -> bool:
+    def close(x: float | None, y: float | None) -> bool:
+        if x is None or y is None:
+            return x is y
+        if math.isinf(x) or math.isinf(y):
+            return x == y
+        return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
+
+    return close(a.mu, b.mu) and close(a.delta, b.delta) and close(a.epsilon, b.epsilon)
+
+
+def _unbounded_guarantee() -> Guarantee:
+    """What is left after an exact release: nothing (μ = ∞, accuracy 1)."""
+    return Guarantee(
+        epsilon=math.inf,
+        delta=1.0,
+        theorem="an exact release (allow_exact): nothing about the dataset is hidden any more",
+        mu=math.inf,
+        curve="gdp",
+        max_attack_accuracy=1.0,
+        basis="none: the exact statistics were published",
+        verified=True,
+    )

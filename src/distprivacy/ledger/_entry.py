@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy._json import jsonable, number
+from distprivacy._json import jsonable
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.guarantee import Guarantee
 
@@ -138,6 +138,15 @@ class LedgerEntry:
         Set by the ledger.
     cumulative : Guarantee or None
         The cumulative guarantee after this release (set by the ledger).
+    property_text : str
+        The property as the release spelled it (``property`` is its canonical key).
+    complemented : bool
+        The release's predicate is the complement of the canonical property (p ↦ 1 − p).
+    sketch : tuple of str
+        The dataset's keyed MinHash sketch (:func:`distprivacy.fingerprint.dataset_sketch`).
+    unbounded : bool
+        An exact release (``allow_exact``): nothing about the dataset is hidden any more, and
+        every later release of it is refused.
     """
 
     fingerprint: str
@@ -154,6 +163,10 @@ class LedgerEntry:
     id: int | None = None
     time: str | None = None
     cumulative: Guarantee | None = None
+    property_text: str = ""
+    complemented: bool = False
+    sketch: tuple[str, ...] = ()
+    unbounded: bool = False
 
     def __post_init__(self) -> None:
         for name in ("fingerprint", "property", "mechanism"):
@@ -162,8 +175,17 @@ class LedgerEntry:
                 raise LedgerError(f"a ledger entry needs a non-empty {name}, got {v!r}")
         if not isinstance(self.guarantee, Guarantee):
             raise LedgerError("a ledger entry's guarantee must be a Guarantee")
+        if isinstance(self.statistics, str):
+            raise LedgerError("a ledger entry's statistics are a list of names, not one string")
         object.__setattr__(self, "statistics", tuple(str(s) for s in self.statistics))
-        vals = np.asarray(self.values, dtype=float).reshape(-1)
+        try:
+            vals = np.asarray(self.values, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise LedgerError(
+                f"a ledger entry's values must be numbers, got {self.values!r}"
+            ) from None
+        if not np.isfinite(vals).all():
+            raise LedgerError("a ledger entry's released values must be finite numbers")
         object.__setattr__(self, "values", tuple(float(v) for v in vals))
         if self.noise_covariance is not None:
             object.__setattr__(
@@ -182,6 +204,7 @@ class LedgerEntry:
         *,
         fingerprint: str | None = None,
         property: str | None = None,
+        **extra: Any,
     ) -> LedgerEntry:
         """The entry of releasing ``values`` with a :class:`distprivacy.mechanisms.plans.Plan`.
 
@@ -208,6 +231,7 @@ class LedgerEntry:
             noise_covariance=getattr(cal, "noise_covariance", None),
             plan=raw,
             plan_digest=raw.get("digest"),
+            **extra,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -226,45 +250,10 @@ class LedgerEntry:
                 "noise_family": self.noise_family,
                 "noise_covariance": self.noise_covariance,
                 "cumulative": None if self.cumulative is None else self.cumulative.to_dict(),
+                "property_text": self.property_text,
+                "complemented": self.complemented,
+                "unbounded": self.unbounded,
             }
-        )
-
-    def _row(self, time: str, cumulative: Guarantee) -> tuple[Any, ...]:
-        return (
-            time,
-            self.fingerprint,
-            self.property,
-            self.plan_digest,
-            self.mechanism,
-            _dumps(list(self.statistics)),
-            _dumps(self.guarantee.to_dict()),
-            self.noise_family,
-            None if self.noise_covariance is None else _dumps(self.noise_covariance),
-            _dumps(list(self.values)),
-            None if self.plan is None else _dumps(self.plan),
-            None if self.statistic_indices is None else _dumps(list(self.statistic_indices)),
-            _dumps(cumulative.to_dict()),
-        )
-
-    @classmethod
-    def _from_row(cls, row: Sequence[Any]) -> LedgerEntry:
-        (rid, time, fp, prop, digest, mech, stats, g, fam, cov, vals, plan, idx, cum) = row
-        cov_v = None if cov is None else np.array(json.loads(cov), dtype=float)
-        return cls(
-            fingerprint=fp,
-            property=prop,
-            mechanism=mech,
-            statistics=tuple(json.loads(stats)),
-            guarantee=Guarantee.from_dict(json.loads(g)),
-            values=tuple(number(v) for v in json.loads(vals)),
-            noise_family=fam,
-            noise_covariance=cov_v,
-            plan=None if plan is None else json.loads(plan),
-            plan_digest=digest,
-            statistic_indices=None if idx is None else tuple(json.loads(idx)),
-            id=int(rid),
-            time=time,
-            cumulative=Guarantee.from_dict(json.loads(cum)),
         )
 
 

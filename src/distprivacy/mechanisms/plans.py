@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -68,6 +70,8 @@ _KEYS = {
     "assumptions",
     "digest",
 }
+#: Keys a plan may hold beyond :data:`_KEYS`: the seal of a ledger (:meth:`Plan.seal`).
+_OPTIONAL_KEYS = {"seal"}
 
 
 class PlanError(DistPrivacyError):
@@ -155,6 +159,7 @@ class Plan:
     data_fingerprint: str | None = None
     library_version: str = ""
     created: str = ""
+    seal_mac: str | None = None
 
     @classmethod
     def from_calibration(
@@ -249,7 +254,51 @@ class Plan:
 
     def to_dict(self) -> dict[str, Any]:
         body = self.body()
-        return {**body, "digest": _digest(body)}
+        out = {**body, "digest": _digest(body)}
+        if self.seal_mac is not None:
+            out["seal"] = self.seal_mac
+        return out
+
+    # -- sealing ----------------------------------------------------------------------------
+
+    def _mac(self, key: bytes) -> str:
+        if not isinstance(key, bytes | bytearray) or len(key) < 16:
+            raise PlanError("a plan is sealed with a ledger key of at least 16 bytes")
+        body = self.body()
+        text = json.dumps(
+            {**body, "digest": _digest(body)},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=True,
+        )
+        mac = hmac.new(bytes(key), b"distprivacy-plan-seal|" + text.encode(), hashlib.sha256)
+        return "hmac-sha256:" + mac.hexdigest()
+
+    def seal(self, key: bytes) -> Plan:
+        """This plan sealed with a ledger's key (an HMAC-SHA256 over its whole content): a
+        steward's approval that :meth:`verify_seal` checks before a release spends budget.
+        Unlike the digest, which anyone can recompute after an edit, the seal can be remade
+        only by someone holding the key."""
+        return dataclasses.replace(self, seal_mac=self._mac(key))
+
+    @property
+    def sealed(self) -> bool:
+        """Whether the plan carries a seal (checked only by :meth:`verify_seal`)."""
+        return self.seal_mac is not None
+
+    def verify_seal(self, key: bytes) -> None:
+        """Refuse (PlanError, one line) a plan that is not sealed, or whose seal was not made
+        with ``key`` over exactly this content."""
+        if self.seal_mac is None:
+            raise PlanError(
+                "the plan is not sealed; a steward seals it with `distprivacy ledger seal "
+                "LEDGER.db PLAN.json` after reviewing it"
+            )
+        if not hmac.compare_digest(self.seal_mac, self._mac(key)):
+            raise PlanError(
+                "the plan's seal does not match this ledger's key: it was modified after it "
+                "was sealed, or sealed by another ledger"
+            )
 
     def __repr__(self) -> str:
         return (
@@ -261,9 +310,12 @@ class Plan:
         """Write the plan (atomically) as JSON; returns the path."""
         from distprivacy.outputs import check_output_file, write_text
 
+        if not isinstance(path, str | Path):
+            raise PlanError(f"a plan is saved to a path, got {type(path).__name__}")
         p = Path(path)
         check_output_file(p)
-        return write_text(p, dumps_json(self.to_dict()) + "\n")
+        # 0600: a plan holds the fitted moments, exact statistics of the population.
+        return write_text(p, dumps_json(self.to_dict()) + "\n", mode=0o600)
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], source: str = "the plan") -> Plan:
@@ -272,7 +324,7 @@ class Plan:
 
         if not isinstance(raw, Mapping) or raw.get("format") != PLAN_FORMAT:
             raise PlanError(f'{source} is not a distprivacy plan (no "format": {PLAN_FORMAT!r})')
-        extra = sorted(set(raw) - _KEYS)
+        extra = sorted(set(raw) - _KEYS - _OPTIONAL_KEYS)
         missing = sorted(_KEYS - set(raw))
         if extra or missing:
             what = "unknown keys " + ", ".join(extra) if extra else "missing " + ", ".join(missing)
@@ -282,7 +334,12 @@ class Plan:
                 f"{source} has format version {raw['format_version']!r}; this library reads "
                 f"{PLAN_VERSION}: calibrate again with --save"
             )
-        body = {k: v for k, v in raw.items() if k != "digest"}
+        body = {k: v for k, v in raw.items() if k not in ("digest", "seal")}
+        seal_mac = raw.get("seal")
+        if seal_mac is not None and not (
+            isinstance(seal_mac, str) and seal_mac.startswith("hmac-sha256:")
+        ):
+            raise PlanError(f"{source}: its seal is not an HMAC-SHA256 (got {seal_mac!r})")
         if _digest(body) != raw["digest"]:
             raise PlanError(
                 f"{source} was modified after it was saved (its digest does not match its "
@@ -299,6 +356,7 @@ class Plan:
         if tuple(model.statistic_names_) != tuple(cal.statistic_names):
             raise PlanError(f"{source}: the model's statistics differ from the calibration's")
         cal = dataclasses.replace(cal, model_=model)
+        _self_check(cal, model, stated, source)
         return cls(
             calibration=cal,
             model=model,
@@ -309,6 +367,7 @@ class Plan:
             data_fingerprint=raw["data_fingerprint"],
             library_version=raw["library_version"],
             created=raw["created"],
+            seal_mac=seal_mac,
         )
 
     @classmethod
@@ -327,8 +386,9 @@ class Plan:
 
     # -- releasing --------------------------------------------------------------------------
 
-    def target_values(self, target: pd.DataFrame) -> np.ndarray:
-        """F(target): checks the target has the plan's columns and exactly n records."""
+    def target_values(self, target: pd.DataFrame, *, require_property: bool = False) -> np.ndarray:
+        """F(target): checks the target has the columns the statistics read (and the protected
+        property's column with ``require_property``, as a ledger needs) and exactly n records."""
         if self.query is None:
             raise PlanError(
                 "this plan has no query (a user's model or Python statistics): give the "
@@ -336,7 +396,13 @@ class Plan:
             )
         if not isinstance(target, pd.DataFrame):
             raise PlanError(f"the target must be a table, got {type(target).__name__}")
-        missing = [c for c in self.columns if c not in target.columns]
+        query = Query.parse(self.query)
+        needed = list(query_columns(query, None))
+        if require_property and self.spec is not None:
+            from distprivacy.spec import Predicate
+
+            needed.append(Predicate.parse(str(self.spec["property"])).column)
+        missing = [c for c in dict.fromkeys(needed) if c not in target.columns]
         if missing:
             raise PlanError(
                 f"the target lacks column{'s' if len(missing) > 1 else ''} "
@@ -347,7 +413,6 @@ class Plan:
                 f"the target has {len(target)} records but the plan was calibrated for n = "
                 f"{self.n}; release a dataset of exactly {self.n} records"
             )
-        query = Query.parse(self.query)
         query.validate(target)
         return np.asarray(query.evaluate(target), dtype=float)
 
@@ -365,6 +430,50 @@ class Plan:
             raise PlanError("give the target dataset or the statistics' values, not both")
         v = self.target_values(target) if target is not None else values
         return self.calibration.release(v, random_state=random_state, allow_exact=allow_exact)
+
+
+def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None:
+    """Recompute a Gaussian plan's guarantee from its own stored model and noise, by the same
+    exact accounting as a calibration, and refuse a plan that states better than that.
+
+    Catches a plan whose noise was reduced (or whose stated μ, δ or attack bound was
+    improved) and then re-digested. It cannot catch an edit that keeps the plan consistent
+    with itself — noise moved into the stored model's covariances, or θ means set equal —
+    since the model is then what is checked against: only a seal (a ledger's key) or a refit on
+    the data catches those (docs/ledger.md)."""
+    from distprivacy.mechanisms._fitted import fitted_profile
+    from distprivacy.mechanisms.base import BASIS_UNCONDITIONAL
+    from distprivacy.mechanisms.gaussian import max_mahalanobis, pair_covariances
+    from distprivacy.profiles import gdp_accuracy, gdp_delta
+
+    noise = getattr(cal, "noise", None)
+    if noise is None or noise.family not in ("gaussian", "none"):
+        return  # Laplace noise: the guarantee rests on an assumption, not on the model
+    if cal.basis == BASIS_UNCONDITIONAL or stated.mu is None:
+        return  # group DP holds for every dataset; its noise is checked by its own theorem
+    Z = np.asarray(cal.noise_covariance, dtype=float)
+    conv = "own" if getattr(cal, "rule", None) == "classic" else "average"
+    mu = max_mahalanobis(pair_covariances(model, conv), Z)
+    eps = float(stated.epsilon)
+    delta = float(gdp_delta(eps, mu)) if math.isfinite(mu) else 1.0
+    acc = float(gdp_accuracy(mu)) if math.isfinite(mu) else 1.0
+    if getattr(cal, "accounting", None) is not None and cal.accounting.unequal is not None:
+        prof = fitted_profile(model, Z, eps)
+        delta = max(delta, float(prof["delta_at_epsilon"]))
+        acc = max(acc, float(prof["max_attack_accuracy"]))
+    tol = 1 + 1e-9
+    bad = []
+    if not mu <= float(stated.mu) * tol:
+        bad.append(f"μ = {mu:.4g} (states {stated.mu:.4g})")
+    if not delta <= float(stated.delta) * tol + 1e-300:
+        bad.append(f"δ = {delta:.3g} at ε = {eps:.4g} (states {stated.delta:.3g})")
+    if stated.max_attack_accuracy is not None and not acc <= stated.max_attack_accuracy * tol:
+        bad.append(f"attack bound {acc:.2%} (states {stated.max_attack_accuracy:.2%})")
+    if bad:
+        raise PlanError(
+            f"{source}: its own model and noise give {'; '.join(bad)} — worse than the "
+            "guarantee it states; it was edited after calibration: calibrate again with --save"
+        )
 
 
 def _no_constant(name: str) -> float:
