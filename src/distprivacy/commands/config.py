@@ -30,6 +30,39 @@ from distprivacy.exceptions import DistPrivacyError
 
 #: Largest configuration file read (bytes).
 MAX_CONFIG_BYTES = 1 * 2**20
+#: Deepest nesting of brackets/tables read (checked on the text before parsing).
+MAX_CONFIG_DEPTH = 16
+#: Options that are command-line flags only: a file never turns them on.
+FLAG_ONLY = frozenset({"allow_exact"})
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of [ and { in ``text`` (an over-estimate: strings included)."""
+    depth = best = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    return best
+
+
+def _check_type(param: click.Parameter, key: str, value: Any, name: str) -> None:
+    """TOML values are typed strictly: a flag takes a boolean, a number option a number."""
+    if isinstance(param, click.Option) and param.is_flag:
+        if not isinstance(value, bool):
+            raise DistPrivacyError(
+                f"--config: {key} in {name!r} is a flag: write true or false, not {value!r}"
+            )
+        return
+    kind = getattr(param.type, "name", "")
+    if isinstance(value, bool) and kind != "boolean":
+        raise DistPrivacyError(f"--config: {key} in {name!r} takes a value, not {value!r}")
+    if kind in ("integer", "float") and not isinstance(value, int | float):
+        raise DistPrivacyError(
+            f"--config: {key} in {name!r} takes a number, not the text {value!r}"
+        )
 
 
 def _names(command: click.Command) -> dict[str, click.Parameter]:
@@ -51,13 +84,21 @@ def _names(command: click.Command) -> dict[str, click.Parameter]:
 def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
     """The file's settings as ``{parameter name: value}`` for ``command`` (strict)."""
     p = Path(path)
+    if not isinstance(command, click.Command):
+        raise DistPrivacyError(f"read_config takes a click command, got {type(command).__name__}")
     if not p.is_file():
-        raise DistPrivacyError(f"--config: {str(p)!r} does not exist")
+        raise DistPrivacyError(f"--config: {str(p)!r} does not exist or is not a regular file")
     if p.stat().st_size > MAX_CONFIG_BYTES:
         raise DistPrivacyError(f"--config: {p.name!r} is larger than 1 MiB")
     try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        text = p.read_text(encoding="utf-8")
+        if _depth(text) > MAX_CONFIG_DEPTH:
+            raise DistPrivacyError(
+                f"--config: {p.name!r} nests deeper than {MAX_CONFIG_DEPTH} levels; a release "
+                "file is a flat list of options"
+            )
+        raw = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise DistPrivacyError(f"--config: {p.name!r} is not valid TOML ({e})") from None
     name = command.name or ""
     if name in raw and isinstance(raw[name], dict):
@@ -79,12 +120,21 @@ def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     for key, value in raw.items():
         param = known[key]
+        if param.name in FLAG_ONLY:
+            raise DistPrivacyError(
+                f"--config: {key} cannot come from a file: releasing exact statistics is a "
+                f"command-line flag only (--{key.replace('_', '-')}), typed each time"
+            )
         if isinstance(value, dict):
             raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a value, not a table")
         if param.name in settings:
             raise DistPrivacyError(f"--config: {p.name!r} sets {key} twice (two spellings)")
         if isinstance(value, list) and not param.multiple:
+            if any(isinstance(v, list | dict) for v in value):
+                raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a flat list")
             value = ",".join(str(v) for v in value)
+        else:
+            _check_type(param, key, value, p.name)
         settings[param.name] = value  # type: ignore[index]
     return settings
 

@@ -63,7 +63,7 @@ def verify(path: str, as_json: bool) -> None:
         where = f"release {report.first_bad}" if report.first_bad else "the ledger's head"
         click.echo(f"FAILED at {where}: {report.reason}", err=True)
     if not report.ok:
-        raise SystemExit(1)
+        raise click.exceptions.Exit(1)
 
 
 @ledger.command("seal")

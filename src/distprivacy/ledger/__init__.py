@@ -37,11 +37,10 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,19 @@ import numpy as np
 from distprivacy._json import jsonable, number
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
+from distprivacy.ledger._chain import (
+    BUSY_TIMEOUT,
+    LEDGER_FORMAT,
+    SCHEMA_VERSION,
+    VerifyReport,
+    _content,
+    _eq,
+    _genesis,
+    _head_mac,
+    _private_umask,
+    _sql_error,
+    _unbounded_guarantee,
+)
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import (
     DEFAULT_REPORT_DELTA,
@@ -88,12 +100,6 @@ __all__ = [
     "plan_composer",
 ]
 
-#: The marker in the ``ledger_meta`` table of every distprivacy ledger.
-LEDGER_FORMAT = "distprivacy-ledger"
-#: The schema version this library writes and reads (2: keyed chain, encrypted plans).
-SCHEMA_VERSION = 2
-#: How long a release waits for another process's transaction (seconds).
-BUSY_TIMEOUT = 60.0
 #: Estimated Jaccard similarity of two targets' rows from which a release is flagged as a
 #: near-duplicate of an earlier released dataset (the sketch's standard error is ≈ 0.044).
 NEAR_DUPLICATE = 0.5
@@ -134,61 +140,6 @@ _FIELDS = (
     "release_values", "plan", "statistic_indices", "cumulative", "sketch", "unbounded",
 )  # fmt: skip
 _COLUMNS = ", ".join(_FIELDS)
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """What :meth:`Ledger.verify` found.
-
-    Attributes
-    ----------
-    ok : bool
-    releases : int
-        Rows read.
-    first_bad : int or None
-        The id of the first row that fails (None when the fault is the budget or the head).
-    reason : str
-        Why it fails ("" when ``ok``).
-    head : str
-        The ledger's head (chain value of the last row): keep it elsewhere to notice a roll-back.
-    """
-
-    ok: bool
-    releases: int
-    first_bad: int | None
-    reason: str
-    head: str
-
-
-def _sql_error(path: Path, exc: BaseException, doing: str) -> LedgerError:
-    """One line naming the cause of an SQLite or OS failure (the ledger is unchanged)."""
-    text = str(exc).lower()
-    if "full" in text or "no space" in text or getattr(exc, "errno", None) == 28:
-        why = "the disk is full"
-    elif "readonly" in text or "read-only" in text or "permission" in text:
-        why = "the ledger or its directory is read-only"
-    elif "locked" in text or "busy" in text:
-        why = f"another process held the ledger for more than {BUSY_TIMEOUT:g} s"
-    elif "unable to open" in text:
-        why = (
-            "the file or its -wal/-shm companions cannot be opened (check the directory's "
-            "permissions)"
-        )
-    elif "too large" in text or "file size" in text:
-        why = "a file-size limit was reached"
-    else:
-        why = f"{type(exc).__name__}: {exc}"
-    return LedgerError(f"cannot {doing} {str(path)!r}: {why}; nothing was recorded")
-
-
-@contextmanager
-def _private_umask() -> Iterator[None]:
-    """New files (the database's -wal and -shm included) readable by the owner only."""
-    old = os.umask(0o077)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 class Ledger:
@@ -352,53 +303,6 @@ class Ledger:
 
     # -- identity of a release ----------------------------------------------------------------
 
-    def entry(
-        self,
-        plan: Any,
-        values: Sequence[float] | np.ndarray,
-        target: Any,
-        *,
-        unbounded: bool = False,
-    ) -> LedgerEntry:
-        """The ledger entry of releasing ``values`` of ``target`` (a DataFrame) with ``plan``:
-        the dataset's keyed identity over the columns the release reads (the statistics' and
-        the property's), the canonical property key, a keyed sketch of the rows."""
-        import pandas as pd
-
-        from distprivacy.fingerprint import canonical_property, dataset_identity, dataset_sketch
-        from distprivacy.spec import Predicate
-
-        if not isinstance(target, pd.DataFrame):
-            raise LedgerError(
-                "a ledger keys each release on the dataset it is about: give the target "
-                f"records (a table), got {type(target).__name__}"
-            )
-        if plan.protected_property is None:
-            raise LedgerError(
-                "this plan names no protected property (a user's model): the ledger cannot "
-                "tell which property of which dataset its releases reveal"
-            )
-        pred = Predicate.parse(plan.protected_property)
-        columns = [*plan.columns, pred.column]
-        missing = [c for c in dict.fromkeys(columns) if c not in target.columns]
-        if missing:
-            raise LedgerError(
-                f"the target lacks column {missing[0]!r}: with a ledger the target must hold "
-                "the protected property's column too (it identifies the dataset)"
-            )
-        k = subkey(self.key, "identity")
-        prop = canonical_property(pred, target[pred.column], key=k)
-        return LedgerEntry.from_plan(
-            plan,
-            values,
-            fingerprint=dataset_identity(target, columns, key=k),
-            property=prop.key,
-            property_text=prop.text,
-            complemented=prop.complemented,
-            sketch=tuple(dataset_sketch(target, columns, key=k)),
-            unbounded=unbounded,
-        )
-
     # -- reading ------------------------------------------------------------------------------
 
     def _rows(self, con: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()) -> list:
@@ -559,48 +463,6 @@ class Ledger:
             return VerifyReport(False, len(rows), None, why, prev), rows
         return VerifyReport(True, len(rows), None, "", prev), rows
 
-    def verify(self, compose: Composer | None = None) -> VerifyReport:
-        """Recompute the chain and the head, then every row's guarantee from its own plan and
-        every running total from the rows before it (``compose``, default
-        :func:`plan_composer`). Returns a :class:`VerifyReport` naming the first bad row."""
-        report, rows = self._chain_check(self._con)
-        if not report.ok:
-            return report
-        from distprivacy.mechanisms.plans import Plan, PlanError
-
-        compose = compose if compose is not None else plan_composer(delta=self.budget.report_delta)
-        seen: dict[tuple[str, str], list[LedgerEntry]] = {}
-        for r in rows:
-            rid = int(r[0])
-            try:
-                e = self._entry(r)
-            except LedgerError as exc:
-                return replace(report, ok=False, first_bad=rid, reason=str(exc))
-            if e.plan is not None:
-                try:
-                    plan = Plan.from_dict(e.plan, f"the plan of release {rid}")
-                except PlanError as exc:
-                    return replace(report, ok=False, first_bad=rid, reason=str(exc))
-                if plan.guarantee != e.guarantee:
-                    why = "its guarantee is not the one its own plan gives"
-                    return replace(report, ok=False, first_bad=rid, reason=why)
-            group = seen.setdefault((e.fingerprint, e.property), [])
-            group.append(e)
-            if e.unbounded or any(x.unbounded for x in group):
-                continue
-            try:
-                g = compose(group)
-            except Exception:
-                continue
-            c = e.cumulative
-            if c is None or not _same_guarantee(g, c):
-                why = (
-                    f"its running total (μ = {getattr(c, 'mu', None)}) is not the composition "
-                    f"of the releases so far (μ = {g.mu:.6g})"
-                )
-                return replace(report, ok=False, first_bad=rid, reason=why)
-        return report
-
     # -- writing ------------------------------------------------------------------------------
 
     @contextmanager
@@ -749,38 +611,37 @@ class Ledger:
 
     # -- keeping ------------------------------------------------------------------------------
 
+    def entry(
+        self,
+        plan: Any,
+        values: Sequence[float] | np.ndarray,
+        target: Any,
+        *,
+        unbounded: bool = False,
+    ) -> LedgerEntry:
+        """The ledger entry of releasing ``values`` of ``target`` (a DataFrame) with ``plan``:
+        the dataset's keyed identity over the columns the release reads (the statistics' and
+        the property's), the canonical property key, a keyed sketch of the rows."""
+        from distprivacy.ledger._maintenance import entry_for
+
+        return entry_for(self, plan, values, target, unbounded=unbounded)
+
+    def verify(self, compose: Composer | None = None) -> VerifyReport:
+        """Recompute the chain and the head, then every row's guarantee from its own plan and
+        every running total from the rows before it (``compose``, default
+        :func:`plan_composer`). Returns a :class:`VerifyReport` naming the first bad row."""
+        from distprivacy.ledger._maintenance import verify_ledger
+
+        return verify_ledger(self, compose)
+
     def backup(self, out: str | Path) -> Path:
         """A consistent copy of the live ledger (SQLite's online backup API, WAL content
         included) at ``out``, with its key at ``<out>.key``, both 0600; refuses existing
         files. Copying the main file alone while the ledger is in use can miss releases that
         are still in its -wal file."""
-        if not isinstance(out, str | Path):
-            raise LedgerError(f"a backup is a file path, got {type(out).__name__}")
-        o = Path(out)
-        for target in (o, key_path(o)):
-            if target.exists() or target.is_symlink():
-                raise LedgerError(f"{str(target)!r} already exists; back up to a new file")
-        if not o.parent.is_dir():
-            raise LedgerError(f"the directory of {str(o)!r} does not exist")
-        try:
-            fd = os.open(o, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            os.close(fd)
-            with _private_umask():
-                dst = sqlite3.connect(str(o))
-            try:
-                self._con.backup(dst)
-            finally:
-                dst.close()
-            kfd = os.open(key_path(o), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(kfd, "wb") as fh, open(key_path(self.path), "rb") as src:
-                shutil.copyfileobj(src, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except (OSError, sqlite3.Error) as exc:
-            for t in (o, key_path(o), Path(str(o) + "-wal"), Path(str(o) + "-shm")):
-                t.unlink(missing_ok=True)
-            raise _sql_error(o, exc, "back up the ledger to") from None
-        return o
+        from distprivacy.ledger._maintenance import backup_ledger
+
+        return backup_ledger(self, out)
 
     def release(
         self,
@@ -831,52 +692,3 @@ class Ledger:
     def __repr__(self) -> str:
         n = self._con.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
         return f"Ledger({str(self.path)!r}, budget {self.budget.describe()}, {n} releases)"
-
-
-def _content(values: Sequence[Any]) -> bytes:
-    """A row's fields, canonically, as the chain covers them."""
-    return json.dumps(list(values), separators=(",", ":"), ensure_ascii=True).encode()
-
-
-def _genesis(key: bytes, budget: Budget, created: str) -> str:
-    body = json.dumps(
-        [LEDGER_FORMAT, SCHEMA_VERSION, created, budget.to_dict()],
-        sort_keys=True,
-        separators=(",", ":"),
-    )
-    return mac(key, "chain", b"genesis|" + body.encode())
-
-
-def _head_mac(key: bytes, count: int, last: str) -> str:
-    return mac(key, "head", f"{count}|{last}".encode())
-
-
-def _eq(a: str, b: str) -> bool:
-    import hmac
-
-    return hmac.compare_digest(a.encode(), b.encode())
-
-
-def _same_guarantee(a: Guarantee, b: Guarantee) -> bool:
-    def close(x: float | None, y: float | None) -> bool:
-        if x is None or y is None:
-            return x is y
-        if math.isinf(x) or math.isinf(y):
-            return x == y
-        return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
-
-    return close(a.mu, b.mu) and close(a.delta, b.delta) and close(a.epsilon, b.epsilon)
-
-
-def _unbounded_guarantee() -> Guarantee:
-    """What is left after an exact release: nothing (μ = ∞, accuracy 1)."""
-    return Guarantee(
-        epsilon=math.inf,
-        delta=1.0,
-        theorem="an exact release (allow_exact): nothing about the dataset is hidden any more",
-        mu=math.inf,
-        curve="gdp",
-        max_attack_accuracy=1.0,
-        basis="none: the exact statistics were published",
-        verified=True,
-    )

@@ -442,8 +442,8 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
     since the model is then what is checked against: only a seal (a ledger's key) or a refit on
     the data catches those (docs/ledger.md)."""
     from distprivacy.mechanisms._fitted import fitted_profile
-    from distprivacy.mechanisms.base import BASIS_UNCONDITIONAL
-    from distprivacy.mechanisms.gaussian import max_mahalanobis, pair_covariances
+    from distprivacy.mechanisms._mahalanobis import max_mahalanobis, pair_covariances
+    from distprivacy.mechanisms.calibration import BASIS_UNCONDITIONAL
     from distprivacy.profiles import gdp_accuracy, gdp_delta
 
     noise = getattr(cal, "noise", None)

@@ -1,0 +1,127 @@
+"""The ledger's keyed hash chain, its head, and the one-line fault messages (see
+:mod:`distprivacy.ledger`)."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from distprivacy.guarantee import Guarantee
+from distprivacy.ledger._entry import Budget, LedgerError
+from distprivacy.ledger._keys import mac
+
+#: The marker in the ``ledger_meta`` table of every distprivacy ledger.
+LEDGER_FORMAT = "distprivacy-ledger"
+#: The schema version this library writes and reads (2: keyed chain, encrypted plans).
+SCHEMA_VERSION = 2
+#: How long a release waits for another process's transaction (seconds).
+BUSY_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :meth:`Ledger.verify` found.
+
+    Attributes
+    ----------
+    ok : bool
+    releases : int
+        Rows read.
+    first_bad : int or None
+        The id of the first row that fails (None when the fault is the budget or the head).
+    reason : str
+        Why it fails ("" when ``ok``).
+    head : str
+        The ledger's head (chain value of the last row): keep it elsewhere to notice a roll-back.
+    """
+
+    ok: bool
+    releases: int
+    first_bad: int | None
+    reason: str
+    head: str
+
+
+def _sql_error(path: Path, exc: BaseException, doing: str) -> LedgerError:
+    """One line naming the cause of an SQLite or OS failure (the ledger is unchanged)."""
+    text = str(exc).lower()
+    if "full" in text or "no space" in text or getattr(exc, "errno", None) == 28:
+        why = "the disk is full"
+    elif "readonly" in text or "read-only" in text or "permission" in text:
+        why = "the ledger or its directory is read-only"
+    elif "locked" in text or "busy" in text:
+        why = f"another process held the ledger for more than {BUSY_TIMEOUT:g} s"
+    elif "unable to open" in text:
+        why = (
+            "the file or its -wal/-shm companions cannot be opened (check the directory's "
+            "permissions)"
+        )
+    elif "too large" in text or "file size" in text:
+        why = "a file-size limit was reached"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return LedgerError(f"cannot {doing} {str(path)!r}: {why}; nothing was recorded")
+
+
+@contextmanager
+def _private_umask() -> Iterator[None]:
+    """New files (the database's -wal and -shm included) readable by the owner only."""
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _content(values: Sequence[Any]) -> bytes:
+    """A row's fields, canonically, as the chain covers them."""
+    return json.dumps(list(values), separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def _genesis(key: bytes, budget: Budget, created: str) -> str:
+    body = json.dumps(
+        [LEDGER_FORMAT, SCHEMA_VERSION, created, budget.to_dict()],
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return mac(key, "chain", b"genesis|" + body.encode())
+
+
+def _head_mac(key: bytes, count: int, last: str) -> str:
+    return mac(key, "head", f"{count}|{last}".encode())
+
+
+def _eq(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+def _same_guarantee(a: Guarantee, b: Guarantee) -> bool:
+    def close(x: float | None, y: float | None) -> bool:
+        if x is None or y is None:
+            return x is y
+        if math.isinf(x) or math.isinf(y):
+            return x == y
+        return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
+
+    return close(a.mu, b.mu) and close(a.delta, b.delta) and close(a.epsilon, b.epsilon)
+
+
+def _unbounded_guarantee() -> Guarantee:
+    """What is left after an exact release: nothing (μ = ∞, accuracy 1)."""
+    return Guarantee(
+        epsilon=math.inf,
+        delta=1.0,
+        theorem="an exact release (allow_exact): nothing about the dataset is hidden any more",
+        mu=math.inf,
+        curve="gdp",
+        max_attack_accuracy=1.0,
+        basis="none: the exact statistics were published",
+        verified=True,
+    )
