@@ -18,6 +18,7 @@ print("plan:", plan)
 open("budget.txt", "w").write(repr(1.6 * plan.guarantee.mu))
 PY
 distprivacy ledger init ledger.db --budget-mu "$(cat budget.txt)"
+distprivacy ledger seal ledger.db plan.json
 for k in 1 2 3; do
     echo "# release $k"
     out=$(distprivacy release --plan plan.json --target records.csv --ledger ledger.db --json)
@@ -29,6 +30,7 @@ for k in 1 2 3; do
 done
 distprivacy ledger show ledger.db --json | python3 -c \
     "import json,sys; d=json.load(sys.stdin); c=d['cumulative'][0]; print(len(d['releases']), 'releases;', {k: c[k] for k in ('mu', 'epsilon', 'at_delta', 'max_attack_accuracy', 'within_budget')})"
+distprivacy ledger verify ledger.db; echo "exit status $?"
 echo "# a tampered plan"
 python3 -c "import json; p=json.load(open('plan.json')); p['calibration']['noise_scales']=[s/10 for s in p['calibration']['noise_scales']]; json.dump(p, open('tampered.json','w'))"
 distprivacy release --plan tampered.json --target records.csv; echo "exit status $?"

@@ -93,6 +93,9 @@ _LAZY: dict[str, str] = {
     "GDP": "distprivacy.targets",
     "MaxAttackAccuracy": "distprivacy.targets",
     "Rule": "distprivacy.targets",
+    # the privacy ledger and plans
+    "Ledger": "distprivacy.ledger",
+    "Plan": "distprivacy.mechanisms.plans",
     # checking a release
     "audit_model": "distprivacy.audit",
     "AuditResult": "distprivacy.audit",
@@ -133,6 +136,7 @@ __all__ = [
     "GroupDPGaussian",
     "GroupDPLaplace",
     "Guarantee",
+    "Ledger",
     "LikelihoodRatioAttack",
     "MaxAttackAccuracy",
     "Mean",
@@ -144,6 +148,7 @@ __all__ = [
     "NoiseDistribution",
     "NotApplicableError",
     "OptimalGaussian",
+    "Plan",
     "Predicate",
     "Proportion",
     "Proposal",

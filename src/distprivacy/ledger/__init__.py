@@ -473,9 +473,11 @@ class Ledger:
             raise _sql_error(self.path, e, "write to the ledger") from None
         try:
             yield self._con
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._con.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise _sql_error(self.path, exc, "write to the ledger") from None
             raise
         try:
             self._con.execute("COMMIT")

@@ -1,0 +1,182 @@
+"""Issue 20 in the library: true numbers against the closed form, exact releases exhaust a
+dataset, near-duplicates are flagged, faults are one-line errors that leave the ledger as it
+was, backups verify, the key is required."""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import stat
+
+import mpmath
+import numpy as np
+import pandas as pd
+import pytest
+
+from distprivacy.composition import compose_gaussian
+from distprivacy.ledger import (
+    BudgetExceededError,
+    Ledger,
+    LedgerEntry,
+    LedgerError,
+    key_path,
+    plan_composer,
+)
+from distprivacy.mechanisms import DauM
+from distprivacy.mechanisms.plans import Plan
+from distprivacy.models import GaussianModel
+
+mpmath.mp.dps = 40
+
+
+def _closed_delta(eps: float, mu: float) -> float:
+    e, m = mpmath.mpf(eps), mpmath.mpf(mu)
+    return float(mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2))
+
+
+@pytest.fixture
+def equal_cov_plan():
+    """A DauM-G plan on a model whose two θ share one covariance: the exact profile of any
+    number of its releases is the μ-GDP curve, so the closed form applies."""
+    cov = np.array([[2.2, -0.6], [-0.6, 1.3]])  # small: the noise, not the data, hides θ
+    model = GaussianModel(["a", "b"], [[100.0, 101.0], [99.0, 102.0]], [cov, cov], [("a", "b")])
+    cal = DauM(epsilon=1.0, delta=1e-3).calibrate(model)
+    return Plan.from_calibration(cal, model), model
+
+
+def _entry(plan, fp="hmac-sha256:d", prop="p", **kw):
+    return LedgerEntry.from_plan(plan, [100.0, 101.0], fingerprint=fp, property=prop, **kw)
+
+
+def test_refusals_and_show_state_the_exact_numbers(equal_cov_plan, tmp_path):
+    plan, model = equal_cov_plan
+    cal = plan.calibration
+    two = compose_gaussian(model, [([0, 1], cal.noise_covariance)] * 2, delta=1e-3)
+    path = tmp_path / "l.db"
+    # A budget (ε = 1, δ) that one release meets and two do not.
+    budget_delta = 0.5 * (_closed_delta(1.0, cal.mu) + _closed_delta(1.0, two.mu))
+    compose = plan_composer(delta=budget_delta)
+    with Ledger.init(path, budget_epsilon=1.0, budget_delta=budget_delta) as led:
+        led.record(_entry(plan), compose)
+        shown = led.show()
+        (c,) = shown["cumulative"]
+        assert c["mu"] == pytest.approx(cal.mu, rel=1e-9)
+        assert c["delta_at_budget_epsilon"] == pytest.approx(_closed_delta(1.0, c["mu"]), rel=1e-9)
+        assert _closed_delta(c["epsilon"], c["mu"]) == pytest.approx(budget_delta, rel=1e-6)
+        with pytest.raises(BudgetExceededError) as e:
+            led.record(_entry(plan), compose)
+    msg = str(e.value)
+    d, eps_at = map(float, re.search(r"δ = (\S+) at ε = 1 \(ε = (\S+) at", msg).groups())
+    assert d == pytest.approx(_closed_delta(1.0, two.mu), rel=2e-3)  # printed to 3 digits
+    lo, hi = 0.0, 10.0  # bisection on the closed form (decreasing in ε)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _closed_delta(mid, two.mu) <= budget_delta else (mid, hi)
+    exact_eps = hi
+    assert eps_at == pytest.approx(exact_eps, rel=1e-3)  # printed to 4 digits
+
+
+def test_epsilon_at_is_finite_below_the_stated_delta(equal_cov_plan):
+    plan, _ = equal_cov_plan
+    g = plan.guarantee
+    eps = g.epsilon_at(1e-5)
+    assert math.isfinite(eps) and _closed_delta(eps, g.mu) == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_an_exact_release_exhausts_the_dataset(equal_cov_plan, tmp_path):
+    plan, _ = equal_cov_plan
+    compose = plan_composer(delta=1e-3)
+    with Ledger.init(tmp_path / "l.db", budget_mu=100.0) as led:
+        g = led.record(_entry(plan, unbounded=True), compose)
+        assert math.isinf(g.mu) and g.max_attack_accuracy == 1.0
+        with pytest.raises(BudgetExceededError, match="exact statistics"):
+            led.record(_entry(plan), compose)
+        led.record(_entry(plan, fp="hmac-sha256:other"), compose)  # another dataset is free
+        assert led.verify().ok
+
+
+def test_near_duplicates_are_flagged(tmp_path, adult):
+    from distprivacy.query import Query
+    from distprivacy.spec import ProtectionSpec
+
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    from distprivacy.models import fit_model
+
+    model = fit_model(adult, spec, Query.parse("mean:age"), method="exact")
+    plan = Plan.from_calibration(DauM(epsilon=1.0, delta=1e-3).calibrate(model), model)
+    records = adult.sample(n=100, random_state=3)
+    near = pd.concat([records.iloc[5:], adult.drop(records.index).sample(n=5, random_state=4)])
+    with Ledger.init(tmp_path / "l.db", budget_mu=100.0) as led:
+        plan = led.seal(plan)
+        led.release(plan, records)
+        assert led.last_warnings == ()
+        rec = led.release(plan, near)
+        assert rec.warnings and "release 1" in rec.warnings[0]
+        far = adult.drop(records.index).sample(n=100, random_state=5)
+        assert led.release(plan, far).warnings == ()
+        with pytest.raises(LedgerError, match="seed"):
+            led.release(plan, records, random_state=7)
+
+
+@pytest.mark.parametrize(
+    ("message", "cause"),
+    [
+        ("database or disk is full", "disk is full"),
+        ("attempt to write a readonly database", "read-only"),
+        ("database is locked", "held the ledger"),
+        ("unable to open database file", "cannot be opened"),
+    ],
+)
+def test_faults_are_one_line_and_leave_the_ledger_unchanged(
+    equal_cov_plan, tmp_path, monkeypatch, message, cause
+):
+    plan, _ = equal_cov_plan
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        led.record(_entry(plan), plan_composer(delta=1e-3))
+    before = path.read_bytes()
+
+    def fail(*a, **k):
+        raise sqlite3.OperationalError(message)
+
+    monkeypatch.setattr(Ledger, "_insert", lambda self, con, *a: fail())
+    with Ledger(path) as led:
+        with pytest.raises(LedgerError) as e:
+            led.record(_entry(plan), plan_composer(delta=1e-3))
+        assert cause in str(e.value) and "\n" not in str(e.value)
+        assert len(led.releases()) == 1
+    monkeypatch.undo()
+    with Ledger(path) as led:
+        assert led.verify().ok
+    assert path.read_bytes() == before
+
+
+def test_backup_is_a_verified_private_copy_and_the_key_is_required(equal_cov_plan, tmp_path):
+    plan, _ = equal_cov_plan
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        led.record(_entry(plan), plan_composer(delta=1e-3))
+        led.backup(tmp_path / "copy.db")
+        with pytest.raises(LedgerError, match="already exists"):
+            led.backup(tmp_path / "copy.db")
+    for p in (path, key_path(path), tmp_path / "copy.db", key_path(tmp_path / "copy.db")):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+    with Ledger(tmp_path / "copy.db") as copy:
+        assert copy.verify().ok and len(copy.releases()) == 1
+    key_path(path).unlink()
+    with pytest.raises(LedgerError, match=r"key .* is missing"):
+        Ledger(path)
+
+
+def test_bad_arguments_are_library_errors(equal_cov_plan, tmp_path):
+    plan, _ = equal_cov_plan
+    with pytest.raises(LedgerError):
+        Ledger(123)  # type: ignore[arg-type]
+    with pytest.raises(LedgerError):
+        _entry(plan).__class__.from_plan(plan, [math.nan, 1.0], fingerprint="x", property="p")
+    with Ledger.init(tmp_path / "l.db", budget_mu=1.0) as led:
+        with pytest.raises(LedgerError):
+            led.record("not an entry", plan_composer(delta=1e-3))  # type: ignore[arg-type]
+        with pytest.raises(LedgerError):
+            led.record(_entry(plan), "not a function")  # type: ignore[arg-type]
