@@ -37,6 +37,7 @@ from distprivacy.exceptions import (
     ResourceLimitError,
     ShortfallWarning,
     SwampedWarning,
+    WeakGuaranteeWarning,
 )
 
 #: Public name → the module that defines it (imported on first use).
@@ -162,6 +163,7 @@ __all__ = [
     "Sum",
     "SwampedWarning",
     "WassersteinMechanism",
+    "WeakGuaranteeWarning",
     "__version__",
     "audit_model",
     "calibrate_all",

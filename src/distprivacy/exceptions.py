@@ -79,6 +79,12 @@ class SwampedWarning(DistPrivacyWarning):
     code = "swamped"
 
 
+class WeakGuaranteeWarning(DistPrivacyWarning):
+    """ε so large that the guarantee hides nothing in practice (e^ε beyond any odds)."""
+
+    code = "weak-guarantee"
+
+
 class LimitWarning(DistPrivacyWarning):
     """A computation ran near a stated limit (time, memory or sample size)."""
 
@@ -96,6 +102,7 @@ WARNING_CODES: dict[str, type[DistPrivacyWarning]] = {
         ClassicShortfallWarning,
         MoreNoiseWarning,
         SwampedWarning,
+        WeakGuaranteeWarning,
         LimitWarning,
     )
 }

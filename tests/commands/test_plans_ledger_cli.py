@@ -140,12 +140,18 @@ def test_wrong_size_target_and_values(scenario, capsys, tmp_path):
     rc, _, err = run(capsys, "release", "--plan", plan_path, "--target", small)
     one_line_error(rc, err, str(N - 1), str(N))
     k = len(plan.calibration.statistic_names)
+    typical = ",".join(repr(float(x)) for x in plan.model.means_[0])
     rc, out, err = run(
-        capsys, "release", "--plan", plan_path, "--value", ",".join(["1"] * k), "--seed", "3",
-        "--json",
+        capsys, "release", "--plan", plan_path, "--value", typical, "--seed", "3", "--json",
     )  # fmt: skip
     assert rc == 0, err
     assert len(json.loads(out)["statistics"]) == k
+    # Values no sample of the model's population could have are refused (issue 21).
+    rc, out, err = run(
+        capsys, "release", "--plan", plan_path, "--value", ",".join(["1"] * k), "--seed", "3"
+    )
+    one_line_error(rc, err, "implausibly far", "refit")
+    assert out == ""
 
 
 def test_release_from_a_toml_config(scenario, capsys, tmp_path):

@@ -247,8 +247,13 @@ def release(
         elif built is not None:
             data, spec, query = built
             gen = check_random_state(p["seed"], secure=False)
-            value = data.random_subset_statistics(query, spec.n, gen)
-            info["target"] = f"random {spec.n}-record subset of the data (demonstration)"
+            # A dataset the model describes: n records drawn as θ_p says, for a random p.
+            t = int(gen.integers(len(spec.values)))
+            value = data.subset_statistics(spec, query, [spec.counts[t]], 1, gen)[0][0]
+            info["target"] = (
+                f"a random {spec.n}-record dataset drawn from the data with "
+                f"{spec.values[t]:g} of its records satisfying {spec.predicate} (demonstration)"
+            )
         else:
             raise DistPrivacyError(
                 "with --model, save a plan (calibrate --model FILE --mechanism NAME --save "

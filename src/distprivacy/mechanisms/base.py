@@ -25,6 +25,7 @@ from distprivacy.exceptions import (
     NotApplicableError,
     Notice,
     SwampedWarning,
+    WeakGuaranteeWarning,
 )
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms.calibration import (
@@ -114,7 +115,7 @@ class Mechanism(ABC):
         with threadpool_limits(limits=1):
             cal = self._calibrate(model)
         check_calibration_finite(cal)
-        return _flag_swamped(cal)
+        return _flag_weak(_flag_swamped(cal))
 
     @abstractmethod
     def _calibrate(self, model: FModel) -> Calibration: ...
@@ -188,6 +189,23 @@ def _model_n(model: FModel) -> int | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return k if k == n and k >= 1 else None
+
+
+#: ε above which a calibration warns that its guarantee hides nothing in practice.
+ABSURD_EPSILON = 100.0
+
+
+def _flag_weak(cal: Calibration) -> Calibration:
+    """Warn when ε is so large (> :data:`ABSURD_EPSILON`) that the likelihood ratio e^ε of
+    the guarantee bounds nothing an attacker cares about."""
+    if not cal.epsilon > ABSURD_EPSILON:
+        return cal
+    text = Notice(
+        f"ε = {cal.epsilon:g} bounds the odds an attacker gains by e^ε: nothing is hidden in "
+        "practice (distribution privacy is meaningful for ε of order 1)",
+        WeakGuaranteeWarning,
+    )
+    return dataclasses.replace(cal, warnings=(*cal.warnings, text))
 
 
 def _flag_swamped(cal: Calibration) -> Calibration:

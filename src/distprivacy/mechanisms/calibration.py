@@ -382,8 +382,30 @@ class Calibration:
         if isinstance(value, pd.DataFrame):
             value = self.evaluate(value)
         v = check_vector(value, "the value to release", len(self.statistic_names))
+        if not isinstance(allow_exact, bool):
+            raise DistPrivacyError(f"allow_exact must be True or False, got {allow_exact!r}")
+        model = self.model_
+        if (
+            getattr(model, "means_", None) is not None
+            and getattr(model, "covariances_", None) is not None
+        ):
+            from distprivacy.mechanisms._target_check import check_target
+
+            check_target(
+                model.means_, model.covariances_, self.noise_covariance, v, self.statistic_names
+            )
         if not self.adds_noise and not allow_exact:
             raise ExactReleaseError(exact_release_reason(self))
+        B = np.asarray(self.noise.basis, dtype=float)
+        # Each statistic's noise magnitude without squaring (a variance can underflow to 0).
+        reach = np.abs(B * np.asarray(self.noise.scales, dtype=float)[None, :]).max(axis=1)
+        lost = underflowed(reach * np.sqrt(max(B.shape[1], 1)), v, self.statistic_names)
+        if lost and not allow_exact:
+            raise ExactReleaseError(
+                f"the noise on {', '.join(lost)} is below the float resolution of the value "
+                f"(ε = {self.epsilon:g} asks for almost no noise): the release would publish "
+                "the true value; pass --allow-exact (allow_exact=True) to release it exactly"
+            )
         gen = check_random_state(random_state, secure=True)
         noisy = v + self.noise.sample(None, gen)
         bad = [n for n, x in zip(self.statistic_names, noisy, strict=True) if not np.isfinite(x)]
@@ -566,6 +588,19 @@ def _optional_float(x: Any) -> float | None:
 
 def _optional_array(x: Any) -> np.ndarray | None:
     return None if x is None else np.asarray(x, dtype=float)
+
+
+#: Noise whose SD is below this many units of float resolution (the spacing of doubles at the
+#: value) does not change the released value beyond rounding: it counts as no noise.
+UNDERFLOW_ULPS = 2.0**10
+
+
+def underflowed(noise_sd: np.ndarray, value: np.ndarray, names: Any) -> list[str]:
+    """The statistics whose noise is meant to be there (SD > 0) but is below the float
+    resolution of their value (:data:`UNDERFLOW_ULPS` spacings): released exactly in floats."""
+    sd = np.asarray(noise_sd, dtype=float)
+    res = np.spacing(np.abs(np.asarray(value, dtype=float)))
+    return [str(n) for n, a, r in zip(names, sd, res, strict=True) if 0 < a < UNDERFLOW_ULPS * r]
 
 
 def exact_release_reason(cal: Calibration) -> str:

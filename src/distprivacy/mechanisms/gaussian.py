@@ -86,6 +86,9 @@ from distprivacy.profiles import (
     mu_for_accuracy,
 )
 
+#: The smallest target μ accepted: below it the noise a calibration needs overflows (μ = 1e-6 is
+#: an attack accuracy of 0.5000004).
+MIN_TARGET_MU = 1e-6
 #: How the unequal fitted covariances of a pair are treated (see :class:`GaussianMechanism`).
 COVARIANCE_MODES = ("fitted", "pooled")
 #: How noise is costed when a mechanism chooses between noises (see :class:`GaussianMechanism`).
@@ -246,6 +249,12 @@ class GaussianMechanism(Mechanism):
                         "a maximum attack accuracy of 0.5 allows no information at all; no "
                         "finite noise achieves it — choose an accuracy above 0.5"
                     )
+            if self._mu < MIN_TARGET_MU:
+                raise DistPrivacyError(
+                    f"target μ = {self._mu:.3g} is below {MIN_TARGET_MU:g} (attack accuracy "
+                    f"{0.5 + self._mu / 5.013:.9f}): the noise it needs is beyond double "
+                    "precision; choose μ ≥ 1e-6 (or an accuracy ≥ 0.5000004)"
+                )
         super().__init__(epsilon, delta, calibration)  # type: ignore[arg-type]
 
     def _resolve_epsilon(self, epsilon: float | None, delta: float) -> float:
