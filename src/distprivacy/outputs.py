@@ -33,6 +33,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -125,6 +126,29 @@ def _new_file_mode(target: Path) -> int:
 # --------------------------------------------------------------------------------------------
 
 
+def _refuse_special(target: Path) -> None:
+    """Never write over a path that is not a regular file: renaming onto a device node, a FIFO
+    or a socket would replace it (issue 21)."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # the write itself will report it
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a symbolic link"
+            if stat.S_ISLNK(mode)
+            else "a device, FIFO or socket"
+        )
+        raise OutputError(
+            f"{target} is {kind}, not a regular file: it is never written over; choose another "
+            "output path"
+        )
+
+
 def atomic_write(
     path: PathLike, content: Content, *, encoding: str = "utf-8", mode: int | None = None
 ) -> Path:
@@ -157,6 +181,7 @@ def atomic_write(
         the temporary file removed.
     """
     target = Path(path)
+    _refuse_special(target)
     directory = target.parent
     tmp: Path | None = None
     try:

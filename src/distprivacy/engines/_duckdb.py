@@ -13,6 +13,7 @@ import pandas as pd
 
 from distprivacy.engines._base import EngineError, EngineUnavailableError, file_format, one_line
 from distprivacy.engines._sql import Column, Dialect, SQLEngine
+from distprivacy._paths import check_input_path
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
@@ -97,7 +98,7 @@ class DuckDBEngine(SQLEngine):
             self._frame = source
             self.con.register(self.view, source)
             return
-        p = Path(source).expanduser()
+        p = check_input_path(source, "data file", directory_ok=True)
         self._source = str(p)
         text = str(p)
         if p.is_dir():

@@ -83,6 +83,7 @@ from distprivacy.ledger._keys import (
     read_key,
     subkey,
 )
+from distprivacy.ledger._maintenance import NEAR_DUPLICATE, near_duplicates
 
 __all__ = [
     "DEFAULT_REPORT_DELTA",
@@ -100,9 +101,8 @@ __all__ = [
     "plan_composer",
 ]
 
-#: Estimated Jaccard similarity of two targets' rows from which a release is flagged as a
-#: near-duplicate of an earlier released dataset (the sketch's standard error is ≈ 0.044).
-NEAR_DUPLICATE = 0.5
+#: How often a release is composed again when other releases were recorded meanwhile.
+RECORD_ATTEMPTS = 8
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -511,15 +511,9 @@ class Ledger:
         if not callable(compose):
             raise LedgerError(f"record takes a compose function, got {type(compose).__name__}")
         fresh = replace(entry, id=None, time=None, cumulative=None)
-        with self._immediate() as con:
-            report, _ = self._chain_check(con)
-            if not report.ok:
-                where = f"release {report.first_bad}" if report.first_bad else "its head"
-                raise LedgerError(
-                    f"the ledger {str(self.path)!r} fails verification at {where}: "
-                    f"{report.reason}; nothing was recorded (see `distprivacy ledger verify`)"
-                )
-            prior = self._select(entry.fingerprint, entry.property, con)
+        for _ in range(RECORD_ATTEMPTS):
+            # Outside the write lock: compose on a consistent snapshot (a read transaction).
+            snap, prior = self._snapshot(entry)
             exhausted = next((e for e in prior if e.unbounded), None)
             if exhausted is not None:
                 raise BudgetExceededError(
@@ -533,43 +527,52 @@ class Ledger:
                 g = compose([*prior, fresh])
                 if not isinstance(g, Guarantee):
                     raise LedgerError(f"compose returned a {type(g).__name__}, not a Guarantee")
+                # Rows are only ever appended, so a refusal on a snapshot stays right.
                 why = self.budget.exceeded_by(g)
                 if why is not None:
                     raise BudgetExceededError(
                         f"release refused: {why} ({len(prior)} earlier release"
                         f"{'' if len(prior) == 1 else 's'} of this dataset); nothing was recorded"
                     )
-            self.last_warnings = self._near_duplicates(fresh, con)
-            now = datetime.now(UTC).isoformat(timespec="microseconds")
-            rid = self._insert(con, fresh, now, g, report)
-        self.last_id = rid
-        return g
-
-    def _near_duplicates(self, entry: LedgerEntry, con: sqlite3.Connection) -> tuple[str, ...]:
-        from distprivacy.fingerprint import sketch_similarity
-
-        if not entry.sketch:
-            return ()
-        rows = con.execute(
-            "SELECT id, fingerprint, sketch FROM releases WHERE property = ? AND fingerprint != ?",
-            (entry.property, entry.fingerprint),
-        ).fetchall()
-        best: tuple[float, int] | None = None
-        for rid, _, sk in rows:
-            try:
-                sim = sketch_similarity(entry.sketch, json.loads(sk))
-            except (ValueError, TypeError):
-                continue
-            if best is None or sim > best[0]:
-                best = (sim, int(rid))
-        if best is None or best[0] < NEAR_DUPLICATE:
-            return ()
-        return (
-            f"this target shares about {best[0]:.0%} of its records with the dataset of release "
-            f"{best[1]} (same property): the ledger counts it as another dataset, but releasing "
-            "near-copies of one dataset reveals it as repeated releases would; release the "
-            "same records again to have them composed exactly",
+            # Under the write lock: verify the chain, check nothing was added since the
+            # snapshot, insert. The time held does not depend on the composition.
+            with self._immediate() as con:
+                report, _ = self._chain_check(con)
+                if not report.ok:
+                    where = f"release {report.first_bad}" if report.first_bad else "its head"
+                    raise LedgerError(
+                        f"the ledger {str(self.path)!r} fails verification at {where}: "
+                        f"{report.reason}; nothing was recorded (see `distprivacy ledger verify`)"
+                    )
+                if self._state(con) != snap:
+                    continue  # another release came in: compose again on the new state
+                self.last_warnings = near_duplicates(fresh, con)
+                now = datetime.now(UTC).isoformat(timespec="microseconds")
+                rid = self._insert(con, fresh, now, g, report)
+            self.last_id = rid
+            return g
+        raise LedgerError(
+            f"the ledger {str(self.path)!r} kept receiving other releases while this one was "
+            f"composed ({RECORD_ATTEMPTS} attempts); nothing was recorded — try again"
         )
+
+    def _state(self, con: sqlite3.Connection) -> tuple[int, int]:
+        row = con.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM releases").fetchone()
+        return int(row[0]), int(row[1])
+
+    def _snapshot(self, entry: LedgerEntry) -> tuple[tuple[int, int], list[LedgerEntry]]:
+        """The ledger's state and the earlier releases of ``entry``'s dataset, read in one
+        read transaction (a consistent snapshot under WAL; no write lock)."""
+        try:
+            self._con.execute("BEGIN")
+            try:
+                state = self._state(self._con)
+                prior = self._select(entry.fingerprint, entry.property, self._con)
+            finally:
+                self._con.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise _sql_error(self.path, e, "read the ledger") from None
+        return state, prior
 
     def _insert(
         self, con: sqlite3.Connection, e: LedgerEntry, now: str, g: Guarantee, report: Any

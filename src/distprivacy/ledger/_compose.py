@@ -67,6 +67,26 @@ def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | Non
     return fit(",".join(dict.fromkeys(parts)))
 
 
+def merge_repeats(
+    releases: Sequence[tuple[list[int], np.ndarray | None]],
+) -> list[tuple[list[int], np.ndarray]]:
+    """k releases of the same statistics with the same noise covariance N, as one release with
+    noise N/k — exactly: Y_i = F + Z_i with Z_i ~ N(0, N) i.i.d. given F; their mean
+    F + Z̄ (Z̄ ~ N(0, N/k)) is sufficient for θ, because the deviations Y_i − Ȳ depend on the
+    noises alone and are independent of Ȳ (Gaussian), so their law is the same under every θ.
+    The joint model's dimension then stays the number of *distinct* releases, and the cost of a
+    release no longer grows with how often the same plan was released before."""
+    groups: dict[tuple[tuple[int, ...], bytes], list] = {}
+    for idx, cov in releases:
+        c = np.zeros((len(idx), len(idx))) if cov is None else np.asarray(cov, dtype=float)
+        key = (tuple(int(i) for i in idx), np.ascontiguousarray(c).tobytes())
+        if key in groups:
+            groups[key][2] += 1
+        else:
+            groups[key] = [list(idx), c, 1]
+    return [(idx, c / k) for idx, c, k in groups.values()]
+
+
 def plan_composer(
     *,
     delta: float,
@@ -117,7 +137,7 @@ def plan_composer(
                         "the joint model"
                     )
                 releases.append(([names.index(n) for n in picked], e.noise_covariance))
-            return compose_gaussian(model, releases, delta=d, convention=convention)
+            return compose_gaussian(model, merge_repeats(releases), delta=d, convention=convention)
         if len(entries) == 1:
             return entries[0].guarantee
         if all(e.guarantee.holds_for_every_input for e in entries):

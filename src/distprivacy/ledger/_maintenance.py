@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -21,6 +22,10 @@ from distprivacy.ledger._chain import (
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import Composer, LedgerEntry, LedgerError
 from distprivacy.ledger._keys import key_path, subkey
+
+#: Estimated Jaccard similarity of two targets' rows from which a release is flagged as a
+#: near-duplicate of an earlier released dataset (the sketch's standard error is ≈ 0.044).
+NEAR_DUPLICATE = 0.5
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -150,4 +155,31 @@ def entry_for(
         complemented=prop.complemented,
         sketch=tuple(dataset_sketch(target, columns, key=k)),
         unbounded=unbounded,
+    )
+
+
+def near_duplicates(entry: LedgerEntry, con: sqlite3.Connection) -> tuple[str, ...]:
+    from distprivacy.fingerprint import sketch_similarity
+
+    if not entry.sketch:
+        return ()
+    rows = con.execute(
+        "SELECT id, fingerprint, sketch FROM releases WHERE property = ? AND fingerprint != ?",
+        (entry.property, entry.fingerprint),
+    ).fetchall()
+    best: tuple[float, int] | None = None
+    for rid, _, sk in rows:
+        try:
+            sim = sketch_similarity(entry.sketch, json.loads(sk))
+        except (ValueError, TypeError):
+            continue
+        if best is None or sim > best[0]:
+            best = (sim, int(rid))
+    if best is None or best[0] < NEAR_DUPLICATE:
+        return ()
+    return (
+        f"this target shares about {best[0]:.0%} of its records with the dataset of release "
+        f"{best[1]} (same property): the ledger counts it as another dataset, but releasing "
+        "near-copies of one dataset reveals it as repeated releases would; release the "
+        "same records again to have them composed exactly",
     )

@@ -1,0 +1,195 @@
+"""How long a release holds the ledger's write lock, and how the ledger behaves under concurrent
+releasers (issue 20).
+
+    python3 bench/bench_ledger_lock.py [--quick] [--out bench/results_ledger_lock.txt]
+
+1. Lock-hold time of one release after 0, 10 and 100 earlier releases of the same dataset (the
+   same sealed DauM-G plan on 100 Adult records): the composition runs outside the lock on a
+   snapshot; under the lock only the chain check, the "nothing changed" check and the insert.
+2. 8 and 32 processes releasing concurrently into one ledger whose budget allows a fixed number
+   of releases: releases/s, p50/p99 latency, refusals, tracebacks (must be 0), and whether the
+   ledger ever went over budget (must not) — checked by `ledger verify` afterwards.
+
+Needs the Adult data (DISTPRIVACY_DATA or ../shared/data/adult).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _adult_dir() -> str:
+    env = os.environ.get("DISTPRIVACY_DATA")
+    return env or str(ROOT.parent / "shared" / "data" / "adult")
+
+
+def _setup(tmp: Path, budget_mu: float | None = None):
+    import distprivacy as dp
+
+    data = dp.load_adult(_adult_dir())
+    spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    query = dp.Query.parse("mean:age,mean:education_num,count:sex==Female")
+    model = dp.fit_model(data, spec, query, method="exact")
+    cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
+    plan = dp.Plan.from_calibration(cal, model)
+    target = data.sample(n=100, random_state=1)
+    path = tmp / "ledger.db"
+    mu = budget_mu if budget_mu is not None else 1e6
+    with dp.Ledger.init(path, budget_mu=mu) as led:
+        plan = led.seal(plan)
+    plan_path = tmp / "plan.json"
+    plan.save(plan_path)
+    target.to_csv(tmp / "target.csv", index=False)
+    return path, plan_path, tmp / "target.csv", cal.mu
+
+
+@contextlib.contextmanager
+def _timed_lock(held: list[float]):
+    """Time every write transaction of the ledger (BEGIN IMMEDIATE … COMMIT)."""
+    from distprivacy.ledger import Ledger
+
+    original = Ledger._immediate
+
+    @contextlib.contextmanager
+    def timed(self):
+        t0 = time.perf_counter()
+        with original(self) as con:
+            yield con
+        held.append(time.perf_counter() - t0)
+
+    Ledger._immediate = timed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Ledger._immediate = original  # type: ignore[method-assign]
+
+
+def lock_hold(quick: bool) -> list[str]:
+    import pandas as pd
+
+    from distprivacy.ledger import Ledger
+    from distprivacy.mechanisms.plans import Plan
+
+    lines = ["lock-hold time of one release (same sealed plan, same 100 records)"]
+    marks = (0, 10) if quick else (0, 10, 100)
+    with tempfile.TemporaryDirectory() as d:
+        path, plan_path, target_path, _ = _setup(Path(d))
+        plan, target = Plan.load(plan_path), pd.read_csv(target_path)
+        done = 0
+        with Ledger(path) as led:
+            for mark in marks:
+                while done < mark:
+                    led.release(plan, target)
+                    done += 1
+                held: list[float] = []
+                t0 = time.perf_counter()
+                with _timed_lock(held):
+                    led.release(plan, target)
+                total = time.perf_counter() - t0
+                done += 1
+                lines.append(
+                    f"  after {mark:>3} earlier releases: lock held {held[-1] * 1e3:7.1f} ms, "
+                    f"whole release {total:6.2f} s"
+                )
+            assert led.verify().ok
+    return lines
+
+
+def _worker(args) -> list[tuple[str, float, str]]:
+    path, plan_path, target_path, k = args
+    import pandas as pd
+
+    from distprivacy.exceptions import DistPrivacyError
+    from distprivacy.ledger import BudgetExceededError, Ledger
+    from distprivacy.mechanisms.plans import Plan
+
+    plan, target = Plan.load(plan_path), pd.read_csv(target_path)
+    out = []
+    for _ in range(k):
+        t0 = time.perf_counter()
+        try:
+            with Ledger(path) as led:
+                led.release(plan, target)
+            out.append(("recorded", time.perf_counter() - t0, ""))
+        except BudgetExceededError:
+            out.append(("refused", time.perf_counter() - t0, ""))
+        except DistPrivacyError as e:
+            out.append(("error", time.perf_counter() - t0, str(e)))
+        except Exception:
+            out.append(("traceback", time.perf_counter() - t0, traceback.format_exc()))
+    return out
+
+
+def concurrency(quick: bool) -> list[str]:
+    from distprivacy.ledger import Ledger, plan_composer
+    from distprivacy.profiles import gdp_accuracy
+
+    lines = ["concurrent releasers (one ledger, budget allowing about 6 releases)"]
+    for procs in (8,) if quick else (8, 32):
+        with tempfile.TemporaryDirectory() as d:
+            # μ of k releases of one plan grows like √k·μ₁ at most: budget ≈ 2.5 μ₁.
+            probe = Path(d) / "probe"
+            probe.mkdir()
+            mu1 = _setup(probe)[3]
+            path, plan_path, target_path, _ = _setup(Path(d), budget_mu=2.5 * mu1)
+            per = 2
+            t0 = time.perf_counter()
+            with mp.get_context("spawn").Pool(procs) as pool:
+                results = pool.map(_worker, [(path, plan_path, target_path, per)] * procs)
+            wall = time.perf_counter() - t0
+            flat = [r for rs in results for r in rs]
+            kinds = {
+                k: sum(1 for r in flat if r[0] == k)
+                for k in ("recorded", "refused", "error", "traceback")
+            }
+            lat = sorted(r[1] for r in flat)
+            p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
+            with Ledger(path) as led:
+                report = led.verify()
+                g = plan_composer(delta=1e-3)(led.releases()) if led.releases() else None
+                over = g is not None and (
+                    g.mu > 2.5 * mu1 * (1 + 1e-12)
+                    or g.max_attack_accuracy > gdp_accuracy(2.5 * mu1) * (1 + 1e-9)
+                )
+            lines.append(
+                f"  {procs:>2} processes × {per}: {kinds['recorded']} recorded, {kinds['refused']} "
+                f"refused (budget), {kinds['error']} one-line errors, {kinds['traceback']} "
+                f"tracebacks; {kinds['recorded'] / wall:.2f} releases/s; latency p50 "
+                f"{statistics.median(lat):.2f} s, p99 {p99:.2f} s; "
+                f"verify {'ok' if report.ok else 'FAILED'}; over budget: {'YES' if over else 'no'}"
+            )
+            for r in flat:
+                if r[0] in ("error", "traceback"):
+                    lines.append("    " + r[2].strip().splitlines()[-1])
+                    break
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    lines = [f"# bench_ledger_lock ({'quick' if a.quick else 'full'}), {os.cpu_count()} cores"]
+    lines += lock_hold(a.quick)
+    lines += concurrency(a.quick)
+    text = "\n".join(lines)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "src"))
+    main()
