@@ -552,25 +552,23 @@ def test_memory_python(adult):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_huge_epsilon_release_is_finite(capsys):
-    rc, out, err = run(
-        capsys, "release", "--mechanism", "ExpM-L", "--epsilon", "1e300", "--seed", "1", "--json"
-    )
+def test_huge_epsilon_release_is_refused_as_exact(capsys):
+    """ε = 1e300 asks for noise below float resolution: that is an exact release, refused
+    without --allow-exact (issue 21); with it the values are finite, and ε warns."""
+    args = ("release", "--mechanism", "ExpM-L", "--epsilon", "1e300", "--seed", "1")
+    rc, out, err = run(capsys, *args, "--json")
+    assert rc == 2 and out == "" and "float resolution" in err, err
+    rc, out, err = run(capsys, *args, "--json", "--allow-exact")
     assert rc == 0, err
     d = strict_json(out)
     assert all(math.isfinite(v) for v in d["statistics"].values())
-    assert d["calibration"]["expected_l2_error"] > 0
+    assert "weak-guarantee" in d["calibration"]["warning_codes"]
 
 
-def test_tiny_target_mu_lists_failures_as_not_applicable(capsys):
+def test_tiny_target_mu_is_refused(capsys):
     rc, out, err = run(capsys, "calibrate", "--target-mu", "1e-300", "--json")
-    assert rc == 0, err
-    d = strict_json(out)
-    assert "GroupDP-G" in d["not_applicable"] or any(
-        m["name"] == "GroupDP-G" for m in d["mechanisms"]
-    )
-    for m in d["mechanisms"]:
-        assert math.isfinite(m["expected_l2_error"])
+    assert rc == 2 and out == "", err
+    assert len(err.strip().splitlines()) == 1 and "μ ≥ 1e-6" in err
 
 
 @pytest.mark.parametrize("eps", ["5e-324", "1e-310"])

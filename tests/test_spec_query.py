@@ -350,7 +350,16 @@ def test_query_parse_adult_defaults():
 
 
 def test_query_parse_spaces_case_and_all_kinds():
-    q = Query.parse(" MEAN:age , sum:hours,count: sex == Female ,proportion:income==>50K,")
+    """Spaces around items and their parts are ignored (documented); kinds are lower case and
+    an empty item is refused — no silent folding (issue 21)."""
+    for bad, why in (
+        (" MEAN:age , sum:hours", "lower case"),
+        ("mean:age,sum:hours,", "empty item"),
+        ("mean:age,,sum:hours", "empty item"),
+    ):
+        with pytest.raises(DistPrivacyError, match=why):
+            Query.parse(bad)
+    q = Query.parse(" mean:age , sum:hours,count: sex == Female ,proportion:income==>50K\n")
     assert q.names == (
         "mean(age)",
         "sum(hours)",

@@ -262,7 +262,12 @@ def parse_statistic(text: str) -> Statistic:
     """Parse ``mean:age``, ``sum:capital_gain``, ``count:sex==Female`` or
     ``proportion:income==>50K``."""
     kind, sep, arg = text.strip().partition(":")
-    kind = kind.strip().lower()
+    kind = kind.strip()
+    if kind.lower() in _KINDS and kind not in _KINDS:
+        raise DistPrivacyError(
+            f"unknown statistic kind {kind!r} in {text!r}; kinds are written in lower case: "
+            f"{', '.join(_KINDS)} (e.g. {kind.lower()}:{arg.strip()})"
+        )
     if not sep or kind not in _KINDS or not arg.strip():
         raise DistPrivacyError(
             f"cannot parse statistic {text!r}; write KIND:ARG with KIND one of "
@@ -301,13 +306,19 @@ class Query:
 
     @classmethod
     def parse(cls, text: str) -> Query:
-        """Parse a comma-separated list, e.g. ``"mean:age,count:sex==Female"``."""
+        """Parse a comma-separated list, e.g. ``"mean:age,count:sex==Female"``. Spaces around
+        an item, its kind and its argument are ignored (``mean: age`` is ``mean:age``); an empty
+        item (``mean:age,,sum:x``) is refused; kinds are lower case."""
         if text is not None and not isinstance(text, str):
             raise DistPrivacyError(
                 f"statistics must be text like 'mean:age,count:sex==Female', got {text!r}"
             )
-        parts = [p for p in (text or "").split(",") if p.strip()]
-        return cls(parse_statistic(p) for p in parts)
+        parts = (text or "").strip().split(",")
+        if any(p.strip() for p in parts) and any(not p.strip() for p in parts):
+            raise DistPrivacyError(
+                f"statistics {text!r} have an empty item; write e.g. mean:age,count:sex==Female"
+            )
+        return cls(parse_statistic(p) for p in parts if p.strip())
 
     @property
     def names(self) -> tuple[str, ...]:

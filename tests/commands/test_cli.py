@@ -301,9 +301,18 @@ def test_release_seeded_is_reproducible_and_hides_true_statistics(capsys, adult)
     assert d["secure_randomness"] is False
     assert list(d["statistics"]) == DEFAULT_NAMES
     assert d["calibration"]["name"] == "DauM-G"
-    # The released subset: the CLI draws it with numpy's generator seeded by --seed.
-    rows = np.random.default_rng(3).choice(len(adult), size=100, replace=False)
-    true = Query.parse(ADULT_DEFAULT_STATISTICS).evaluate(adult.iloc[rows])
+    # The released dataset: the CLI draws a θ at random and a dataset as that θ says, with
+    # numpy's generator seeded by --seed.
+    from distprivacy.engines import resolve_engine
+    from distprivacy.spec import ProtectionSpec
+
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    gen = np.random.default_rng(3)
+    t = int(gen.integers(2))
+    query = Query.parse(ADULT_DEFAULT_STATISTICS)
+    true = resolve_engine("pandas", adult).subset_statistics(spec, query, [spec.counts[t]], 1, gen)[
+        0
+    ][0]
     noisy = np.array(list(d["statistics"].values()))
     # DauM-G adds noise along one direction only: released − true is parallel to it.
     v = np.array(d["calibration"]["details"]["direction"])

@@ -65,11 +65,17 @@ def parse_float(text: str, name: str) -> float:
 
 
 def parse_floats(text: str, name: str, *, example: str = "0.45,0.55") -> list[float]:
-    """``"0.45,0.55"`` → [0.45, 0.55] (blank items skipped), each a finite number
+    """``"0.45,0.55"`` → [0.45, 0.55] (an empty item, as in ``0.45,,0.55``, is refused), each
+    a finite number
     (:func:`~distprivacy.accounting.check_number`); DistPrivacyError naming ``name`` and showing
     ``example`` when an item is not a number."""
+    items = text.strip().split(",")
+    if not text.strip() or any(not x.strip() for x in items):
+        raise DistPrivacyError(
+            f"{name} {text!r} has an empty item; give comma-separated numbers, e.g. {example}"
+        )
     try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
+        vals = [float(x) for x in items]
     except ValueError:
         raise DistPrivacyError(
             f"cannot read {name} {text!r}; give comma-separated numbers, e.g. {example}"

@@ -97,9 +97,12 @@ class LazyProgress:
 def _pairs(text: str) -> list[tuple[float, float]]:
     """``"0.45:0.55,0.5:0.6"`` → [(0.45, 0.55), (0.5, 0.6)]."""
     out = []
-    for part in text.split(","):
-        if not part.strip():
-            continue
+    parts = text.strip().split(",")
+    if not text.strip() or any(not x.strip() for x in parts):
+        raise DistPrivacyError(
+            f"--pairs {text!r} has an empty item; write P1:P2 pairs, e.g. 0.45:0.55,0.5:0.6"
+        )
+    for part in parts:
         a, sep, b = part.partition(":")
         try:
             if not sep:
@@ -307,7 +310,7 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
         p["protect"],
         p["subset_size"],
         parse_floats(p["values_"], "--values"),
-        pairs=_pairs(p["pairs"]) if p["pairs"] else None,
+        pairs=_pairs(p["pairs"]) if p["pairs"] is not None else None,
         pairs_within=p["pairs_within"],
     )
     query = Query.parse(p["statistics"])

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from distprivacy.datasets._adult import ADULT_FILES, _describe, _load_dir_strict
 from distprivacy._paths import check_input_path
+from distprivacy.datasets._adult import ADULT_FILES, _describe, _load_dir_strict
 from distprivacy.exceptions import DistPrivacyError
 
 PathLike = str | os.PathLike[str]

@@ -5,15 +5,14 @@ spills to disk)."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from distprivacy._paths import check_input_path
 from distprivacy.engines._base import EngineError, EngineUnavailableError, file_format, one_line
 from distprivacy.engines._sql import Column, Dialect, SQLEngine
-from distprivacy._paths import check_input_path
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec

@@ -398,7 +398,11 @@ class Calibration:
             raise ExactReleaseError(exact_release_reason(self))
         B = np.asarray(self.noise.basis, dtype=float)
         # Each statistic's noise magnitude without squaring (a variance can underflow to 0).
-        reach = np.abs(B * np.asarray(self.noise.scales, dtype=float)[None, :]).max(axis=1)
+        reach = (
+            np.abs(B * np.asarray(self.noise.scales, dtype=float)[None, :]).max(axis=1)
+            if B.size
+            else np.zeros(len(v))
+        )
         lost = underflowed(reach * np.sqrt(max(B.shape[1], 1)), v, self.statistic_names)
         if lost and not allow_exact:
             raise ExactReleaseError(
