@@ -251,8 +251,9 @@ def test_every_numeric_option_is_covered():
 
     def walk(cmd: click.Command, where: tuple[str, ...]) -> None:
         if isinstance(cmd, click.Group):
-            for name, sub in cmd.commands.items():
-                walk(sub, (*where, name))
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), (*where, name))
             return
         for p in cmd.params:
             numeric = isinstance(p, click.Option) and p.type.name in ("float", "integer")

@@ -7,31 +7,76 @@ errors in the input are printed as one line (``error: ...``) on stderr with exit
 
 from __future__ import annotations
 
+import importlib
 import sys
 import warnings
 
 import click
 
 from distprivacy._version import __version__
-from distprivacy.commands.attribute import attribute
-from distprivacy.commands.audit import audit
-from distprivacy.commands.calibrate import calibrate
-from distprivacy.commands.ledger import ledger
-from distprivacy.commands.local import local
-from distprivacy.commands.models import models
-from distprivacy.commands.release import release
-from distprivacy.commands.reproduce import reproduce
 from distprivacy.exceptions import DistPrivacyError
 
+#: Every command: the module and name that define it, and the line `distprivacy --help` shows
+#: for it — so that the help (and any one command) imports only what it needs.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "calibrate": (
+        "distprivacy.commands.calibrate:calibrate",
+        "Show every applicable mechanism's noise and expected L2 error side by side.",
+    ),
+    "release": (
+        "distprivacy.commands.release:release",
+        "Release the statistics of a dataset with the chosen mechanism (or a saved plan).",
+    ),
+    "audit": (
+        "distprivacy.commands.audit:audit",
+        "Attack each mechanism on real samples of F and bound its ε from below.",
+    ),
+    "ledger": (
+        "distprivacy.commands.ledger:ledger",
+        "A privacy ledger: every release recorded before it is shown, with a budget.",
+    ),
+    "reproduce": (
+        "distprivacy.commands.reproduce:reproduce",
+        "Reproduce the papers' tables and figures (and the comparisons beyond them).",
+    ),
+    "attribute": (
+        "distprivacy.commands.attribute:attribute",
+        "Attribute privacy: the attribute-private Gaussian and Markov quilt mechanisms.",
+    ),
+    "local": (
+        "distprivacy.commands.local:local",
+        "Local distribution privacy: obfuscation mechanisms and their exact DistP.",
+    ),
+    "models": (
+        "distprivacy.commands.models:models",
+        "Distribution inference on trained models: train populations, attack them.",
+    ),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when one is run or its help is asked for
+    (``distprivacy --help`` imports none of them)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            module, attr = COMMANDS[cmd_name][0].split(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in COMMANDS]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="distprivacy")
 def cli() -> None:
     """Release dataset statistics with (ε, δ)-distribution privacy for a global property."""
-
-
-for _command in (calibrate, release, audit, ledger, reproduce, attribute, local, models):
-    cli.add_command(_command)
 
 
 def _one_line(text: str) -> str:
@@ -98,10 +143,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _cmd(argv: list[str] | None) -> list[str]:
     args = sys.argv[1:] if argv is None else argv
-    return [args[0]] if args and args[0] in cli.commands else []
+    return [args[0]] if args and args[0] in COMMANDS else []
 
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
