@@ -768,3 +768,28 @@ def test_console_one_line_exit_2(adult_dir, tmp_path, args, needle):
     )
     assert_one_line_error(res.returncode, res.stderr, needle)
     assert res.stdout == ""
+
+
+def test_new_surfaces_raise_library_errors(tmp_path):
+    """Issue 21's API calls that raised TypeError/AttributeError now raise the library's
+    one-line errors."""
+    import distprivacy as dp
+
+    spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    cov = [[[1.0]], [[1.0]]]
+    calls = [
+        lambda: dp.load_adult(123),
+        lambda: dp.fit_model(None, spec, None),
+        lambda: dp.fit_model(None, None, dp.Query.parse("mean:age")),
+        lambda: dp.GaussianModel("ab", [[1.0], [2.0]], cov, [("a", "b")]),
+        lambda: dp.GaussianModel(["a", "b"], [[1.0], [2.0]], cov, 5),
+        lambda: dp.GaussianModel(["a", "b"], [[1.0], [2.0]], cov, [("a", "b", "c")]),
+        lambda: dp.Plan.load(5),
+        lambda: dp.Ledger(None),
+        lambda: dp.Ledger.init(5, budget_mu=1.0),
+        lambda: dp.ProtectionSpec(5, n=100, values=[0.4, 0.5]),
+    ]
+    for call in calls:
+        with pytest.raises(dp.DistPrivacyError) as e:
+            call()
+        assert "\n" not in str(e.value)

@@ -181,6 +181,10 @@ class ProtectionSpec:
         pairs_within: float | None = None,
     ) -> None:
         pred = Predicate.parse(predicate) if isinstance(predicate, str) else predicate
+        if not isinstance(pred, Predicate):
+            raise DistPrivacyError(
+                f"the protected property is a predicate like 'income==>50K', got {predicate!r}"
+            )
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
             raise DistPrivacyError(f"subset size n must be a positive integer, got {n!r}")
         if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):

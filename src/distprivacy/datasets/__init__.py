@@ -56,7 +56,7 @@ from distprivacy.datasets._adult import (
 from distprivacy.datasets._adult import ADULT_SHA256 as ADULT_SHA256
 from distprivacy.datasets._tables import PathLike, load_table
 from distprivacy.datasets._tables import _strip_strings as _strip_strings
-from distprivacy.exceptions import DataUnavailableError
+from distprivacy.exceptions import DataUnavailableError, DistPrivacyError
 
 __all__ = ["ADULT_COLUMNS", "ADULT_INTEGER_COLUMNS", "load_adult", "load_data", "load_table"]
 
@@ -375,6 +375,10 @@ def load_adult(
         one-line message lists the options and what failed).
     """
     if path is not None:
+        if not isinstance(path, str | os.PathLike):
+            raise DistPrivacyError(
+                f"load_adult takes a directory path (or None), got {type(path).__name__}"
+            )
         return _load_dir_strict(Path(path).expanduser(), "path")
 
     env = os.environ.get(ENV_VAR, "").strip()

@@ -373,6 +373,8 @@ class Plan:
     @classmethod
     def load(cls, path: str | Path) -> Plan:
         """Read a plan file written by :meth:`save` (digest checked)."""
+        if not isinstance(path, str | Path):
+            raise PlanError(f"a plan is read from a path, got {type(path).__name__}")
         p = Path(path)
         if not p.is_file():
             raise PlanError(f"plan file {str(p)!r} does not exist")

@@ -48,6 +48,15 @@ def fit_model(
         Where the aggregates are computed (:func:`distprivacy.engines.resolve_engine`; None or
         ``"auto"``: pandas for a DataFrame, DuckDB for a path).
     """
+    if not isinstance(spec, ProtectionSpec):
+        raise DistPrivacyError(
+            f"fit_model takes a ProtectionSpec as spec, got {type(spec).__name__}"
+        )
+    if not isinstance(query, Query):
+        raise DistPrivacyError(
+            f"fit_model takes a Query as query (Query.parse('mean:age,...')), got "
+            f"{type(query).__name__}"
+        )
     if method == "exact":
         return ExactModel().fit(data, spec, query, engine=engine)
     if method == "monte-carlo":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -71,6 +71,16 @@ class GaussianModel(FModel):
         n: int | None = None,
         source: str = "model",
     ) -> None:
+        def listlike(x: Any) -> bool:
+            return not isinstance(x, str | bytes | Mapping) and hasattr(x, "__iter__")
+
+        if not listlike(thetas):
+            raise DistPrivacyError(f"{source}: thetas must be a list of labels, got {thetas!r}")
+        pairs = list(pairs) if listlike(pairs) else pairs
+        if not listlike(pairs) or not all(listlike(pr) and len(list(pr)) == 2 for pr in pairs):
+            raise DistPrivacyError(
+                f"{source}: pairs must be a list of (θ, θ′) label pairs, got {pairs!r}"
+            )
         labels = [str(t) for t in thetas]
         if len(set(labels)) != len(labels) or len(labels) < 2:
             raise DistPrivacyError(f"{source}: give at least two distinct θ labels")
