@@ -334,6 +334,13 @@ class Plan:
                 f"{source} has format version {raw['format_version']!r}; this library reads "
                 f"{PLAN_VERSION}: calibrate again with --save"
             )
+        from distprivacy.files import InvalidFileError
+        from distprivacy.mechanisms._plan_schema import check_plan_schema, plan_schema_error
+
+        try:
+            check_plan_schema(raw, source)
+        except InvalidFileError as e:
+            raise PlanError(plan_schema_error(e)) from None
         body = {k: v for k, v in raw.items() if k not in ("digest", "seal")}
         seal_mac = raw.get("seal")
         if seal_mac is not None and not (
@@ -348,7 +355,12 @@ class Plan:
         spec = raw["spec"]
         query = Query.parse(raw["query"]) if raw["query"] else None
         n = int(spec["n"]) if isinstance(spec, Mapping) and "n" in spec else None
-        cal = Calibration.from_dict(raw["calibration"], query=query, n=n)
+        try:
+            cal = Calibration.from_dict(raw["calibration"], query=query, n=n)
+        except PlanError:
+            raise
+        except DistPrivacyError as e:
+            raise PlanError(f"{source}: calibration: {e}") from None
         stated = Guarantee.from_dict(raw["guarantee"])
         if cal.guarantee != stated:
             raise PlanError(f"{source}: its calibration does not give the guarantee it states")
@@ -380,13 +392,33 @@ class Plan:
             raise PlanError(f"plan file {str(p)!r} does not exist")
         if p.stat().st_size > MAX_PLAN_BYTES:
             raise PlanError(f"plan file {p.name!r} is larger than {MAX_PLAN_BYTES // 2**20} MiB")
+        from distprivacy.files import MAX_DEPTH, nesting_depth
+
         try:
-            raw = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant)
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise PlanError(f"plan file {p.name!r} is not UTF-8 text ({e.reason})") from None
+        depth = nesting_depth(text)
+        if depth > MAX_DEPTH:
+            raise PlanError(
+                f"plan file {p.name!r} is nested {depth} levels deep; at most {MAX_DEPTH} are "
+                "accepted (a plan is never that deep)"
+            )
+        try:
+            raw = json.loads(text, parse_constant=_no_constant)
+        except RecursionError:
+            raise PlanError(f"plan file {p.name!r} is nested too deeply") from None
         except (ValueError, UnicodeDecodeError) as e:
             raise PlanError(f"plan file {p.name!r} is not valid JSON ({e})") from None
         return cls.from_dict(raw, f"plan file {p.name!r}")
 
     # -- releasing --------------------------------------------------------------------------
+
+    def statistic_columns(self) -> tuple[str, ...]:
+        """The columns the plan's statistics read (not the protected property's column)."""
+        if self.query is None:
+            return ()
+        return tuple(query_columns(Query.parse(self.query), None))
 
     def target_values(self, target: pd.DataFrame, *, require_property: bool = False) -> np.ndarray:
         """F(target): checks the target has the columns the statistics read (and the protected
@@ -466,9 +498,9 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
     tol = 1 + 1e-9
     bad = []
     if not mu <= float(stated.mu) * tol:
-        bad.append(f"μ = {mu:.4g} (states {stated.mu:.4g})")
+        bad.append(f"μ = {mu:.6g} (states μ = {stated.mu:.6g})")
     if not delta <= float(stated.delta) * tol + 1e-300:
-        bad.append(f"δ = {delta:.3g} at ε = {eps:.4g} (states {stated.delta:.3g})")
+        bad.append(f"δ = {delta:.3g} at ε = {eps:.4g} (states δ = {stated.delta:.3g})")
     if stated.max_attack_accuracy is not None and not acc <= stated.max_attack_accuracy * tol:
         bad.append(f"attack bound {acc:.2%} (states {stated.max_attack_accuracy:.2%})")
     if bad:
