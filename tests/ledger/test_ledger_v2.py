@@ -180,3 +180,29 @@ def test_bad_arguments_are_library_errors(equal_cov_plan, tmp_path):
             led.record("not an entry", plan_composer(delta=1e-3))  # type: ignore[arg-type]
         with pytest.raises(LedgerError):
             led.record(_entry(plan), "not a function")  # type: ignore[arg-type]
+
+
+def test_a_busy_ledger_reports_the_wait_then_records(equal_cov_plan, tmp_path):
+    """Another process holding the write lock: the release waits (reporting the wait, which the
+    CLI shows as a progress bar) and records once the lock is free."""
+    import threading
+    import time
+
+    plan, _ = equal_cov_plan
+    path = tmp_path / "l.db"
+    Ledger.init(path, budget_mu=100.0).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.6, lambda: holder.execute("COMMIT"))
+    release.start()
+    waits: list[float] = []
+    try:
+        with Ledger(path) as led:
+            led.on_wait = lambda waited, limit: waits.append(waited)
+            t0 = time.monotonic()
+            led.record(_entry(plan), plan_composer(delta=1e-3))
+            assert time.monotonic() - t0 >= 0.5
+            assert waits and max(waits) < 60 and len(led.releases()) == 1
+    finally:
+        release.join()
+        holder.close()

@@ -115,7 +115,14 @@ def _record(
             "--target DATA.csv"
         )
     with Ledger(ledger_path) as led:
-        rec = led.release(plan, target_df, allow_exact=allow_exact, require_seal=sealed, fit=fit)
+        bar = LazyProgress("waiting for the ledger (another release holds it)", enabled=True)
+        led.on_wait = lambda waited, limit: bar(int(waited), int(limit))
+        try:
+            rec = led.release(
+                plan, target_df, allow_exact=allow_exact, require_seal=sealed, fit=fit
+            )
+        finally:
+            bar.close()
         at = led.budget.report_delta
         budget = led.budget.describe()
     c = rec.cumulative

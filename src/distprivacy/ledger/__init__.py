@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy._json import jsonable, number
+from distprivacy._json import number
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._chain import (
@@ -381,59 +381,12 @@ class Ledger:
         return compose(entries)
 
     def show(self, compose: Composer | None = None) -> dict[str, Any]:
-        """Plain data: ``budget``, ``releases`` (a list) and ``cumulative`` (a list, one per
-        dataset and property: ``mu``, ``epsilon`` at the budget's δ, ``delta``,
-        ``max_attack_accuracy``, the theorem and the number of releases). The cumulative
-        guarantee is recomputed with ``compose`` (default :func:`plan_composer` at the budget's
-        δ: the exact profile, so ε(δ) and δ(ε) are the true figures), or, when that cannot be
-        done without the data, the one stored at the last release (``recomputed`` false)."""
-        entries = self.releases()
-        groups: dict[tuple[str, str], list[LedgerEntry]] = {}
-        for e in entries:
-            groups.setdefault((e.fingerprint, e.property), []).append(e)
-        d = self.budget.report_delta
-        if compose is None:
-            compose = plan_composer(delta=d)
-        cumulative = []
-        for key, group in groups.items():
-            last = group[-1]
-            recomputed = True
-            if any(e.unbounded for e in group):
-                g = _unbounded_guarantee()
-            else:
-                try:
-                    g = compose(group)
-                except Exception:
-                    g, recomputed = last.cumulative, False
-            assert g is not None
-            eps = g.epsilon_at(d)
-            cumulative.append(
-                {
-                    "fingerprint": key[0],
-                    "property": last.property_text or key[1],
-                    "releases": len(group),
-                    "mu": g.mu,
-                    "epsilon": eps,
-                    "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
-                    "at_delta": d,
-                    "delta_at_budget_epsilon": (
-                        g.delta_at(self.budget.epsilon) if self.budget.epsilon else None
-                    ),
-                    "max_attack_accuracy": g.max_attack_accuracy,
-                    "within_budget": self.budget.exceeded_by(g) is None,
-                    "theorem": g.theorem,
-                    "recomputed": recomputed,
-                    "exhausted_by_exact_release": any(e.unbounded for e in group),
-                }
-            )
-        return jsonable(
-            {
-                "ledger": str(self.path),
-                "budget": self.budget.to_dict(),
-                "releases": [e.to_dict() for e in entries],
-                "cumulative": cumulative,
-            }
-        )
+        """Plain data: ``budget``, ``releases`` and ``cumulative`` per dataset and property,
+        recomputed by the exact joint accounting (see
+        :func:`distprivacy.ledger._maintenance.show_ledger`)."""
+        from distprivacy.ledger._maintenance import show_ledger
+
+        return show_ledger(self, compose)
 
     # -- verifying ----------------------------------------------------------------------------
 
@@ -465,10 +418,35 @@ class Ledger:
 
     # -- writing ------------------------------------------------------------------------------
 
+    #: Called as ``on_wait(seconds_waited, seconds_allowed)`` while another process holds the
+    #: write lock (the CLI shows a progress bar); None: wait silently.
+    on_wait: Any = None
+
+    def _begin_immediate(self) -> None:
+        """``BEGIN IMMEDIATE``, polling every 50 ms for at most :data:`BUSY_TIMEOUT` s while
+        another process writes, and reporting the wait to :attr:`on_wait`."""
+        start = time.monotonic()
+        self._con.execute("PRAGMA busy_timeout=50")
+        try:
+            while True:
+                try:
+                    self._con.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as e:
+                    waited = time.monotonic() - start
+                    text = str(e).lower()
+                    if ("locked" not in text and "busy" not in text) or waited > BUSY_TIMEOUT:
+                        raise
+                    if self.on_wait is not None:
+                        self.on_wait(waited, BUSY_TIMEOUT)
+                    time.sleep(0.05)
+        finally:
+            self._con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
         try:
-            self._con.execute("BEGIN IMMEDIATE")
+            self._begin_immediate()
         except sqlite3.Error as e:
             raise _sql_error(self.path, e, "write to the ledger") from None
         try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -13,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distprivacy._json import jsonable
 from distprivacy.ledger._chain import (
     VerifyReport,
     _private_umask,
     _same_guarantee,
     _sql_error,
+    _unbounded_guarantee,
 )
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import Composer, LedgerEntry, LedgerError
@@ -182,4 +185,60 @@ def near_duplicates(entry: LedgerEntry, con: sqlite3.Connection) -> tuple[str, .
         f"{best[1]} (same property): the ledger counts it as another dataset, but releasing "
         "near-copies of one dataset reveals it as repeated releases would; release the "
         "same records again to have them composed exactly",
+    )
+
+
+def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, Any]:
+    """Plain data: ``budget``, ``releases`` (a list) and ``cumulative`` (a list, one per
+    dataset and property: ``mu``, ``epsilon`` at the budget's δ, ``delta``,
+    ``max_attack_accuracy``, the theorem and the number of releases). The cumulative
+    guarantee is recomputed with ``compose`` (default :func:`plan_composer` at the budget's
+    δ: the exact profile, so ε(δ) and δ(ε) are the true figures), or, when that cannot be
+    done without the data, the one stored at the last release (``recomputed`` false)."""
+    entries = ledger.releases()
+    groups: dict[tuple[str, str], list[LedgerEntry]] = {}
+    for e in entries:
+        groups.setdefault((e.fingerprint, e.property), []).append(e)
+    d = ledger.budget.report_delta
+    if compose is None:
+        compose = plan_composer(delta=d)
+    cumulative = []
+    for key, group in groups.items():
+        last = group[-1]
+        recomputed = True
+        if any(e.unbounded for e in group):
+            g = _unbounded_guarantee()
+        else:
+            try:
+                g = compose(group)
+            except Exception:
+                g, recomputed = last.cumulative, False
+        assert g is not None
+        eps = g.epsilon_at(d)
+        cumulative.append(
+            {
+                "fingerprint": key[0],
+                "property": last.property_text or key[1],
+                "releases": len(group),
+                "mu": g.mu,
+                "epsilon": eps,
+                "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
+                "at_delta": d,
+                "delta_at_budget_epsilon": (
+                    g.delta_at(ledger.budget.epsilon) if ledger.budget.epsilon else None
+                ),
+                "max_attack_accuracy": g.max_attack_accuracy,
+                "within_budget": ledger.budget.exceeded_by(g) is None,
+                "theorem": g.theorem,
+                "recomputed": recomputed,
+                "exhausted_by_exact_release": any(e.unbounded for e in group),
+            }
+        )
+    return jsonable(
+        {
+            "ledger": str(ledger.path),
+            "budget": ledger.budget.to_dict(),
+            "releases": [e.to_dict() for e in entries],
+            "cumulative": cumulative,
+        }
     )
