@@ -191,7 +191,7 @@ def test_a_busy_ledger_reports_the_wait_then_records(equal_cov_plan, tmp_path):
     plan, _ = equal_cov_plan
     path = tmp_path / "l.db"
     Ledger.init(path, budget_mu=100.0).close()
-    holder = sqlite3.connect(path, isolation_level=None)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
     release = threading.Timer(0.6, lambda: holder.execute("COMMIT"))
     release.start()
