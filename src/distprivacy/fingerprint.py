@@ -228,6 +228,15 @@ def sketch_similarity(a: Sequence[str], b: Sequence[str]) -> float:
     """The estimated Jaccard similarity of two datasets' row multisets from their sketches
     (:func:`dataset_sketch`): among the k smallest hashes of the union, the share found in
     both. Its standard error is about √(J(1 − J)/k) (k = 128: ±0.044 at J = 0.5)."""
+    for s_ in (a, b):
+        if not isinstance(s_, list | tuple) or not all(
+            isinstance(x, str) and len(x) == 16 and all(c in "0123456789abcdef" for c in x)
+            for x in s_
+        ):
+            raise DistPrivacyError(
+                "sketch_similarity takes two sketches (lists of 16-digit hex strings from "
+                f"dataset_sketch), got {type(s_).__name__}"
+            )
     sa, sb = set(a), set(b)
     if not sa or not sb:
         return 0.0
