@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -38,11 +39,67 @@ def _numeric_column(data: pd.DataFrame, column: str, what: str) -> np.ndarray:
     return values
 
 
+class NoSQLFormError(DistPrivacyError):
+    """A statistic has no SQL form (Python code runs on the pandas engine only)."""
+
+
+#: Every statistic kind by the word that names it in a query (``mean`` → :class:`Mean`): filled
+#: by the classes themselves (:meth:`Statistic.__init_subclass__`), so a new kind is one class.
+_KINDS: dict[str, type[Statistic]] = {}
+
+
 class Statistic(ABC):
-    """One component of F."""
+    """One component of F.
+
+    A kind of statistic knows itself: the word of its text form (``kind``, e.g. ``"mean"``)
+    and how to read its argument (:meth:`from_arg`), how to write itself back
+    (:meth:`text`), its per-record sensitivity from the range of its per-record values
+    (:meth:`sensitivity_from_range`) and its SQL expression (:meth:`sql_value`, given the
+    engine's SQL compiler). A subclass with a ``kind`` registers itself for
+    :func:`parse_statistic` (docs/extending.md).
+    """
 
     name: str
     linear: bool = False
+    #: The word of the text form (``mean:age``); None: not writable as text (Python callables).
+    kind: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("kind")
+        if kind is not None:
+            if kind in _KINDS and _KINDS[kind].__qualname__ != cls.__qualname__:
+                raise DistPrivacyError(f"a statistic kind {kind!r} is already defined")
+            _KINDS[kind] = cls
+
+    @classmethod
+    def from_arg(cls, arg: str) -> Statistic:
+        """The statistic of the text ``KIND:ARG`` (``arg``: what follows the colon)."""
+        raise DistPrivacyError(f"{cls.__name__} has no text form")
+
+    def arg(self) -> str:
+        """What follows ``KIND:`` in the text form."""
+        raise DistPrivacyError(f"{type(self).__name__} has no text form")
+
+    def text(self) -> str | None:
+        """The text :func:`parse_statistic` reads back into this statistic (None when it has
+        none, e.g. a Python callable)."""
+        return None if self.kind is None else f"{self.kind}:{self.arg()}"
+
+    def sensitivity_from_range(self, n: int, low: float, high: float) -> float:
+        """Per-record sensitivity in a dataset of n records when each record's value lies in
+        [low, high] (the engines compute the range; NaN when unknown)."""
+        return float("nan")
+
+    def sql_value(self, sql: Any) -> tuple[str, str, str]:
+        """(per-record value g, condition making a record unusable, message) as SQL, built
+        with the engine's compiler ``sql`` (``number``, ``kind``, ``predicate``, ``missing``,
+        ``d.is_finite``); refuses a statistic with no SQL form."""
+        raise NoSQLFormError(
+            f"statistic {self.name!r} is arbitrary Python and runs only on the pandas engine; "
+            "use --engine pandas (engine='pandas') or the built-in statistics mean, sum, "
+            "count, proportion"
+        )
 
     @abstractmethod
     def columns(self) -> tuple[str, ...]:
@@ -80,6 +137,25 @@ class LinearStatistic(Statistic):
         g = self.record_values(data)
         return float(abs(self.scale(n)) * (g.max() - g.min()))
 
+    def sensitivity_from_range(self, n: int, low: float, high: float) -> float:
+        return float(abs(self.scale(n)) * (high - low))
+
+
+def _numeric_sql(stat: Mean | Sum, sql: Any, what: str) -> tuple[str, str, str]:
+    """The SQL value of a numeric column (mean, sum): the number, or a refusal."""
+    col = stat.column
+    if sql.kind(col) != "numeric":
+        raise DistPrivacyError(
+            f"{what} needs a numeric column but {col!r} is not numeric; use count:{col}==VALUE"
+        )
+    v = sql.number(col)
+    return (
+        v,
+        f"({v} IS NULL OR NOT {sql.d.is_finite(v)})",
+        f"column {col!r} has {{}} missing or non-finite values; drop or impute them before "
+        "releasing",
+    )
+
 
 @dataclass(frozen=True)
 class Mean(LinearStatistic):
@@ -94,8 +170,20 @@ class Mean(LinearStatistic):
     def columns(self) -> tuple[str, ...]:
         return (self.column,)
 
+    kind: ClassVar[str | None] = "mean"
+
+    @classmethod
+    def from_arg(cls, arg: str) -> Mean:
+        return cls(arg)
+
+    def arg(self) -> str:
+        return self.column
+
     def record_values(self, data: pd.DataFrame) -> np.ndarray:
         return _numeric_column(data, self.column, "mean")
+
+    def sql_value(self, sql: Any) -> tuple[str, str, str]:
+        return _numeric_sql(self, sql, "mean")
 
     def scale(self, n: int) -> float:
         return 1.0 / n
@@ -114,8 +202,20 @@ class Sum(LinearStatistic):
     def columns(self) -> tuple[str, ...]:
         return (self.column,)
 
+    kind: ClassVar[str | None] = "sum"
+
+    @classmethod
+    def from_arg(cls, arg: str) -> Sum:
+        return cls(arg)
+
+    def arg(self) -> str:
+        return self.column
+
     def record_values(self, data: pd.DataFrame) -> np.ndarray:
         return _numeric_column(data, self.column, "sum")
+
+    def sql_value(self, sql: Any) -> tuple[str, str, str]:
+        return _numeric_sql(self, sql, "sum")
 
     def scale(self, n: int) -> float:
         return 1.0
@@ -142,11 +242,31 @@ class Count(LinearStatistic):
             )
         return self.predicate.evaluate(data).astype(float)
 
+    kind: ClassVar[str | None] = "count"
+
+    @classmethod
+    def from_arg(cls, arg: str) -> Count:
+        return cls(Predicate.parse(arg))
+
+    def arg(self) -> str:
+        return str(self.predicate)
+
     def scale(self, n: int) -> float:
         return 1.0
 
     def record_sensitivity(self, data: pd.DataFrame, n: int) -> float | None:
         return 1.0
+
+    def sensitivity_from_range(self, n: int, low: float, high: float) -> float:
+        return float(abs(self.scale(n)))  # one record moves the count by at most 1
+
+    def sql_value(self, sql: Any) -> tuple[str, str, str]:
+        col = self.predicate.column
+        return (
+            f"CASE WHEN {sql.predicate(self.predicate)} THEN 1.0 ELSE 0.0 END",
+            sql.missing(col),
+            f"column {col!r} has missing values; drop or impute them",
+        )
 
 
 @dataclass(frozen=True)
@@ -156,6 +276,8 @@ class Proportion(Count):
     @property
     def name(self) -> str:  # type: ignore[override]
         return f"proportion({self.predicate})"
+
+    kind: ClassVar[str | None] = "proportion"
 
     def scale(self, n: int) -> float:
         return 1.0 / n
@@ -250,14 +372,6 @@ class CallableStatistic(Statistic):
         return self.sensitivity
 
 
-_KINDS: dict[str, Callable[[str], Statistic]] = {
-    "mean": lambda arg: Mean(arg),
-    "sum": lambda arg: Sum(arg),
-    "count": lambda arg: Count(Predicate.parse(arg)),
-    "proportion": lambda arg: Proportion(Predicate.parse(arg)),
-}
-
-
 def parse_statistic(text: str) -> Statistic:
     """Parse ``mean:age``, ``sum:capital_gain``, ``count:sex==Female`` or
     ``proportion:income==>50K``."""
@@ -273,7 +387,7 @@ def parse_statistic(text: str) -> Statistic:
             f"cannot parse statistic {text!r}; write KIND:ARG with KIND one of "
             f"{', '.join(_KINDS)} (e.g. mean:age, count:sex==Female)"
         )
-    return _KINDS[kind](arg.strip())
+    return _KINDS[kind].from_arg(arg.strip())
 
 
 class Query:

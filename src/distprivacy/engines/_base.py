@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.query import Count, LinearStatistic, Proportion, Query
+from distprivacy.query import Query
 from distprivacy.randomness import RandomState
 from distprivacy.spec import ProtectionSpec
 
@@ -127,16 +127,10 @@ def require_finite(query: Query, values: np.ndarray, what: str, *, matrix: bool)
 def record_sensitivities(query: Query, n: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Per-record sensitivities of a linear query from the range [lo, hi] of each g (as
     :meth:`Query.record_sensitivities` computes them in memory)."""
-    out = []
-    for s, a, b in zip(query.statistics, lo, hi, strict=True):
-        if isinstance(s, Proportion):
-            out.append(1.0 / n)
-        elif isinstance(s, Count):
-            out.append(1.0)
-        elif isinstance(s, LinearStatistic):
-            out.append(float(abs(s.scale(n)) * (b - a)))
-        else:  # pragma: no cover - engines refuse non-linear statistics before this
-            out.append(np.nan)
+    out = [
+        s.sensitivity_from_range(n, float(a), float(b))
+        for s, a, b in zip(query.statistics, lo, hi, strict=True)
+    ]
     return np.array(out, dtype=float)
 
 

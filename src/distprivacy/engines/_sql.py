@@ -41,7 +41,7 @@ from distprivacy.engines._base import (
     require_finite,
 )
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.query import Count, LinearStatistic, Mean, Query, Statistic, Sum
+from distprivacy.query import LinearStatistic, NoSQLFormError, Query, Statistic
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import Predicate, ProtectionSpec
 
@@ -260,39 +260,12 @@ class Compiler:
     # -- statistics --------------------------------------------------------------------------
 
     def value(self, stat: Statistic) -> tuple[str, str, str]:
-        """(per-record value g, condition making the record unusable, error message)."""
-        if not isinstance(stat, LinearStatistic):
-            raise UnsupportedStatisticError(
-                f"statistic {stat.name!r} is arbitrary Python and runs only on the pandas "
-                "engine; use --engine pandas (engine='pandas') or the built-in statistics "
-                "mean, sum, count, proportion"
-            )
-        if isinstance(stat, Mean | Sum):
-            col = stat.column
-            what = "mean" if isinstance(stat, Mean) else "sum"
-            if self.kind(col) != "numeric":
-                raise DistPrivacyError(
-                    f"{what} needs a numeric column but {col!r} is not numeric; "
-                    f"use count:{col}==VALUE"
-                )
-            v = self.number(col)
-            bad = f"({v} IS NULL OR NOT {self.d.is_finite(v)})"
-            return (
-                v,
-                bad,
-                f"column {col!r} has {{}} missing or non-finite values; "
-                "drop or impute them before releasing",
-            )
-        if isinstance(stat, Count):
-            col = stat.predicate.column
-            return (
-                f"CASE WHEN {self.predicate(stat.predicate)} THEN 1.0 ELSE 0.0 END",
-                self.missing(col),
-                f"column {col!r} has missing values; drop or impute them",
-            )
-        raise UnsupportedStatisticError(
-            f"statistic {stat.name!r} ({type(stat).__name__}) has no SQL form; use --engine pandas"
-        )
+        """(per-record value g, condition making the record unusable, error message): the
+        statistic's own SQL form (:meth:`~distprivacy.query.Statistic.sql_value`)."""
+        try:
+            return stat.sql_value(self)
+        except NoSQLFormError as e:
+            raise UnsupportedStatisticError(str(e)) from None
 
 
 class SQLEngine(Engine):

@@ -42,7 +42,7 @@ from distprivacy.fingerprint import (
 )
 from distprivacy.guarantee import Guarantee, Release
 from distprivacy.models import FModel, GaussianModel
-from distprivacy.query import Count, Mean, Proportion, Query, Sum
+from distprivacy.query import Query
 from distprivacy.randomness import RandomState
 
 #: The ``format`` field of a plan file and the version this library writes.
@@ -82,18 +82,9 @@ class PlanError(DistPrivacyError):
 def query_text(query: Query) -> str | None:
     """The text :meth:`Query.parse` reads back into ``query`` (None when a statistic is a
     Python callable, which a file cannot hold)."""
-    parts = []
-    for s in query.statistics:
-        if isinstance(s, Proportion):  # before Count: a Proportion is a Count
-            parts.append(f"proportion:{s.predicate}")
-        elif isinstance(s, Count):
-            parts.append(f"count:{s.predicate}")
-        elif isinstance(s, Mean):
-            parts.append(f"mean:{s.column}")
-        elif isinstance(s, Sum):
-            parts.append(f"sum:{s.column}")
-        else:
-            return None
+    parts = [s.text() for s in query.statistics]
+    if any(t is None for t in parts):
+        return None
     return ",".join(parts)
 
 
