@@ -341,7 +341,7 @@ def cases(world: dict) -> list[Case]:
     for sql in (
         "UPDATE budget SET mu = 1e9",
         "DELETE FROM releases",
-        "UPDATE budget SET kind = 'x'",
+        "UPDATE budget SET mu = -1",
         "UPDATE releases SET guarantee = '{'",
         "DROP TABLE budget",
     ):
