@@ -17,7 +17,7 @@ LAYERS: dict[str, int] = {
     "randomness": 2, "intervals": 2, "spec": 2, "outputs": 2, "files": 2, "datasets": 2,
     "distances": 2,
     "query": 3, "profiles": 3, "noise": 3, "fingerprint": 3,
-    "sampling": 4, "guarantee": 4, "targets": 4,
+    "sampling": 4, "guarantee": 4, "targets": 4, "wording": 4,
     "engines": 5,
     "models": 6,
     "mechanisms": 7,

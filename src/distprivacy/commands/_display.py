@@ -97,3 +97,23 @@ def model_dict(model: FModel) -> dict[str, Any]:
         "covariances": model.covariances_.tolist(),
         "pairs": [[model.theta_label(i), model.theta_label(j)] for i, j in model.pair_indices_],
     }
+
+
+def spec_of(model: Any, plan_spec: dict[str, Any] | None = None) -> Any:
+    """The protection spec a calibration was made for: the model's, or a plan's (rebuilt)."""
+    spec = getattr(model, "spec_", None)
+    if spec is None and plan_spec:
+        from distprivacy.spec import ProtectionSpec
+
+        spec = ProtectionSpec(
+            plan_spec["property"],
+            n=int(plan_spec["n"]),
+            values=plan_spec["values"],
+            pairs=[tuple(x) for x in plan_spec["pairs"]],
+        )
+    return spec
+
+
+def print_statement(console: Console, text: str) -> None:
+    """The words a steward signs, first, in bold."""
+    console.print(f"[bold]{text}[/]")

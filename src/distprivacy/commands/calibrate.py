@@ -24,7 +24,9 @@ from distprivacy.commands._display import (
     per_statistic_table,
     print_header,
     print_not_applicable,
+    print_statement,
     short_theorem,
+    spec_of,
 )
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
@@ -131,6 +133,13 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], save: str | None,
         )
         return
     console = Console()
+    if cals:
+        from distprivacy.wording import statement
+
+        best = _best(cals, p["utility"].lower())
+        first = next((c for c in cals if best and c.mechanism == best["mechanism"]), cals[0])
+        words = statement(spec_of(model), model.statistic_names_, first.guarantee, released=False)
+        print_statement(console, f"{words} (with {first.mechanism}, the best below).")
     print_header(console, model, info, p)
     table = Table(title="Calibrations (expected L2 error = E‖Z‖₂, exact)")
     numeric = ("E‖Z‖₂", "ε", "δ", "μ", "δ achieved", "max acc.")

@@ -23,7 +23,13 @@ from distprivacy.commands._common import (
     modelling,
     refitter,
 )
-from distprivacy.commands._display import fmt, noise_summary, print_header
+from distprivacy.commands._display import (
+    fmt,
+    noise_summary,
+    print_header,
+    print_statement,
+    spec_of,
+)
 from distprivacy.commands.config import config_option
 from distprivacy.datasets import load_table
 from distprivacy.exceptions import DistPrivacyError
@@ -288,6 +294,10 @@ def release(
         click.echo(dumps_json({**info, **rel.to_dict()}))
         return
     console = Console()
+    from distprivacy.wording import statement
+
+    spec = spec_of(cal.model_ or model, plan.spec if plan_path is not None else None)
+    print_statement(console, statement(spec, rel.statistic_names, cal.guarantee, released=True))
     if plan_path is None:
         print_header(console, model, info, p)
     else:

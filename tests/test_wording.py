@@ -1,0 +1,56 @@
+"""Issue 23: the words a steward signs — what is protected, what is released, the guarantee as
+an attack statement — computed from the spec and the guarantee, first in the CLI's output."""
+
+from __future__ import annotations
+
+import pytest
+
+from distprivacy.cli import main
+from distprivacy.guarantee import Guarantee
+from distprivacy.profiles import gdp_accuracy
+from distprivacy.spec import ProtectionSpec
+from distprivacy.wording import guarantee_sentence, protected_sentence, statement
+
+
+def test_the_protected_shares_in_words():
+    spec = ProtectionSpec("afam==yes", n=500, values=[0.10, 0.15, 0.20])
+    assert protected_sentence(spec) == (
+        "whether records with `afam==yes` are 10 %, 15 % or 20 % of these 500 records"
+    )
+    near = ProtectionSpec("afam==yes", n=500, values=[0.1, 0.15, 0.2], pairs_within=0.05)
+    assert "at most 5 % apart" in protected_sentence(near)
+
+
+def test_the_guarantee_as_an_attack_statement():
+    g = Guarantee(epsilon=1.0, delta=1e-3, theorem="t", mu=0.3, curve="gdp", verified=True)
+    text = guarantee_sentence(g)
+    acc = 100 * gdp_accuracy(0.3)
+    assert text.startswith(
+        "no one seeing this release can guess which of those shares is true with more than "
+        f"{acc:.1f} % accuracy, where 50 % is a coin flip"
+    )
+    assert "(ε, δ) = (1, 0.001)" in text and "verified" in text
+    none = Guarantee(epsilon=float("inf"), delta=1.0, theorem="t", max_attack_accuracy=1.0)
+    assert "nothing is hidden" in guarantee_sentence(none)
+
+
+def test_statement_names_the_statistics():
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    g = Guarantee(epsilon=1.0, delta=1e-3, theorem="t", mu=0.3, curve="gdp")
+    s = statement(spec, ["mean(age)", "proportion(sex==Female)"], g, released=True)
+    assert s.startswith(
+        "This release publishes the mean of age and the share of records with sex==Female"
+    )
+    assert "It keeps secret whether records with `income==>50K` are 45 % or 55 %" in s
+
+
+@pytest.mark.parametrize("command", ["release", "calibrate"])
+def test_the_cli_opens_with_the_words(capsys, adult_dir, command):
+    args = [command, "--data", str(adult_dir), "--modeling", "exact", "--mechanism", "DauM-G"]
+    if command == "release":
+        args += ["--seed", "1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    first = out.strip().splitlines()[0]
+    assert first.startswith("This release publishes" if command == "release" else "Releasing")
+    assert "where 50 % is a coin flip" in " ".join(out.split())
