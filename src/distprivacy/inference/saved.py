@@ -394,7 +394,9 @@ def _load_torch(p: Path, factory: Any) -> EstimatorPopulation:
             header = json.loads(raw) if raw else None
             tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118
     except (OSError, ValueError, json.JSONDecodeError) as exc:
-        raise DistPrivacyError(f"{p} is not a readable safetensors file ({_one_line(exc)})") from None
+        raise DistPrivacyError(
+            f"{p} is not a readable safetensors file ({_one_line(exc)})"
+        ) from None
     if not isinstance(header, dict) or header.get("format") != _FORMAT:
         raise DistPrivacyError(f"{p} is not a distprivacy population (no header)")
     n = int(header["n_models"])

@@ -196,9 +196,7 @@ class TorchEstimator(ClassifierMixin, BaseEstimator):
 
     def _make(self, n_features: int, n_classes: int) -> Any:
         torch = require_torch()
-        make = (
-            load_torch_factory(self.factory) if isinstance(self.factory, str) else self.factory
-        )
+        make = load_torch_factory(self.factory) if isinstance(self.factory, str) else self.factory
         if not callable(make):
             raise DistPrivacyError("factory must be a callable make(n_features, n_classes)")
         module = make(n_features, n_classes)
@@ -339,4 +337,3 @@ def estimator_from_state(
     est.n_features_in_ = int(n_features)
     est.seed_ = None
     return est
-
