@@ -392,7 +392,7 @@ def _load_torch(p: Path, factory: Any) -> EstimatorPopulation:
         with safe_open(str(p), framework="numpy") as fh:
             raw = (fh.metadata() or {}).get("distprivacy")
             header = json.loads(raw) if raw else None
-            tensors = {k: fh.get_tensor(k) for k in fh.keys()}  # noqa: SIM118
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
     except (OSError, ValueError, json.JSONDecodeError) as exc:
         raise DistPrivacyError(
             f"{p} is not a readable safetensors file ({_one_line(exc)})"

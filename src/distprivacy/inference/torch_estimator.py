@@ -208,7 +208,7 @@ class TorchEstimator(ClassifierMixin, BaseEstimator):
         return module.float()
 
     @staticmethod
-    def _check_X(X: Any, d: int | None = None) -> np.ndarray:
+    def _check_x(X: Any, d: int | None = None) -> np.ndarray:
         X = np.asarray(X, dtype=np.float32)
         if X.ndim != 2 or X.shape[0] == 0:
             raise DistPrivacyError(f"X must be a non-empty 2-D array, got shape {X.shape}")
@@ -221,7 +221,7 @@ class TorchEstimator(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> TorchEstimator:
         """Train a fresh network on ``(X, y)``."""
         self._check_settings()
-        X = self._check_X(X)
+        X = self._check_x(X)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise DistPrivacyError(f"y must have one label per row of X ({X.shape[0]})")
@@ -269,7 +269,7 @@ class TorchEstimator(ClassifierMixin, BaseEstimator):
     def logits(self, X: Any) -> np.ndarray:
         """The network's outputs, (n, n_classes), float32."""
         self._fitted()
-        X = self._check_X(X, self.n_features_in_)
+        X = self._check_x(X, self.n_features_in_)
         torch = require_torch()
         before = torch.get_num_threads()
         torch.set_num_threads(int(self.n_threads))

@@ -7,8 +7,9 @@ low-degree nodes from the original graph", and "randomly prune 1 % of the nodes"
 removed first, then the highest-degree nodes, or the lowest-degree ones, or nodes in random
 order (whichever gets closest), as many as bring the induced subgraph's mean degree 2E/N
 closest to the target. The number removed is chosen exactly over all candidates at once: with
-removal order π, an edge survives the removal of the first k nodes iff k ≤ min(rank(u), rank(v)), so the
-edge counts of every k are one ``bincount`` and a reversed cumulative sum.
+removal order π, an edge survives the removal of the first k nodes iff
+k ≤ min(rank(u), rank(v)), so the edge counts of every k are one ``bincount`` and a reversed
+cumulative sum.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import numpy as np
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference.graph._data import Graph
 from distprivacy.randomness import RandomState, check_random_state
-
 
 #: Random removal orders tried per drawn graph besides highest- and lowest-degree first.
 RANDOM_ORDERS: int = 8
@@ -76,7 +76,7 @@ class DegreeTransformer:
     def _one(self, graph: Graph, keys: np.ndarray) -> tuple[np.ndarray, float]:
         gen_pick = keys[1]
         n = graph.n_nodes
-        n_random = int(round(self.random_prune * n))
+        n_random = round(self.random_prune * n)
         alive = np.ones(n, dtype=bool)
         alive[np.argsort(gen_pick)[:n_random]] = False
         u, v = graph.edges
@@ -85,10 +85,10 @@ class DegreeTransformer:
         n_alive = int(alive.sum())
         cand = np.flatnonzero(alive)
         best: tuple[float, int, np.ndarray, float] | None = None
-        # Three removal orders among the alive nodes: highest degree first, lowest first
-        # (Suri & Evans) and random (RANDOM_ORDERS of them: small steps where a hub's removal
-        # would jump past the target); ties at random (keys). The best (order, k) is closest to the target, the
-        # fewest removals among equals.
+        # Removal orders among the alive nodes: highest degree first, lowest first (Suri &
+        # Evans) and RANDOM_ORDERS random ones (small steps where a hub's removal would jump
+        # past the target); ties at random (keys). The best (order, k) is closest to the
+        # target, the fewest removals among equals.
         orders = (
             cand[np.lexsort((keys[0, cand], -deg[cand]))],
             cand[np.lexsort((keys[0, cand], deg[cand]))],
