@@ -287,6 +287,7 @@ class TorchEstimator(ClassifierMixin, BaseEstimator):
         return p / p.sum(axis=1, keepdims=True)
 
     def predict(self, X: Any) -> np.ndarray:
+        self._fitted()
         return self.classes_[np.argmax(self.logits(X), axis=1)]
 
     def parameter_names(self) -> list[str]:
