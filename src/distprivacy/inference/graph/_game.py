@@ -211,7 +211,11 @@ def run_graph_game(
     t0 = time.perf_counter()
     for side, g, count in (("victim", victim_g, n_models), ("adversary", adv_g, n_shadow)):
         for b, tr in enumerate(transformers):
-            sample = tr.sample(g, count, seed())
+            try:
+                sample = tr.sample(g, count, seed())
+            except DistPrivacyError as exc:
+                hint = "; for a graph too small to halve use split=False" if split else ""
+                raise DistPrivacyError(f"the {side}'s graph: {exc}{hint}") from None
             meta = {"label": b, "degree": tr.target, "achieved": sample.mean_degree.tolist()}
             pops[side].append(
                 train_gcns(
