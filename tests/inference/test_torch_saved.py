@@ -161,3 +161,18 @@ def test_population_of_non_binary_models_is_refused():
     three = LogisticRegression().fit(X, np.arange(60) % 3)
     with pytest.raises(DistPrivacyError, match="binary"):
         EstimatorPopulation([three]).predict_proba(X)
+
+
+def test_the_cli_loader_reads_every_kind(tmp_path):
+    from distprivacy.commands._models_saved import load_any
+    from distprivacy.inference.population import ModelPopulation
+
+    X, y = _data(80, 0.5, 6)
+    path = save_population(tmp_path / "lr", [LogisticRegression().fit(X, y)], {"ratio": 0.5})
+    pop = load_any(str(path))
+    assert isinstance(pop, EstimatorPopulation) and pop.n_parameters == 4
+    assert pop.activation == "identity" and pop.meta == {"ratio": 0.5}
+    npz = ModelPopulation((np.zeros((2, 3, 1)),), (np.zeros((2, 1)),), "relu", {}).save(
+        tmp_path / "m"
+    )
+    assert isinstance(load_any(str(npz)), ModelPopulation)

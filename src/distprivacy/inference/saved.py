@@ -60,6 +60,19 @@ TRUSTED_TYPES: tuple[str, ...] = (
 )
 
 
+#: The one-line fix printed when a file format's package is missing.
+SAVED_EXTRA = "saved populations need skops and safetensors: pip install 'distprivacy[saved]'"
+
+
+def _require(module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise DistPrivacyError(SAVED_EXTRA) from None
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
@@ -172,6 +185,14 @@ class EstimatorPopulation:
             return (self.n_features, int(self.parameter_matrix().shape[1]))
         except DistPrivacyError:
             return (self.n_features,)
+
+    @property
+    def n_parameters(self) -> int:
+        """Parameters per model (0 for models without a parameter vector, e.g. trees)."""
+        try:
+            return int(self.parameter_matrix().shape[1])
+        except DistPrivacyError:
+            return 0
 
     @property
     def weights(self) -> tuple[np.ndarray, ...]:
@@ -297,8 +318,7 @@ def save_population(path: str | os.PathLike[str], models: Sequence[Any], meta: d
 
 
 def _save_torch(path: Path, models: list[Any], meta: dict) -> Path:
-    from safetensors.numpy import save_file
-
+    save_file = _require("safetensors.numpy").save_file
     first = models[0]
     if not isinstance(first.factory, str):
         raise DistPrivacyError(
@@ -332,8 +352,7 @@ def _save_torch(path: Path, models: list[Any], meta: dict) -> Path:
 
 
 def _save_skops(path: Path, models: list[Any], meta: dict) -> Path:
-    import skops.io as sio
-
+    sio = _require("skops.io")
     header = {"format": _FORMAT, "version": _VERSION, "kind": "sklearn", "meta": meta}
     obj = {"header": json.dumps(header), "models": models}
 
@@ -383,7 +402,7 @@ def load_population(
 
 
 def _load_torch(p: Path, factory: Any) -> EstimatorPopulation:
-    from safetensors import safe_open
+    safe_open = _require("safetensors").safe_open
 
     from distprivacy.inference.torch_estimator import estimator_from_state, require_torch
 
@@ -421,8 +440,7 @@ def _load_torch(p: Path, factory: Any) -> EstimatorPopulation:
 
 
 def _load_skops(p: Path, trusted: Sequence[str]) -> EstimatorPopulation:
-    import skops.io as sio
-
+    sio = _require("skops.io")
     try:
         untrusted = sio.get_untrusted_types(file=p)
     except Exception as exc:  # a damaged or foreign file

@@ -111,14 +111,23 @@ def canonical_edges(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
     return np.stack([key // n, key % n])
 
 
+def _networkx():
+    try:
+        import networkx
+    except ImportError:
+        raise DistPrivacyError(
+            "the graph game needs networkx: pip install 'distprivacy[torch]'"
+        ) from None
+    return networkx
+
+
 def _standardise(X: np.ndarray) -> np.ndarray:
     sd = X.std(axis=0)
     return ((X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)).astype(np.float32)
 
 
 def _from_networkx(g, labels: np.ndarray, name: str) -> Graph:
-    import networkx as nx
-
+    nx = _networkx()
     nodes = list(g.nodes())
     index = {v: i for i, v in enumerate(nodes)}
     n = len(nodes)
@@ -147,9 +156,7 @@ def karate_club() -> Graph:
     degree), clustering coefficient, core number, N × PageRank; standardised) and stay fixed
     when the game prunes nodes, as ogbn-arxiv's word embeddings do.
     """
-    import networkx as nx
-
-    g = nx.karate_club_graph()
+    g = _networkx().karate_club_graph()
     labels = np.array([g.nodes[v]["club"] != "Mr. Hi" for v in g.nodes()], dtype=np.int64)
     return _from_networkx(g, labels, "karate")
 
@@ -168,8 +175,7 @@ def block_model(
     Labels are the blocks; features are the block's one-hot code plus Gaussian noise of standard
     deviation ``feature_noise``, then the structural features of :func:`karate_club`.
     """
-    import networkx as nx
-
+    nx = _networkx()
     if not isinstance(n_nodes, int) or n_nodes < 2 * n_blocks or n_blocks < 2:
         raise DistPrivacyError("a block model needs n_blocks ≥ 2 and n_nodes ≥ 2 n_blocks")
     gen = check_random_state(random_state, secure=False)
