@@ -25,6 +25,9 @@ from distprivacy.randomness import RandomState, check_random_state
 #: Random removal orders tried per drawn graph besides highest- and lowest-degree first.
 RANDOM_ORDERS: int = 8
 
+#: Draws tried per graph before the target is declared out of reach.
+MAX_TRIES: int = 20
+
 
 @dataclass(frozen=True)
 class DegreeSample:
@@ -133,14 +136,20 @@ class DegreeTransformer:
         keep = np.empty((n_graphs, n), dtype=bool)
         achieved = np.empty(n_graphs)
         # One graph at a time: each draw is O(N + E) vectorised work on its own removal orders
-        # (tie-breaking keys, the random prune's keys, RANDOM_ORDERS random orders).
+        # (tie-breaking keys, the random prune's keys, RANDOM_ORDERS random orders). A draw that
+        # misses the target is redrawn, up to MAX_TRIES times (rejection sampling: the graphs
+        # are those of the random prune conditioned on reaching the target).
         for i in range(n_graphs):
-            keep[i], achieved[i] = self._one(graph, gen.random((2 + RANDOM_ORDERS, n)))
+            for _ in range(MAX_TRIES):
+                keep[i], achieved[i] = self._one(graph, gen.random((2 + RANDOM_ORDERS, n)))
+                if abs(achieved[i] - self.target) <= self.tolerance:
+                    break
         bad = ~(np.abs(achieved - self.target) <= self.tolerance)
         if bad.any():
             raise DistPrivacyError(
                 f"cannot prune {graph.name} (mean degree {graph.mean_degree():.2f}) to mean degree "
-                f"{self.target:g} within ±{self.tolerance:g} (reached {achieved[bad][0]:.2f}); "
+                f"{self.target:g} within ±{self.tolerance:g} (reached {achieved[bad][0]:.2f} after "
+                f"{MAX_TRIES} draws); "
                 "pick a target nearer the graph's mean degree"
             )
         return DegreeSample(keep, achieved)
