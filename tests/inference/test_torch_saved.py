@@ -70,12 +70,24 @@ def test_torch_population_round_trip(tmp_path):
         header = json.loads(fh.metadata()["distprivacy"])
     assert header["factory"] == f"torch:{net}:make" and header["n_models"] == 3
     assert header["seeds"] == [m.seed_ for m in models]
-    pop = load_population(path)
+    # the saved factory runs code: it is imported only when the caller names it
+    with pytest.raises(DistPrivacyError, match="pass it explicitly") as err:
+        load_population(path)
+    assert f"torch:{net}:make" in str(err.value) and "\n" not in str(err.value)
+    pop = load_population(path, factory=f"torch:{net}:make")
     assert pop.n_models == 3 and pop.meta["ratio"] == 0.5
     assert pop.meta["feature_names"] == ["a", "b", "f"]
     for i, m in enumerate(models):
         np.testing.assert_array_equal(pop.parameter_matrix()[i], m.parameters_vector())
         np.testing.assert_allclose(pop.predict_proba(X)[i], m.predict_proba(X)[:, 1], rtol=1e-6)
+    # a header whose training settings hold an unknown key is refused, not passed on
+    from safetensors.numpy import save_file
+
+    header["params"]["evil"] = 1
+    bad = tmp_path / "bad.safetensors"
+    save_file({"m0/x": np.zeros(1)}, str(bad), metadata={"distprivacy": json.dumps(header)})
+    with pytest.raises(DistPrivacyError, match="damaged population header"):
+        load_population(bad, factory=f"torch:{net}:make")
 
 
 def test_sklearn_population_round_trip_and_trusted_types(tmp_path):

@@ -20,13 +20,14 @@ from typing import Any
 SAVED_SUFFIXES: tuple[str, ...] = (".safetensors", ".skops")
 
 
-def load_any(path: str, *, trusted: tuple[str, ...] = ()) -> Any:
+def load_any(path: str, *, factory: Any = None, trusted: tuple[str, ...] = ()) -> Any:
     """The population in ``path``: a ModelPopulation (``.npz``) or an EstimatorPopulation
-    (``.safetensors``, ``.skops``; ``trusted`` names extra skops types to accept)."""
+    (``.safetensors``: ``factory`` — e.g. the ``--estimator torch:FILE.py:make`` the user
+    gives — is required; ``.skops``: ``trusted`` names extra skops types to accept)."""
     if Path(path).suffix in SAVED_SUFFIXES:
         from distprivacy.inference.saved import load_population
 
-        return load_population(path, trusted=trusted)
+        return load_population(path, factory=factory, trusted=trusted)
     from distprivacy.inference.population import ModelPopulation
 
     return ModelPopulation.load(path)

@@ -381,9 +381,10 @@ def load_population(
     path
         A ``.safetensors`` (PyTorch) or ``.skops`` (scikit-learn) file.
     factory
-        PyTorch only: the factory to rebuild the networks with (default: the spec saved in the
-        file, ``torch:FILE.py:make``, imported from that path — it runs as code, so only load
-        files whose factory you trust).
+        PyTorch only, required: the factory to rebuild the networks with — a function or a
+        spec ``"torch:FILE.py:make"``. The file names the factory it was trained with, but
+        importing it runs code, so it is never imported unless you pass it (the error
+        message quotes the saved spec).
     trusted
         scikit-learn only: type names (as skops reports them) to trust beyond skops's defaults.
         :data:`TRUSTED_TYPES` (scikit-learn's own tree and optimiser types) are trusted too;
@@ -418,25 +419,47 @@ def _load_torch(p: Path, factory: Any) -> EstimatorPopulation:
         ) from None
     if not isinstance(header, dict) or header.get("format") != _FORMAT:
         raise DistPrivacyError(f"{p} is not a distprivacy population (no header)")
-    n = int(header["n_models"])
+    n, classes, d, params, spec = _torch_header(p, header)
+    if factory is None:
+        raise DistPrivacyError(
+            f"{p} was trained with factory {spec!r}; loading runs that code, so pass it "
+            f"explicitly (load_population(path, factory={spec!r}) or your function)"
+        )
     states: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
     for key, arr in tensors.items():
         head, _, name = key.partition("/")
         if not head.startswith("m") or not head[1:].isdigit() or int(head[1:]) >= n:
             raise DistPrivacyError(f"{p} holds an unexpected tensor {key!r}; the file is damaged")
         states[int(head[1:])][name] = arr
-    fac = factory if factory is not None else header["factory"]
-    models = [
-        estimator_from_state(
-            fac, s, np.asarray(header["classes"]), header["n_features"], **header["params"]
-        )
-        for s in states
-    ]
+    models = [estimator_from_state(factory, s, classes, d, **params) for s in states]
     for m, seed in zip(models, header.get("seeds", [None] * n), strict=False):
         m.seed_ = seed
     meta = dict(header.get("meta", {}))
     meta.setdefault("factory", header["factory"])
     return EstimatorPopulation(models, meta)
+
+
+def _torch_header(p: Path, header: dict) -> tuple[int, np.ndarray, int, dict, str]:
+    """The checked fields of a PyTorch population's header (one line if any is damaged)."""
+    from distprivacy.inference.torch_estimator import TorchEstimator
+
+    allowed = set(TorchEstimator(None).get_params()) - {"factory", "random_state"}
+    try:
+        n, d = header["n_models"], header["n_features"]
+        classes, params, spec = header["classes"], header["params"], header["factory"]
+        ok = (
+            all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in (n, d))
+            and isinstance(classes, list)
+            and len(classes) >= 2
+            and isinstance(params, dict)
+            and set(params) <= allowed
+            and isinstance(spec, str)
+        )
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise DistPrivacyError(f"{p} has a damaged population header; save the population again")
+    return n, np.asarray(classes), d, params, spec
 
 
 def _load_skops(p: Path, trusted: Sequence[str]) -> EstimatorPopulation:
