@@ -405,7 +405,11 @@ def load_population(
 def _load_torch(p: Path, factory: Any) -> EstimatorPopulation:
     safe_open = _require("safetensors").safe_open
 
-    from distprivacy.inference.torch_estimator import estimator_from_state, require_torch
+    from distprivacy.inference.torch_estimator import (
+        estimator_from_state,
+        load_torch_factory,
+        require_torch,
+    )
 
     require_torch()
     try:
@@ -431,9 +435,13 @@ def _load_torch(p: Path, factory: Any) -> EstimatorPopulation:
         if not head.startswith("m") or not head[1:].isdigit() or int(head[1:]) >= n:
             raise DistPrivacyError(f"{p} holds an unexpected tensor {key!r}; the file is damaged")
         states[int(head[1:])][name] = arr
-    models = [estimator_from_state(factory, s, classes, d, **params) for s in states]
-    for m, seed in zip(models, header.get("seeds", [None] * n), strict=False):
+    make = load_torch_factory(factory) if isinstance(factory, str) else factory  # import once
+    models = [estimator_from_state(make, s, classes, d, **params) for s in states]
+    seeds = header.get("seeds")
+    seeds = seeds if isinstance(seeds, list) and len(seeds) == n else [None] * n
+    for m, seed in zip(models, seeds, strict=True):
         m.seed_ = seed
+        m.factory = factory
     meta = dict(header.get("meta", {}))
     meta.setdefault("factory", header["factory"])
     return EstimatorPopulation(models, meta)
