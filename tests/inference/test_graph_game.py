@@ -163,3 +163,15 @@ def test_ogbn_arxiv_loader_reads_ogbs_raw_files(tmp_path):
         ogbn_arxiv(raw)
     with pytest.raises(DistPrivacyError, match="unknown graph"):
         load_graph("cora")
+
+
+def test_disjoint_halves_on_a_block_model():
+    """Suri & Evans's setting: victim and adversary hold disjoint halves of the nodes."""
+    g = block_model(300, random_state=0)
+    assert g.n_nodes == 300 and g.n_classes == 3 and g.n_features == 3 + 4
+    game = run_graph_game(g, (2.5, 3.0), n_models=6, epochs=30, random_state=1)
+    assert game.nodes["victim"] + game.nodes["adversary"] == 300 and game.nodes["split"]
+    for side in ("victim", "adversary"):
+        assert abs(game.achieved[side][0] - 2.5) <= 0.25
+        assert abs(game.achieved[side][1] - 3.0) <= 0.25
+    assert all(o.n0 == o.n1 == 6 for o in game.outcomes.values())

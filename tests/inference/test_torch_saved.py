@@ -145,7 +145,7 @@ def test_saved_populations_feed_the_attacks(tmp_path):
     inference.attacks tell them apart far above chance (f shifts the intercept and coefficient
     of f by about 1.5 × Δratio)."""
 
-    def population(ratio, label, seed, n_models=20):
+    def population(ratio, label, seed, n_models=12):
         models = [
             LogisticRegression().fit(*_data(300, ratio, seed * 1000 + i)) for i in range(n_models)
         ]
@@ -161,8 +161,8 @@ def test_saved_populations_feed_the_attacks(tmp_path):
     test = LossTest(_data(2000, 0.2, 99), _data(2000, 0.8, 98)).fit(shadow0, shadow1)
     assert test.score(victim0, victim1).interval[0] > 0.5
     F = attack_features(victim0, _data(7, 0.5, 5)[0])
-    assert F.shape == (20, 7)
-    assert attack_features(victim0, white_box=True).shape == (20, 4)
+    assert F.shape == (12, 7)
+    assert attack_features(victim0, white_box=True).shape == (12, 4)
     with pytest.raises(DistPrivacyError, match="query"):
         attack_features(victim0)
 
