@@ -41,6 +41,7 @@ def test_json_output_of_a_small_game(capsys):
         (["--degrees", "3,4"], "too small to halve"),
         (["--degrees", "3,4", "--random-prune", "1"], "--random-prune"),
         (["--degrees", "3,4", "--graph", "ogbn-arxiv:/no/such/dir"], "lacks edge.csv.gz"),
+        (["--degrees", "3,4", "--graph", "sbm:10000000"], "of memory, above the limit"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, args, words):

@@ -11,6 +11,7 @@ import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.randomness import RandomState, check_random_state
+from distprivacy.resources import check_memory
 
 #: The files :func:`ogbn_arxiv` reads, as OGB's loader unpacks them (``ogbn_arxiv/raw/``).
 OGBN_ARXIV_FILES: tuple[str, ...] = (
@@ -178,6 +179,10 @@ def block_model(
     nx = _networkx()
     if not isinstance(n_nodes, int) or n_nodes < 2 * n_blocks or n_blocks < 2:
         raise DistPrivacyError("a block model needs n_blocks ≥ 2 and n_nodes ≥ 2 n_blocks")
+    pairs = n_nodes * (n_nodes - 1) / 2.0
+    expected_edges = pairs * (p_in / n_blocks + p_out * (1 - 1 / n_blocks))
+    # networkx holds a graph as dicts of dicts: a few hundred bytes per edge and per node
+    check_memory(400.0 * expected_edges + 1000.0 * n_nodes, f"a block model of {n_nodes} nodes")
     gen = check_random_state(random_state, secure=False)
     sizes = [n_nodes // n_blocks + (i < n_nodes % n_blocks) for i in range(n_blocks)]
     p = np.full((n_blocks, n_blocks), p_out)

@@ -23,6 +23,7 @@ from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference.graph._data import Graph
 from distprivacy.inference.torch_estimator import require_torch, torch_seed, torch_session
 from distprivacy.randomness import RandomState
+from distprivacy.resources import check_memory
 
 #: Target size of one chunk's node activations during training (bytes).
 CHUNK_BYTES: int = 128 * 2**20
@@ -181,6 +182,11 @@ def train_gcns(
         raise DistPrivacyError("lr must be > 0 and weight_decay ≥ 0")
     m, n = keep.shape
     d, c = graph.n_features, graph.n_classes
+    # one model at least: its activations (forward and backward) and its sparse Â
+    check_memory(
+        12.0 * n * max(d, hidden, c) + 48.0 * (graph.n_edges + n) + 8.0 * m * d * hidden,
+        f"training GCNs on a graph of {n} nodes and {graph.n_edges} edges",
+    )
     seed = torch_seed(random_state)
     chunk = max(1, int(CHUNK_BYTES // max(1, 4 * n * max(d, hidden, c) * 3)))
     W1s, b1s, W2s, b2s = [], [], [], []

@@ -21,6 +21,7 @@ import numpy as np
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference.graph._data import Graph
 from distprivacy.randomness import RandomState, check_random_state
+from distprivacy.resources import check_memory
 
 #: Random removal orders tried per drawn graph besides highest- and lowest-degree first.
 RANDOM_ORDERS: int = 8
@@ -131,8 +132,11 @@ class DegreeTransformer:
         """
         if isinstance(n_graphs, bool) or not isinstance(n_graphs, int | np.integer) or n_graphs < 1:
             raise DistPrivacyError(f"n_graphs must be a positive integer, got {n_graphs!r}")
-        gen = check_random_state(random_state, secure=False)
         n = graph.n_nodes
+        check_memory(
+            1.0 * n_graphs * n + 8.0 * (RANDOM_ORDERS + 4) * n, f"{n_graphs} pruned graphs"
+        )
+        gen = check_random_state(random_state, secure=False)
         keep = np.empty((n_graphs, n), dtype=bool)
         achieved = np.empty(n_graphs)
         # One graph at a time: each draw is O(N + E) vectorised work on its own removal orders
