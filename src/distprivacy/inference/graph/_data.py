@@ -214,7 +214,7 @@ def ogbn_arxiv(directory: str | Path) -> Graph:
     ``node_year.csv.gz``. The citations are made undirected (reverse edges added, self-loops and
     duplicates dropped), as Suri & Evans do.
     """
-    d = Path(directory)
+    d = Path(directory).expanduser()
     if (d / "raw").is_dir():
         d = d / "raw"
     missing = [f for f in OGBN_ARXIV_FILES if not (d / f).is_file()]
