@@ -168,6 +168,12 @@ def test_bad_seed_python(seed):
 TRAIN = ["models", "train", "--property", "sex", "--ratio", "0.5", "--out", "m.npz"]
 NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["calibrate"], "--epsilon", ["nan", "inf", "-inf", "-1", "0", "1e400", "abc", ""], ()),
+    (["models", "graph", "--degrees", "3,4"], "--n-models", ["0", "-1", "nan", "1.5"], ()),
+    (["models", "graph", "--degrees", "3,4"], "--n-shadow", ["0", "-1", "nan"], ()),
+    (["models", "graph", "--degrees", "3,4"], "--hidden", ["0", "-1", "nan"], ()),
+    (["models", "graph", "--degrees", "3,4"], "--epochs", ["0", "-1", "nan"], ()),
+    (["models", "graph", "--degrees", "3,4"], "--random-prune", ["-0.1", "1.5", "nan"], ()),
+    (["models", "graph", "--degrees", "3,4"], "--tolerance", ["-1", "nan", "inf"], ()),
     (["calibrate"], "--delta", ["nan", "inf", "-0.1", "1", "1.5"], ()),
     (["release", "--mechanism", "ExpM-L"], "--delta", ["nan", "-0.1", "1", "1.5"], ()),
     (["audit", "--mechanism", "GroupDP-L"], "--delta", ["nan", "-0.1", "1.5"], ()),

@@ -422,3 +422,13 @@ def render(out_dir: str) -> None:
     from distprivacy.experiments.model_inference import render as rebuild
 
     click.echo(f"Wrote {rebuild(out_dir)}")
+
+
+def _register_graph() -> None:
+    """`models graph` (Suri & Evans §4: the mean node degree of a training graph)."""
+    from distprivacy.commands.models_graph import graph
+
+    models.add_command(graph)
+
+
+_register_graph()
