@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.query import Query
@@ -21,16 +20,16 @@ ProgressCallback = Callable[[int, int], None]
 Data = Any  # pd.DataFrame | str | Path | Engine
 
 
-def _on_engine(data: Data, engine: str | Engine | None) -> tuple[pd.DataFrame, Engine | None]:
-    """``(DataFrame, None)`` for the in-memory path, or ``(None, engine)`` when an engine of
-    :mod:`distprivacy.engines` computes the aggregates (``engine=None``: pandas for a
-    DataFrame, DuckDB for a path)."""
-    if engine is None and isinstance(data, pd.DataFrame):
-        return data, None
+def _on_engine(data: Data, engine: str | Engine | None) -> Engine:
+    """The engine that computes the aggregates: resolved once, at the models' boundary
+    (``engine=None``: pandas for a DataFrame, DuckDB for a path; an Engine as it is). The
+    models read engines only — the pandas engine is the in-memory path."""
+    from distprivacy.engines import Engine as _Engine
     from distprivacy.engines import resolve_engine
 
-    eng = resolve_engine(engine, data)
-    return (eng.data, None) if eng.name == "pandas" else (None, eng)  # type: ignore[attr-defined]
+    if engine is None and isinstance(data, _Engine):
+        return data
+    return resolve_engine(engine, data)
 
 
 class FModel:

@@ -38,20 +38,9 @@ class ExactModel(FModel):
                 "exact moments need linear statistics (mean, sum, count, proportion); use the "
                 "Monte-Carlo model for other statistics"
             )
-        data, eng = _on_engine(data, engine)
+        eng = _on_engine(data, engine)
         s = query.scales(spec.n)
-        parts = []
-        if eng is not None:
-            for x in eng.strata_moments(spec, query):
-                parts.append((x.count, x.mean, x.scatter / x.count))
-        else:
-            pos, neg = spec.groups(data)
-            G = query.record_matrix(data)
-            for idx in (pos, neg):
-                g = G[idx]
-                mu = g.mean(axis=0)
-                c = g - mu
-                parts.append((len(idx), mu, c.T @ c / len(idx)))
+        parts = [(x.count, x.mean, x.scatter / x.count) for x in eng.strata_moments(spec, query)]
         means, covs = [], []
         for k in spec.counts:
             mean = np.zeros(query.dim)
@@ -68,15 +57,11 @@ class ExactModel(FModel):
         self.pair_indices_ = spec.pair_indices
         self.statistic_names_ = query.names
         self.samples_ = None
-        self.record_sensitivities_ = (
-            query.record_sensitivities(data, spec.n)
-            if eng is None
-            else eng.record_sensitivities(spec, query)
-        )
+        self.record_sensitivities_ = eng.record_sensitivities(spec, query)
         self.n_ = spec.n
         self.query_, self.spec_ = query, spec
         # In memory only: a file an engine streams is fingerprinted when a plan is saved.
-        held = data if eng is None else getattr(eng, "data", None)
+        held = getattr(eng, "data", None)
         self.data_fingerprint_ = source_fingerprint(held, query_columns(query, spec))
         self.method_ = "exact"
         self.check_finite("exact moments")

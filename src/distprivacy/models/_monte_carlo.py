@@ -14,7 +14,6 @@ from distprivacy.query import Query
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
 from distprivacy.sampling import (
-    sample_statistics,
     sample_statistics_bytes,
 )
 from distprivacy.spec import ProtectionSpec
@@ -63,7 +62,7 @@ class MonteCarloModel(FModel):
         gen: np.random.Generator,
         progress: ProgressCallback | None,
     ) -> MonteCarloModel:
-        """:meth:`fit` on an engine of :mod:`distprivacy.engines` (other than pandas): the
+        """:meth:`fit` on an engine of :mod:`distprivacy.engines` (pandas included): the
         engine draws the subsets and, for ``moments="exact"``, computes the moments."""
         samples = eng.subset_statistics(spec, query, spec.counts, self.n_samples, gen)
         if progress is not None:
@@ -97,40 +96,15 @@ class MonteCarloModel(FModel):
         engine: str | Engine | None = None,
     ) -> MonteCarloModel:
         """Draw ``n_samples`` subsets per θ and compute F on each (vectorised; on an ``engine``
-        other than pandas, by the engine, see :mod:`distprivacy.engines`)."""
+        pandas included, by the engine, see :mod:`distprivacy.engines`)."""
         gen = check_random_state(self.random_state, secure=False)
-        data, eng = _on_engine(data, engine)
-        if eng is not None:
-            return self._fit_on_engine(eng, spec, query, gen, progress)
-        pos, neg = spec.groups(data)
-        query.validate(data)
+        eng = _on_engine(data, engine)
         T, R = len(spec.counts), self.n_samples
         check_memory(
             sample_statistics_bytes(R, spec.n, query.dim) + 8.0 * T * R * query.dim,
             f"{R} Monte-Carlo samples per θ of datasets of {spec.n} records ({T} values of θ)",
         )
-        samples = []
-        for t, k in enumerate(spec.counts):
-            samples.append(sample_statistics(data, query, pos, neg, k, spec.n, self.n_samples, gen))
-            if progress is not None:
-                progress(t + 1, len(spec.counts))
-        self.samples_ = samples
-        if self.moments == "exact":
-            ex = ExactModel().fit(data, spec, query)
-            self.means_, self.covariances_ = ex.means_, ex.covariances_
-        else:
-            self.means_ = np.array([x.mean(axis=0) for x in samples])
-            self.covariances_ = np.array([np.cov(x, rowvar=False, ddof=1) for x in samples])
-            if self.covariances_.ndim == 1:
-                self.covariances_ = self.covariances_[:, None, None]
-            self.covariances_ = self.covariances_.reshape(len(samples), query.dim, query.dim)
-        self.thetas_ = spec.values
-        self.pair_indices_ = spec.pair_indices
-        self.statistic_names_ = query.names
-        self.record_sensitivities_ = query.record_sensitivities(data, spec.n)
-        self.n_ = spec.n
-        self.query_, self.spec_ = query, spec
-        self.data_fingerprint_ = source_fingerprint(data, query_columns(query, spec))
-        self.method_ = "monte-carlo" if self.moments == "sample" else "monte-carlo+exact"
-        self.check_finite("Monte-Carlo model")
-        return self
+        model = self._fit_on_engine(eng, spec, query, gen, progress)
+        held = getattr(eng, "data", None)
+        model.data_fingerprint_ = source_fingerprint(held, query_columns(query, spec))
+        return model
