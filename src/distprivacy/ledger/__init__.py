@@ -602,9 +602,7 @@ class Ledger:
         *,
         unbounded: bool = False,
     ) -> LedgerEntry:
-        """The ledger entry of releasing ``values`` of ``target`` (a DataFrame) with ``plan``:
-        the dataset's keyed identity over the columns the release reads (the statistics' and
-        the property's), the canonical property key, a keyed sketch of the rows."""
+        """The entry of a release (:func:`distprivacy.ledger._maintenance.entry_for`)."""
         from distprivacy.ledger._maintenance import entry_for
 
         return entry_for(self, plan, values, target, unbounded=unbounded)
