@@ -196,8 +196,20 @@ _OPTIONS = [
         show_default=True,
         help="Monte-Carlo subsets per θ.",
     ),
-    click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True),
-    click.option("--delta", type=FLOAT, default=1e-3, show_default=True),
+    click.option(
+        "--epsilon",
+        type=POSITIVE,
+        default=1.0,
+        show_default=True,
+        help="Privacy loss ε (> 0): smaller protects more and adds more noise.",
+    ),
+    click.option(
+        "--delta",
+        type=FLOAT,
+        default=1e-3,
+        show_default=True,
+        help="Failure probability δ of the (ε, δ) guarantee; keep it well below 1/n.",
+    ),
     click.option(
         "--calibration",
         default="exact",
