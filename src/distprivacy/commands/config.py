@@ -83,6 +83,8 @@ def _names(command: click.Command) -> dict[str, click.Parameter]:
 
 def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
     """The file's settings as ``{parameter name: value}`` for ``command`` (strict)."""
+    if not isinstance(path, str | Path):
+        raise DistPrivacyError(f"--config takes a file path, got {type(path).__name__}")
     p = Path(path)
     if not isinstance(command, click.Command):
         raise DistPrivacyError(f"read_config takes a click command, got {type(command).__name__}")
