@@ -343,3 +343,15 @@ def test_engines_take_a_seed_and_models_record_query_and_spec(adult, spec, query
         MonteCarloModel(20, random_state=0).fit(adult, spec, query, engine=engine),
     ):
         assert m.query_ is query and m.spec_ is spec
+
+
+def test_duckdb_refuses_repeated_csv_header_names(tmp_path):
+    """DuckDB would rename a repeated header (age, age_1) silently; the engine refuses it as the
+    pandas reader does (issue 21)."""
+    from distprivacy.engines import resolve_engine
+    from distprivacy.exceptions import DistPrivacyError
+
+    path = tmp_path / "dup.csv"
+    path.write_text("age, age ,income\n30,31,>50K\n40,41,<=50K\n")
+    with pytest.raises(DistPrivacyError, match="duplicate column names.*age"):
+        resolve_engine("duckdb", str(path))

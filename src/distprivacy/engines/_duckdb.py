@@ -5,6 +5,7 @@ spills to disk)."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -119,6 +120,8 @@ class DuckDBEngine(SQLEngine):
                 scan = f"read_parquet({_quote(text)})"
             else:
                 self._csv = True
+                if not any(ch in text for ch in "*?["):
+                    _refuse_duplicate_header(p, fmt[1] or ",")
                 scan = (
                     f"read_csv({_quote(text)}, header=true, delim={_quote(fmt[1] or ',')}, "
                     "all_varchar=true, quote='\"', escape='\"')"
@@ -217,3 +220,24 @@ class DuckDBEngine(SQLEngine):
 
     def close(self) -> None:
         self.con.close()
+
+
+def _refuse_duplicate_header(path: Path, delimiter: str) -> None:
+    """DuckDB renames repeated CSV header names (``age``, ``age_1``) before anyone can see them:
+    read the header line first and refuse repeated names (as the pandas reader does)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
+            header = next(csv.reader(fh, delimiter=delimiter), [])
+    except (OSError, csv.Error, EOFError):
+        return  # DuckDB reports what is wrong with the file
+    names = [h.strip() for h in header]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise DistPrivacyError(
+            f"{path} has duplicate column names after stripping whitespace: {', '.join(dup)}; "
+            "rename them"
+        )
