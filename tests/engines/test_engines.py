@@ -353,5 +353,5 @@ def test_duckdb_refuses_repeated_csv_header_names(tmp_path):
 
     path = tmp_path / "dup.csv"
     path.write_text("age, age ,income\n30,31,>50K\n40,41,<=50K\n")
-    with pytest.raises(DistPrivacyError, match="duplicate column names.*age"):
+    with pytest.raises(DistPrivacyError, match=r"duplicate column names.*age"):
         resolve_engine("duckdb", str(path))
