@@ -355,3 +355,16 @@ def test_duckdb_refuses_repeated_csv_header_names(tmp_path):
     path.write_text("age, age ,income\n30,31,>50K\n40,41,<=50K\n")
     with pytest.raises(DistPrivacyError, match=r"duplicate column names.*age"):
         resolve_engine("duckdb", str(path))
+
+
+def test_duckdb_takes_the_library_memory_limit(monkeypatch, tmp_path):
+    """DISTPRIVACY_MEMORY_LIMIT bounds DuckDB too (it used to keep its own default of 80 % of
+    the machine's RAM)."""
+    from distprivacy.engines import resolve_engine
+
+    path = tmp_path / "t.csv"
+    path.write_text("age,income\n30,>50K\n40,<=50K\n")
+    monkeypatch.setenv("DISTPRIVACY_MEMORY_LIMIT", "1GiB")
+    eng = resolve_engine("duckdb", str(path))
+    limit = eng.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.replace(" ", "") in ("1.0GiB", "1024.0MiB")

@@ -62,7 +62,8 @@ class DuckDBEngine(SQLEngine):
     threads : int, optional
         DuckDB worker threads (default: all cores).
     memory_limit : str, optional
-        DuckDB's memory limit, e.g. ``"1GB"`` (beyond it, sorting spills to disk).
+        DuckDB's memory limit, e.g. ``"1GB"`` (beyond it, sorting spills to disk); default the
+        library's limit (``DISTPRIVACY_MEMORY_LIMIT``, else 80 % of the available memory).
     """
 
     name = "duckdb"
@@ -88,8 +89,13 @@ class DuckDBEngine(SQLEngine):
         config: dict[str, Any] = {"preserve_insertion_order": False}
         if threads is not None:
             config["threads"] = int(threads)
-        if memory_limit is not None:
-            config["memory_limit"] = str(memory_limit)
+        if memory_limit is None:
+            # The library's limit (DISTPRIVACY_MEMORY_LIMIT, else 80 % of the available
+            # memory), not DuckDB's own default of 80 % of the machine's RAM.
+            from distprivacy.resources import memory_limit as library_limit
+
+            memory_limit = f"{library_limit()[0]}B"
+        config["memory_limit"] = str(memory_limit)
         self.con = duckdb.connect(config=config)
         self.con.execute("SET enable_progress_bar = false")
         self._csv = False
