@@ -17,7 +17,7 @@ LAYERS: dict[str, int] = {
     "randomness": 2, "intervals": 2, "spec": 2, "outputs": 2, "files": 2, "datasets": 2,
     "distances": 2, "fingerprint": 2,
     "query": 3, "profiles": 3, "noise": 3,
-    "sampling": 4, "guarantee": 4,
+    "sampling": 4, "guarantee": 4, "targets": 4,
     "engines": 5,
     "models": 6,
     "mechanisms": 7,
@@ -89,3 +89,74 @@ def test_front_door_exports_what_it_lists():
     for name in ("load_adult", "ProtectionSpec", "Query", "fit_model", "DauM", "make_mechanism",
                  "Guarantee", "Calibration", "check_random_state"):  # fmt: skip
         assert name in dp.__all__
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["distprivacy", *parts])
+
+
+def _imported_modules(path: Path, known: set[str]) -> set[str]:
+    """The distprivacy modules ``path`` imports (anywhere: lazily, under TYPE_CHECKING or not),
+    resolved to the most specific module of ``known``."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for n in names:
+            if n.startswith("distprivacy."):
+                while n not in known and "." in n:
+                    n = n.rsplit(".", 1)[0]
+                if n in known:
+                    out.add(n)
+    return out
+
+
+#: Circles still to be removed, each with the issue that removes it (none may be added).
+KNOWN_CIRCLES = {
+    # Calibration.save/load build a Plan; a Plan rebuilds its Calibration (issue 22: the plan
+    # file format moves below the calibration).
+    "distprivacy.mechanisms.calibration → distprivacy.mechanisms.plans → "
+    "distprivacy.mechanisms.calibration",
+}
+
+
+def test_no_circles_inside_packages():
+    """Inside a package, the modules' imports form no cycle (issue 22): a package's private
+    modules stand in an order, each importing only those below it. A package's ``__init__``
+    (its front, re-exporting its modules) is left out, as the front door is."""
+    files = {_module_name(p): p for p in SRC.rglob("*.py")}
+    known = set(files)
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        if path.name == "__init__.py":
+            continue
+        pkg = name.rsplit(".", 1)[0]
+        graph[name] = {
+            m
+            for m in _imported_modules(path, known)
+            if m != name and m.rsplit(".", 1)[0] == pkg and files[m].name != "__init__.py"
+        }
+    cycles: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" → ".join([*stack[stack.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [n])
+    new = sorted(set(cycles) - KNOWN_CIRCLES)
+    assert new == [], "\n".join(new)

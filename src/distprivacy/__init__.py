@@ -61,6 +61,9 @@ _LAZY: dict[str, str] = {
     "load_model_file": "distprivacy.models",
     # mechanisms
     "MECHANISMS": "distprivacy.mechanisms",
+    "register_mechanism": "distprivacy.mechanisms",
+    "GaussianMechanism": "distprivacy.mechanisms",
+    "Proposal": "distprivacy.mechanisms",
     "make_mechanism": "distprivacy.mechanisms",
     "calibrate_all": "distprivacy.mechanisms",
     "Mechanism": "distprivacy.mechanisms",
@@ -85,6 +88,11 @@ _LAZY: dict[str, str] = {
     "check_random_state": "distprivacy.randomness",
     "SecureGenerator": "distprivacy.randomness",
     "NoiseDistribution": "distprivacy.noise",
+    # privacy targets
+    "EpsDelta": "distprivacy.targets",
+    "GDP": "distprivacy.targets",
+    "MaxAttackAccuracy": "distprivacy.targets",
+    "Rule": "distprivacy.targets",
     # checking a release
     "audit_model": "distprivacy.audit",
     "AuditResult": "distprivacy.audit",
@@ -96,6 +104,7 @@ _LAZY: dict[str, str] = {
 _SUBPACKAGES = ("attribute", "local", "inference", "engines", "experiments")
 
 __all__ = [
+    "GDP",
     "MECHANISMS",
     "ApproximateWassersteinMechanism",
     "AssumptionWarning",
@@ -114,15 +123,18 @@ __all__ = [
     "DistPrivacyError",
     "DistPrivacyWarning",
     "EigenvectorGaussian",
+    "EpsDelta",
     "ExactModel",
     "ExactReleaseError",
     "ExpectedValueGaussian",
     "ExpectedValueLaplace",
+    "GaussianMechanism",
     "GaussianModel",
     "GroupDPGaussian",
     "GroupDPLaplace",
     "Guarantee",
     "LikelihoodRatioAttack",
+    "MaxAttackAccuracy",
     "Mean",
     "Mechanism",
     "MetaClassifierAttack",
@@ -134,10 +146,12 @@ __all__ = [
     "OptimalGaussian",
     "Predicate",
     "Proportion",
+    "Proposal",
     "ProtectionSpec",
     "Query",
     "Release",
     "ResourceLimitError",
+    "Rule",
     "SecureGenerator",
     "ShortfallWarning",
     "Sum",
@@ -152,6 +166,7 @@ __all__ = [
     "load_model_file",
     "load_table",
     "make_mechanism",
+    "register_mechanism",
 ]
 
 

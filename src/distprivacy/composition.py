@@ -423,6 +423,12 @@ def joint_accounting(
         dlt, acc = 1.0, 1.0
     dlt, acc = min(1.0, dlt), min(1.0, acc)
     gdp_curve = failure is None and math.isfinite(mu) and joint.equal_covariances()
+
+    def exact_profile(e: float) -> float:
+        """δ(ε′) of the whole history by the same exact profile (fail closed: 1)."""
+        p, bad = _profile(joint, e, accuracy=False)
+        return 1.0 if bad is not None else max(_gdp_delta(e, mu), float(p["delta_at_epsilon"]))
+
     g = Guarantee(
         epsilon=eps,
         delta=dlt,
@@ -435,6 +441,7 @@ def joint_accounting(
         verified=failure is None,
         assumptions=_ASSUMPTIONS_JOINT,
         holds_for_every_input=False,
+        profile=exact_profile if (not gdp_curve and failure is None) else None,
     )
     return JointAccounting(
         guarantee=g,

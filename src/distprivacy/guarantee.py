@@ -28,8 +28,8 @@ at its point; a μ-GDP guarantee uses δ_μ(ε′) = Φ(−ε′/μ + μ/2) − 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -104,6 +104,12 @@ class Guarantee:
     holds_for_every_input : bool
         True for a local-DP guarantee (every pair of inputs, not only the stated pairs) — the
         condition for composing two mechanisms on the same input (Kawamoto & Murakami 2019).
+    profile : callable or None
+        The exact privacy profile ε′ ↦ δ(ε′) of the noise actually used, when the release's
+        model is at hand (a Gaussian calibration with unequal fitted covariances, a joint
+        ledger account): :meth:`delta_at` and :meth:`epsilon_at` then use it instead of the
+        one point (ε, δ). Not written by :meth:`to_dict` (a guarantee read back from a file
+        has the point curve, a valid but looser bound) and not compared.
     """
 
     epsilon: float
@@ -117,6 +123,7 @@ class Guarantee:
     verified: bool = False
     assumptions: tuple[str, ...] = ()
     holds_for_every_input: bool = False
+    profile: Callable[[float], float] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.epsilon, bool) or not (
@@ -167,6 +174,14 @@ class Guarantee:
         eps = check_number(epsilon, "epsilon", low=0)
         if self.curve == "gdp":
             return self._gdp(eps)
+        if self.profile is not None and math.isfinite(eps):
+            try:
+                d = float(self.profile(eps))
+            except (DistPrivacyError, ArithmeticError, ValueError, np.linalg.LinAlgError):
+                d = math.nan
+            # Fail closed: a profile that could not be computed counts as the point bound.
+            if math.isfinite(d) and 0.0 <= d:
+                return min(1.0, d)
         return point_profile(self.epsilon, self.delta, eps)
 
     def epsilon_at(self, delta: float) -> float:
@@ -176,6 +191,8 @@ class Guarantee:
             if math.isinf(self.mu):  # type: ignore[arg-type]
                 return math.inf
             return float(gdp_epsilon(d, self.mu)) if d > 0 else math.inf
+        if self.profile is not None and d > 0:
+            return self._epsilon_from_profile(d)
         if d >= self.delta:
             # Solve 1 − (1 − δ)(1 + e^{ε′})/(1 + e^{ε}) = d for ε′ (below ε).
             if self.delta >= 1:
@@ -183,6 +200,26 @@ class Guarantee:
             x = (1.0 - d) / (1.0 - self.delta) * (1.0 + math.exp(self.epsilon)) - 1.0
             return float(min(self.epsilon, max(0.0, math.log(x)))) if x > 0 else 0.0
         return math.inf
+
+    def _epsilon_from_profile(self, d: float) -> float:
+        """The smallest ε′ with δ(ε′) ≤ d on the exact profile (δ(ε′) is non-increasing):
+        an expanding bracket, then bisection to 1e-9 relative, rounded up (never below the
+        true ε′)."""
+        if self.delta_at(0.0) <= d:
+            return 0.0
+        hi = max(self.epsilon, 1e-3)
+        while self.delta_at(hi) > d:
+            hi *= 2.0
+            if hi > 1e4:
+                return math.inf
+        lo = 0.0
+        while hi - lo > 1e-9 * hi:
+            mid = (lo + hi) / 2
+            if self.delta_at(mid) <= d:
+                hi = mid
+            else:
+                lo = mid
+        return float(hi)
 
     def check(self, epsilon: float, delta: float) -> bool:
         """Whether the release is (ε, δ)-private by this guarantee (OpenDP's

@@ -139,7 +139,9 @@ def test_delta_at_is_non_increasing(calibrations, name):
     g = cal.guarantee
     grid = np.linspace(0.0, 3 * cal.epsilon, 31)
     deltas = np.array([g.delta_at(e) for e in grid])
-    assert (np.diff(deltas) <= 1e-15).all()
+    # The exact profile of unequal fitted covariances is an integral accurate to 1e-10 (each
+    # value an upper bound): non-increasing up to that accuracy; the μ-GDP curve exactly.
+    assert (np.diff(deltas) <= (1e-15 if g.curve == "gdp" else 1e-9)).all()
     assert g.delta_at(cal.epsilon) == pytest.approx(g.delta, rel=1e-9, abs=1e-300)
     if cal.mu is not None:
         own = np.array([cal.delta_at(e) for e in grid])

@@ -520,3 +520,33 @@ class AttributeGaussianMechanism:
         ]
         cal = self.calibrate_terms(terms, [f"mean({a})" for a in q])
         return dataclasses.replace(cal, basis=BASIS_GAUSSIAN_THETA)
+
+
+def delta_with_moments(
+    calibration: APGMCalibration,
+    means: ArrayLike,
+    covariances: ArrayLike,
+    pairs: Sequence[tuple[int, int]],
+) -> float:
+    """The exact δ at ε of a calibrated noise when Cov(F | s, θ) differs between the secrets
+    (Thm 1's assumption off): max over θ, pairs and both orders of the privacy profile of
+    N(m_a, S_a + Σ_Z) against N(m_b, S_b + Σ_Z) (:func:`distprivacy.profiles.gaussian_profile`,
+    exact up to 1e-10). Shapes as in :func:`conditional_moments_term`."""
+    from distprivacy.profiles import gaussian_profile
+
+    m = _as_matrix(means, "the conditional means")
+    c = _as_matrix(covariances, "the conditional covariances")
+    if m.ndim == 2:
+        m, c = m[..., None], c[..., None, None]
+    Z = calibration.noise_covariance
+    if m.shape[-1] != Z.shape[0] or c.shape != (*m.shape, m.shape[-1]):
+        raise DistPrivacyError("the moments do not match the calibration's statistics")
+    worst = 0.0
+    for t in range(m.shape[0]):
+        for a, b in pairs:
+            for x, y in ((a, b), (b, a)):
+                d, _ = gaussian_profile(
+                    m[t, x], c[t, x] + Z, m[t, y], c[t, y] + Z, calibration.epsilon
+                )
+                worst = max(worst, d)
+    return worst

@@ -2,7 +2,7 @@
 Cummings, FAccT 2022, Alg. 1, Eq. 1): per sensitive attribute i, the sensitivity Δ_i F and the
 conditional covariance floor L_i (:class:`SensitivityTerm`), from conditional moments over a
 finite Θ (:func:`conditional_moments_term`), and the exact δ of a calibrated noise when Thm 1's
-equal-covariance hypothesis is off (:func:`delta_with_moments`).
+equal-covariance hypothesis is off (:func:`~distprivacy.attribute.gaussian.delta_with_moments`).
 
 Part of :mod:`distprivacy.attribute.gaussian` (every name is importable from there).
 """
@@ -12,16 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from distprivacy.accounting import CALIBRATION_RULES
 from distprivacy.exceptions import DistPrivacyError
-
-if TYPE_CHECKING:
-    from distprivacy.attribute._gaussian_mechanism import APGMCalibration
 
 #: The calibration rules of Alg. 1 (the paper's classic c, or exact μ-GDP accounting).
 RULES = CALIBRATION_RULES
@@ -159,36 +156,6 @@ def conditional_moments_term(
             "covariance_mismatch": float(spread.max()),
         },
     )
-
-
-def delta_with_moments(
-    calibration: APGMCalibration,
-    means: ArrayLike,
-    covariances: ArrayLike,
-    pairs: Sequence[tuple[int, int]],
-) -> float:
-    """The exact δ at ε of a calibrated noise when Cov(F | s, θ) differs between the secrets
-    (Thm 1's assumption off): max over θ, pairs and both orders of the privacy profile of
-    N(m_a, S_a + Σ_Z) against N(m_b, S_b + Σ_Z) (:func:`distprivacy.profiles.gaussian_profile`,
-    exact up to 1e-10). Shapes as in :func:`conditional_moments_term`."""
-    from distprivacy.profiles import gaussian_profile
-
-    m = _as_matrix(means, "the conditional means")
-    c = _as_matrix(covariances, "the conditional covariances")
-    if m.ndim == 2:
-        m, c = m[..., None], c[..., None, None]
-    Z = calibration.noise_covariance
-    if m.shape[-1] != Z.shape[0] or c.shape != (*m.shape, m.shape[-1]):
-        raise DistPrivacyError("the moments do not match the calibration's statistics")
-    worst = 0.0
-    for t in range(m.shape[0]):
-        for a, b in pairs:
-            for x, y in ((a, b), (b, a)):
-                d, _ = gaussian_profile(
-                    m[t, x], c[t, x] + Z, m[t, y], c[t, y] + Z, calibration.epsilon
-                )
-                worst = max(worst, d)
-    return worst
 
 
 def _lmin(t: SensitivityTerm) -> float:

@@ -55,6 +55,7 @@ from distprivacy.attribute._gaussian_mechanism import (
     APGMCalibration,
     AttributeGaussianMechanism,
     apgm_warnings,
+    delta_with_moments,
 )
 from distprivacy.attribute._gaussian_problem import (
     PROBLEM_FILE_SCHEMA,
@@ -68,7 +69,6 @@ from distprivacy.attribute._gaussian_terms import (
     THEOREM,
     SensitivityTerm,
     conditional_moments_term,
-    delta_with_moments,
 )
 from distprivacy.attribute._gaussian_theta import (
     GaussianTheta,

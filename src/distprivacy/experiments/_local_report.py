@@ -17,7 +17,7 @@ from distprivacy.local.utility import bayes_factor_reading
 from distprivacy.outputs import save_figure
 
 if TYPE_CHECKING:
-    from distprivacy.experiments.local_distp import Settings
+    from distprivacy.experiments._local_settings import Settings
 
 __all__ = ["COLORS", "DPI", "plot_city", "plot_eps_k", "plot_eps_sql", "report_text"]
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from distprivacy.experiments._local_report import (
     plot_eps_sql,
     report_text,
 )
+from distprivacy.experiments._local_settings import Settings
 from distprivacy.experiments._run import write_run
 from distprivacy.local.distp import (
     TuplingMonteCarlo,
@@ -72,50 +72,6 @@ __all__ = ["COLORS", "DPI", "EXACT_LIMIT", "Settings", "run"]
 
 #: Tupling profiles are computed exactly (count-vector enumeration) up to this many vectors.
 EXACT_LIMIT = 40_000
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Sizes of one run (``quick`` for CI, else the full experiment)."""
-
-    side: int
-    delta: float
-    targets: tuple[float, ...]
-    ks: tuple[int, ...]
-    curve_ks: tuple[int, ...]
-    bases: tuple[float, ...]  # RR ε of the highlighted tupling bases; inf = no noise
-    base_grid: int  # number of RR bases searched for equal privacy
-    sweep: int
-    n_samples: int
-    alpha: float
-
-    @classmethod
-    def make(cls, quick: bool) -> Settings:
-        if quick:
-            return cls(
-                side=8,
-                delta=1e-3,
-                targets=(0.5, 1.0),
-                ks=(0, 1, 5, 20, 50),
-                curve_ks=(20,),
-                bases=(math.inf, 4.0),
-                base_grid=8,
-                sweep=8,
-                n_samples=20_000,
-                alpha=1e-3,
-            )
-        return cls(
-            side=16,
-            delta=1e-3,
-            targets=(0.25, 0.5, 1.0),
-            ks=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
-            curve_ks=(10, 100),
-            bases=(math.inf, 8.0, 6.0, 4.0),
-            base_grid=24,
-            sweep=25,
-            n_samples=400_000,
-            alpha=1e-3,
-        )
 
 
 def _base(n: int, eps: float) -> FiniteMechanism:

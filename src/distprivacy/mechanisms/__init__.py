@@ -10,7 +10,9 @@ Use :func:`make_mechanism` with a Table-1 shorthand, or the classes directly; th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,8 +20,15 @@ import numpy as np
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms._accounting import GaussianAccounting, SharedCovariance
+from distprivacy.mechanisms._calibrator import Calibrator, GaussianTarget, Proposal
 from distprivacy.mechanisms.adversarial import DauM, EigenvectorGaussian, NoNoise, daum_variance
-from distprivacy.mechanisms.base import Calibration, Mechanism, delta_e
+from distprivacy.mechanisms.base import (
+    Calibration,
+    Mechanism,
+    delta_e,
+    register_mechanism,
+    registered_mechanisms,
+)
 from distprivacy.mechanisms.expected_value import (
     DirectionalGaussian,
     DirectionalLaplace,
@@ -36,25 +45,54 @@ from distprivacy.mechanisms.wasserstein import (
 )
 from distprivacy.models import FModel
 
-#: Every mechanism by its shorthand, in the order ``distprivacy calibrate`` lists them.
-MECHANISMS: dict[str, type[Mechanism]] = {
-    cls.name: cls
-    for cls in (
-        ExpectedValueLaplace,
-        DirectionalLaplace,
-        ExpectedValueGaussian,
-        DirectionalGaussian,
-        EigenvectorGaussian,
-        DauM,
-        OptimalGaussian,
-        NoNoise,
-        WassersteinMechanism,
-        ApproximateWassersteinMechanism,
-        BoundedWassersteinMechanism,
-        GroupDPLaplace,
-        GroupDPGaussian,
-    )
-}
+#: The built-in mechanisms in the order ``distprivacy calibrate`` lists them.
+_BUILTIN_ORDER = (
+    "ExpM-L",
+    "DirM-L",
+    "ExpM-G",
+    "DirM-G",
+    "EigM-G",
+    "DauM-G",
+    "OptM-G",
+    "NoNoise",
+    "Wasserstein",
+    "ApproxWasserstein",
+    "ApproxWasserstein-Bounded",
+    "GroupDP-L",
+    "GroupDP-G",
+)
+
+# Every public module of this package is imported, so that a mechanism defined in a new module
+# (decorated with @register_mechanism) is known without editing this file (docs/extending.md).
+for _m in pkgutil.iter_modules(__path__):
+    if not _m.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_m.name}")
+
+
+class _Registry(Mapping[str, type[Mechanism]]):
+    """Every registered mechanism by its shorthand (read-only, live): the built-ins in the order
+    ``distprivacy calibrate`` lists them, then the others in the order they were registered."""
+
+    def _names(self) -> list[str]:
+        reg = registered_mechanisms()
+        return [n for n in _BUILTIN_ORDER if n in reg] + [n for n in reg if n not in _BUILTIN_ORDER]
+
+    def __getitem__(self, name: str) -> type[Mechanism]:
+        return registered_mechanisms()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(registered_mechanisms())
+
+    def __repr__(self) -> str:
+        return f"MECHANISMS({', '.join(self._names())})"
+
+
+#: Every mechanism by its shorthand, in the order ``distprivacy calibrate`` lists them (a live
+#: view of the registry: :func:`register_mechanism` adds to it).
+MECHANISMS: Mapping[str, type[Mechanism]] = _Registry()
 
 
 def make_mechanism(
@@ -183,6 +221,7 @@ __all__ = [
     "ApproximateWassersteinMechanism",
     "BoundedWassersteinMechanism",
     "Calibration",
+    "Calibrator",
     "DauM",
     "DirectionalGaussian",
     "DirectionalLaplace",
@@ -191,11 +230,13 @@ __all__ = [
     "ExpectedValueLaplace",
     "GaussianAccounting",
     "GaussianMechanism",
+    "GaussianTarget",
     "GroupDPGaussian",
     "GroupDPLaplace",
     "Mechanism",
     "NoNoise",
     "OptimalGaussian",
+    "Proposal",
     "Release",
     "SharedCovariance",
     "WassersteinMechanism",
@@ -203,4 +244,6 @@ __all__ = [
     "daum_variance",
     "delta_e",
     "make_mechanism",
+    "register_mechanism",
+    "registered_mechanisms",
 ]

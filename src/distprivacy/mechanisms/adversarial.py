@@ -14,7 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.exceptions import MoreNoiseWarning, Notice
-from distprivacy.mechanisms.base import covariance_assumption, delta_e, not_applicable
+from distprivacy.mechanisms._calibrator import Proposal
+from distprivacy.mechanisms.base import (
+    covariance_assumption,
+    delta_e,
+    not_applicable,
+    register_mechanism,
+)
 from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
@@ -40,6 +46,7 @@ def _cov_text(model: FModel, convention: Convention) -> tuple[str, Notice | None
     return text, warn
 
 
+@register_mechanism
 class NoNoise(GaussianMechanism):
     """Release F(D) unchanged when the model's own uncertainty suffices.
 
@@ -55,7 +62,7 @@ class NoNoise(GaussianMechanism):
     requires_invertible = True
     no_noise_fix = True
 
-    def _noise(self, model: FModel, mu: float, convention: Convention):
+    def propose(self, model: FModel, mu: float, convention: Convention) -> Proposal:
         pairs = pair_covariances(model, convention)
         q = max_mahalanobis(pairs, None)
         if q > mu:
@@ -65,13 +72,15 @@ class NoNoise(GaussianMechanism):
                 f"{q:.4g} > μ* = {mu:.4g}",
             )
         cov_text, cov_warn = _cov_text(model, convention)
-        return NoiseDistribution.none(model.dim), {
-            "assumptions": (_GAUSSIAN, cov_text),
-            "warnings": [cov_warn],
-            "details": {"max_mahalanobis": q, "bound": mu},
-        }
+        return Proposal.of(
+            NoiseDistribution.none(model.dim),
+            assumptions=(_GAUSSIAN, cov_text),
+            warnings=[cov_warn],
+            details={"max_mahalanobis": q, "bound": mu},
+        )
 
 
+@register_mechanism
 class EigenvectorGaussian(GaussianMechanism):
     """EigM-G: Gaussian noise along the eigenvectors of Σ_θ, topping each eigenvalue up to
     T = (Δ_E,2 / μ*)² (classic: (c Δ_E,2 / ε)²).
@@ -91,7 +100,7 @@ class EigenvectorGaussian(GaussianMechanism):
     name = "EigM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.5 (certified by Corollary A.1)"
 
-    def _noise(self, model: FModel, mu: float, convention: Convention):
+    def propose(self, model: FModel, mu: float, convention: Convention) -> Proposal:
         d2 = delta_e(model, 2)
         T = (d2 / mu) ** 2
         pairs = pair_covariances(model, convention)
@@ -111,22 +120,23 @@ class EigenvectorGaussian(GaussianMechanism):
                     MoreNoiseWarning,
                 )
             )
-        return NoiseDistribution.gaussian_from_covariance(Sigma), {
-            "sensitivity": d2,
-            "sensitivity_label": "Δ_E,2",
-            "assumptions": (
+        return Proposal.of(
+            NoiseDistribution.gaussian_from_covariance(Sigma),
+            sensitivity=d2,
+            sensitivity_label="Δ_E,2",
+            assumptions=(
                 _GAUSSIAN,
                 cov_text,
                 "the eigenvectors of Σ_θ are the same for every θ (else certified by Cor. A.1)",
             ),
-            "warnings": warns,
-            "details": {
+            warnings=warns,
+            details={
                 "target_variance": T,
                 "variances": var,
                 "eigen_directions": V.T,
                 "top_up": top_up,
             },
-        }
+        )
 
 
 def daum_variance(d: np.ndarray, S: np.ndarray, v: np.ndarray, bound: float) -> float | None:
@@ -159,6 +169,7 @@ def daum_variance(d: np.ndarray, S: np.ndarray, v: np.ndarray, bound: float) -> 
     return max(0.0, b * b / (q * q * (bound - r)) - 1.0 / q)
 
 
+@register_mechanism
 class DauM(GaussianMechanism):
     """DauM-G: Gaussian noise along one direction v, reduced by the model's own variance.
 
@@ -212,7 +223,7 @@ class DauM(GaussianMechanism):
         v = v / np.linalg.norm(v)
         return v if v[np.argmax(np.abs(v))] > 0 else -v
 
-    def _noise(self, model: FModel, mu: float, convention: Convention):
+    def propose(self, model: FModel, mu: float, convention: Convention) -> Proposal:
         v = self._direction(model)
         bound = mu**2
         per_pair = []
@@ -232,15 +243,16 @@ class DauM(GaussianMechanism):
         D = model.mean_differences()
         cos = np.abs(D @ v) / np.maximum(np.linalg.norm(D, axis=1), 1e-300)
         cov_text, cov_warn = _cov_text(model, convention)
-        return NoiseDistribution("gaussian", v[:, None], np.array([np.sqrt(var)])), {
-            "sensitivity": float(np.abs(D @ v).max()),
-            "sensitivity_label": "max |α_ij|",
-            "assumptions": (
+        return Proposal.of(
+            NoiseDistribution("gaussian", v[:, None], np.array([np.sqrt(var)])),
+            sensitivity=float(np.abs(D @ v).max()),
+            sensitivity_label="max |α_ij|",
+            assumptions=(
                 _GAUSSIAN,
                 cov_text,
                 "μ_θi − μ_θj is parallel to v for every pair (measured: smallest |cos| "
                 f"{cos.min():.6f}; non-parallel pairs are covered exactly by Cor. A.1)",
             ),
-            "warnings": [cov_warn],
-            "details": {"direction": v, "sigma2": var, "per_pair_sigma2": per_pair},
-        }
+            warnings=[cov_warn],
+            details={"direction": v, "sigma2": var, "per_pair_sigma2": per_pair},
+        )

@@ -54,8 +54,13 @@ __all__ = [
     "difference_span",
     "exact_release_reason",
     "not_applicable",
+    "register_mechanism",
+    "registered_mechanisms",
     "row_span",
 ]
+
+#: Every registered mechanism class by its shorthand, in the order of registration.
+_REGISTRY: dict[str, type[Mechanism]] = {}
 
 
 class Mechanism(ABC):
@@ -129,6 +134,49 @@ class Mechanism(ABC):
             model_=model,
             **{"basis": self.basis, **kw},
         )
+
+
+def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
+    """Class decorator: make a mechanism known by its shorthand ``cls.name`` to
+    :func:`~distprivacy.mechanisms.make_mechanism`, :func:`~distprivacy.mechanisms.calibrate_all`
+    and the ``MECHANISMS`` listing (docs/extending.md).
+
+    Re-registering the same class (a module reloaded) replaces it; a *different* class under a
+    registered name is refused with a one-line error (a mechanism never shadows another).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
+        raise DistPrivacyError(f"register_mechanism takes a Mechanism subclass, got {cls!r}")
+    name = cls.__dict__.get("name")
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise DistPrivacyError(
+            f"{cls.__qualname__} needs a class attribute `name`, its shorthand (e.g. 'MyM-G')"
+        )
+    if not isinstance(cls.__dict__.get("theorem"), str):
+        raise DistPrivacyError(
+            f"{cls.__qualname__} needs a class attribute `theorem` naming the result its "
+            "guarantee rests on (paper and number)"
+        )
+    if getattr(cls, "__abstractmethods__", None):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise DistPrivacyError(f"{cls.__qualname__} does not implement {missing}")
+    old = _REGISTRY.get(name)
+    if old is not None and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise DistPrivacyError(
+            f"a mechanism named {name!r} is already registered ({old.__module__}."
+            f"{old.__qualname__}); choose another name"
+        )
+    clash = [k for k in _REGISTRY if k.lower() == name.lower() and k != name]
+    if clash:
+        raise DistPrivacyError(
+            f"mechanism names are case-insensitive: {name!r} clashes with {clash[0]!r}"
+        )
+    _REGISTRY[name] = cls
+    return cls
+
+
+def registered_mechanisms() -> dict[str, type[Mechanism]]:
+    """A copy of the registry: shorthand → class, in the order of registration."""
+    return dict(_REGISTRY)
 
 
 def _model_n(model: FModel) -> int | None:

@@ -140,7 +140,29 @@ class Calibration:
             verified=self.verified,
             assumptions=self.assumptions,
             holds_for_every_input=bool(whole),
+            profile=self._exact_profile(),
         )
+
+    def _exact_profile(self) -> Any:
+        """ε′ ↦ δ(ε′) of this noise on the fitted model, unequal covariances included (the
+        worse of the shared-covariance μ-GDP curve and the fitted Gaussians' exact profile),
+        when the model is at hand and the guarantee rests on it; None otherwise."""
+        acct, model = self.accounting, self.model_
+        if acct is None or acct.unequal is None or model is None or self.mu is None:
+            return None
+        if not hasattr(model, "pair_indices_"):
+            return None
+        from distprivacy.mechanisms._fitted import fitted_profile
+        from distprivacy.profiles import gdp_delta
+
+        mu, Z = float(self.mu), np.array(self.noise_covariance, dtype=float)
+
+        def profile(eps: float) -> float:
+            shared = 1.0 if math.isinf(mu) else float(gdp_delta(eps, mu))
+            fitted = fitted_profile(model, Z, eps, accuracy=False)["delta_at_epsilon"]
+            return max(shared, float(fitted))
+
+        return profile
 
     @property
     def verified(self) -> bool:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.exceptions import Notice
+from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.base import (
     Calibration,
     Mechanism,
     covariance_assumption,
     delta_e,
     difference_span,
+    register_mechanism,
     row_span,
 )
 from distprivacy.mechanisms.gaussian import GaussianMechanism
@@ -25,6 +27,7 @@ def _warnings(*items: Notice | None) -> tuple[Notice, ...]:
     return tuple(w for w in items if w)
 
 
+@register_mechanism
 class ExpectedValueLaplace(Mechanism):
     """ExpM-L: Z ~ Lap(0, Δ_E,1/ε) on every coordinate.
 
@@ -49,6 +52,7 @@ class ExpectedValueLaplace(Mechanism):
         )
 
 
+@register_mechanism
 class ExpectedValueGaussian(GaussianMechanism):
     """ExpM-G: Z ~ N(0, σ² I) with σ = Δ_E,2 / μ* (classic: σ = c Δ_E,2 / ε).
 
@@ -61,22 +65,24 @@ class ExpectedValueGaussian(GaussianMechanism):
     name = "ExpM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.2"
 
-    def _noise(self, model: FModel, mu: float, convention: str):
+    def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         d2 = delta_e(model, 2)
         sigma = d2 / mu
         cov_text, cov_warn = covariance_assumption(model)
-        return NoiseDistribution.isotropic("gaussian", model.dim, sigma), {
-            "sensitivity": d2,
-            "sensitivity_label": "Δ_E,2",
-            "assumptions": (_TRANSLATION, cov_text),
-            "warnings": [cov_warn],
-            "details": {"sigma": sigma},
-        }
+        return Proposal.of(
+            NoiseDistribution.isotropic("gaussian", model.dim, sigma),
+            sensitivity=d2,
+            sensitivity_label="Δ_E,2",
+            assumptions=(_TRANSLATION, cov_text),
+            warnings=[cov_warn],
+            details={"sigma": sigma},
+        )
 
     def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
         return mu_star
 
 
+@register_mechanism
 class DirectionalLaplace(Mechanism):
     """DirM-L: Laplace noise only along the directions of the mean differences.
 
@@ -108,6 +114,7 @@ class DirectionalLaplace(Mechanism):
         )
 
 
+@register_mechanism
 class DirectionalGaussian(GaussianMechanism):
     """DirM-G: Gaussian noise N(0, σ²) along each direction spanning the mean differences.
 
@@ -126,7 +133,7 @@ class DirectionalGaussian(GaussianMechanism):
     name = "DirM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.3 (Gaussian variant, §4.2)"
 
-    def _noise(self, model: FModel, mu: float, convention: str):
+    def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         s = model.statistic_scales()
         D = model.mean_differences() / s
         V = row_span(D)
@@ -134,18 +141,19 @@ class DirectionalGaussian(GaussianMechanism):
         sigma = d2 / mu
         cov = (V * sigma**2) @ V.T * np.outer(s, s)
         cov_text, cov_warn = covariance_assumption(model)
-        return NoiseDistribution.gaussian_from_covariance(cov), {
-            "sensitivity": delta_e(model, 2),
-            "sensitivity_label": "Δ_E,2",
-            "assumptions": (_TRANSLATION, cov_text),
-            "warnings": [cov_warn],
-            "details": {
+        return Proposal.of(
+            NoiseDistribution.gaussian_from_covariance(cov),
+            sensitivity=delta_e(model, 2),
+            sensitivity_label="Δ_E,2",
+            assumptions=(_TRANSLATION, cov_text),
+            warnings=[cov_warn],
+            details={
                 "sigma_unit_free": sigma,
                 "statistic_scales": s,
                 "directions_unit_free": V.T,
                 "n_directions": V.shape[1],
             },
-        }
+        )
 
     def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
         return mu_star

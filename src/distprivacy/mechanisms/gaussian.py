@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -46,13 +46,20 @@ from distprivacy.exceptions import (
     ClassicRuleWarning,
     ClassicShortfallWarning,
     DistPrivacyError,
-    MoreNoiseWarning,
     NotApplicableError,
     Notice,
     ShortfallWarning,
 )
 from distprivacy.mechanisms._accounting import GaussianAccounting
-from distprivacy.mechanisms._fitted import fitted_profile
+from distprivacy.mechanisms._calibrator import (
+    Calibrator,
+    FittedProfile,
+    GaussianTarget,
+    Proposal,
+    bisect,
+    expand,
+)
+from distprivacy.mechanisms._fitted import fitted_profile as fitted_profile  # re-exported
 from distprivacy.mechanisms.base import (
     BASIS_EQUAL_COVARIANCES,
     BASIS_FITTED,
@@ -62,7 +69,6 @@ from distprivacy.mechanisms.base import (
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import (
-    gdp_accuracy,
     gdp_epsilon,
     gdp_mu,
     mu_for_accuracy,
@@ -176,23 +182,26 @@ def certify_top_up(
     Sigma = (V * np.clip(w, 0.0, None)) @ V.T
     if max_mahalanobis(pairs, Sigma) <= mu:
         return Sigma, 0.0
-    hi = 1e-12
-    while max_mahalanobis(pairs, Sigma + hi * R) > mu:
-        hi *= 4
-        if hi > 1e12:
-            raise NotApplicableError(
-                "no top-up of the noise meets the condition of Cor. A.1 (a mean difference "
-                "lies outside every covariance's range)"
-            )
-    lo = 0.0 if hi == 1e-12 else hi / 4
-    for _ in range(60):
-        if hi - lo <= 1e-6 * hi:
-            break
-        mid = (lo + hi) / 2
-        if max_mahalanobis(pairs, Sigma + mid * R) <= mu:
-            hi = mid
-        else:
-            lo = mid
+
+    def feasible(tau: float) -> tuple[bool, None]:
+        return max_mahalanobis(pairs, Sigma + tau * R) <= mu, None
+
+    start = 1e-12
+    bracket = expand(feasible, start, limit=1e12)
+    if bracket is None:
+        raise NotApplicableError(
+            "no top-up of the noise meets the condition of Cor. A.1 (a mean difference "
+            "lies outside every covariance's range)"
+        )
+    hi = bracket[0]
+    _, hi, _ = bisect(
+        feasible,
+        0.0 if hi == start else hi / 4,
+        hi,
+        feasible_high=True,
+        done=lambda lo, hi: hi - lo <= 1e-6 * hi,
+        max_iter=60,
+    )
     return Sigma + hi * R, hi
 
 
@@ -319,10 +328,9 @@ class GaussianMechanism(Mechanism):
     # Subclasses --------------------------------------------------------------------------------
 
     @abstractmethod
-    def _noise(
-        self, model: FModel, mu: float, convention: Convention
-    ) -> tuple[NoiseDistribution, dict[str, Any]]:
-        """The noise meeting μ ≤ ``mu``, and keyword arguments for the Calibration."""
+    def propose(self, model: FModel, mu: float, convention: Convention) -> Proposal:
+        """The noise of this mechanism's form meeting μ ≤ ``mu`` under ``convention``, and what
+        its calibration records (raises NotApplicableError when the form cannot meet it)."""
 
     def _guarantee_mu(
         self, model: FModel, noise: NoiseDistribution, mu_star: float, convention: Convention
@@ -340,150 +348,28 @@ class GaussianMechanism(Mechanism):
         s = model.statistic_scales()
         return float(np.sum(np.diag(noise.covariance) / s**2))
 
-    def _model_profile(
-        self, model: FModel, noise: NoiseDistribution, full: bool = True
-    ) -> dict[str, Any]:
-        """Exact profile of the fitted Gaussians with unequal covariances (worst ordered pair;
-        :func:`fitted_profile`). ``full=False`` is the search mode: it stops at the first pair
-        shown to miss the target."""
-        if full:
-            return fitted_profile(model, noise.covariance, self.epsilon)
-        if self._epsilon_given:
-            # Relative slack 1e-9: noise that meets μ* exactly (DauM, EigM, OptM do by design)
-            # must not count as a violation through rounding or the integral's error bound.
-            target = self.delta * (1 + 1e-9)
-            return fitted_profile(
-                model, noise.covariance, self.epsilon, delta_target=target, accuracy=False
-            )
-        tv = (2 * gdp_accuracy(self.target_mu()) - 1) * (1 + 1e-9)
-        return fitted_profile(model, noise.covariance, self.epsilon, tv_target=tv)
+    def gaussian_target(self) -> GaussianTarget:
+        """What the noise is verified against (rule, μ*, and the (ε, δ) point)."""
+        return GaussianTarget(
+            rule=self.calibration,
+            mu=self.target_mu(),
+            epsilon=self.epsilon,
+            delta=self.delta,
+            epsilon_given=self._epsilon_given,
+        )
 
-    def _violates(self, profile: dict[str, Any] | None, mu_star: float) -> bool:
-        if profile is None:
-            return False
-        if profile.get("violated"):
-            return True
-        if self._epsilon_given:
-            return profile["delta_at_epsilon"] > self.delta * (1 + 1e-9)
-        acc = profile.get("max_attack_accuracy")
-        return acc is not None and acc > gdp_accuracy(mu_star) * (1 + 1e-9)
-
-    def _tighten_mu(self, model: FModel, mu_star: float, conv: Convention):
-        """Strategy 1: the mechanism's own noise at a lowered μ* (bisection; first bracketed in
-        [0.8 μ*, μ*], where the answer usually lies)."""
-        lo, hi = 0.0, mu_star
-        best = None
-        try:
-            n_try, kw_try = self._noise(model, 0.8 * mu_star, conv)
-            p_try = self._model_profile(model, n_try, full=False)
-            if not self._violates(p_try, mu_star):
-                lo, best = 0.8 * mu_star, (n_try, kw_try, p_try, 0.8 * mu_star)
-            else:
-                hi = 0.8 * mu_star
-        except NotApplicableError:
-            hi = 0.8 * mu_star
-        for _ in range(40):
-            mid = (lo + hi) / 2
-            if mid <= 1e-6 * mu_star:
-                break
-            try:
-                n_mid, kw_mid = self._noise(model, mid, conv)
-            except NotApplicableError:
-                hi = mid
-                continue
-            p_mid = self._model_profile(model, n_mid, full=False)
-            if self._violates(p_mid, mu_star):
-                hi = mid
-            else:
-                lo, best = mid, (n_mid, kw_mid, p_mid, mid)
-            if best is not None and hi - lo <= 2e-3 * lo:
-                break
-        return best
-
-    def _tighten_top_up(self, model: FModel, noise: NoiseDistribution, mu_star: float):
-        """Strategy 2: the mechanism's noise at μ* plus the least τ·R for each model-shaped R of
-        :func:`top_up_shapes` (τ is unit-free; bisection, δ(ε) being non-increasing in τ: adding
-        independent noise is post-processing); the cheapest by :meth:`noise_cost`. None if no
-        τ ≤ 1e6 verifies for any shape."""
-        Z = noise.covariance
-        found = []
-        for R in top_up_shapes(model):
-
-            def with_tau(tau: float, R: np.ndarray = R):
-                n = NoiseDistribution.gaussian_from_covariance(Z + tau * R)
-                return n, self._model_profile(model, n, full=False)
-
-            hi = 1e-3
-            while True:
-                n_hi, p_hi = with_tau(hi)
-                if not self._violates(p_hi, mu_star):
-                    break
-                hi *= 4
-                if hi > 1e6:
-                    n_hi = None
-                    break
-            if n_hi is None:
-                continue
-            lo = 0.0 if hi == 1e-3 else hi / 4
-            for _ in range(40):
-                if hi - lo <= 5e-3 * hi:
-                    break
-                mid = (lo + hi) / 2
-                n_mid, p_mid = with_tau(mid)
-                if self._violates(p_mid, mu_star):
-                    lo = mid
-                else:
-                    hi, n_hi, p_hi = mid, n_mid, p_mid
-            found.append((self.noise_cost(model, n_hi), n_hi, p_hi, hi))
-        if not found:
-            return None
-        _, n_best, p_best, tau = min(found, key=lambda f: f[0])
-        return n_best, p_best, tau
-
-    def _fix(self, model: FModel, noise: NoiseDistribution, kw: dict, mu_star: float, conv):
-        """Meet the target under the fitted covariances: the cheaper (by :meth:`noise_cost`) of
-        the mechanism's own noise at a lowered μ* and a model-shaped top-up."""
-        lowered = None if self.no_noise_fix else self._tighten_mu(model, mu_star, conv)
-        topped = None if self.no_noise_fix else self._tighten_top_up(model, noise, mu_star)
-        options = []
-        if lowered is not None:
-            options.append((self.noise_cost(model, lowered[0]), "lower", lowered))
-        if topped is not None:
-            options.append((self.noise_cost(model, topped[0]), "top-up", topped))
-        if not options:
-            prof = self._model_profile(model, noise)
-            why = prof.get("support_mismatch") or (
-                f"δ = {prof['delta_at_epsilon']:.3g} at ε = {self.epsilon:g}"
-            )
-            raise NotApplicableError(
-                f"{self.name} is not applicable: no noise of its form meets the target under the "
-                f"fitted covariances ({why})"
-            )
-        _, how, best = min(options, key=lambda o: o[0])
-        warnings_: list[Notice] = []
-        if how == "lower":
-            noise, kw, _, mu_used = best
-            warnings_ += [w for w in kw.pop("warnings", ()) if w]
-            warnings_.append(
-                Notice(
-                    "the fitted covariances of a pair differ; meeting the target under them "
-                    f"needed μ* lowered from {mu_star:.4g} to {mu_used:.4g} (more noise)",
-                    MoreNoiseWarning,
-                )
-            )
-        else:
-            noise, _, tau = best
-            mu_used = mu_star
-            kw.setdefault("details", {})["unequal_covariance_top_up"] = tau
-            warnings_.append(
-                Notice(
-                    "the fitted covariances of a pair differ; meeting the target under them "
-                    f"needed {tau:.4g} × (the average covariance of F + the mean differences' "
-                    "outer products) added to the noise (cheaper than lowering μ*)",
-                    MoreNoiseWarning,
-                )
-            )
-        return noise, kw, mu_used, warnings_
+    def calibrator(self, model: FModel) -> Calibrator:
+        """The :class:`Calibrator` that verifies, fixes and accounts this mechanism's noise."""
+        conv = self.convention
+        return Calibrator(
+            name=self.name,
+            model=model,
+            target=self.gaussian_target(),
+            propose=lambda mu: self.propose(model, mu, conv),
+            cost=lambda noise: self.noise_cost(model, noise),
+            top_up_shapes=lambda: top_up_shapes(model),
+            fixable=not self.no_noise_fix,
+        )
 
     #: NoNoise cannot be fixed by adding noise: it refuses instead.
     no_noise_fix: ClassVar[bool] = False
@@ -491,29 +377,31 @@ class GaussianMechanism(Mechanism):
     def _calibrate(self, model: FModel) -> Calibration:
         if self.requires_invertible:
             model.require_invertible()
-        mu_star = self.target_mu()
+        cal = self.calibrator(model)
+        target = cal.target
+        mu_star = target.mu
         conv = self.convention
-        noise, kw = self._noise(model, mu_star, conv)
+        proposal = self.propose(model, mu_star, conv)
         mu_used = mu_star
-        warnings_: list[Notice] = [
-            w if isinstance(w, Notice) else Notice(w) for w in kw.pop("warnings", ()) if w
-        ]
+        warnings_: list[Notice] = list(proposal.warnings)
         enforce = self.calibration == "exact" and self.covariances == "fitted"
         check = self.checks_model_profile and self.check_profile
-        if enforce and check and self._violates(self._model_profile(model, noise, False), mu_star):
-            noise, kw, mu_used, more = self._fix(model, noise, kw, mu_star, conv)
-            warnings_ += more
-        profile = self._model_profile(model, noise) if check else None
-        if enforce and check and self._violates(profile, mu_star):  # pragma: no cover - guard
+        if enforce and check and cal.misses(proposal.noise):
+            fixed = cal.fix(proposal)
+            proposal, mu_used = fixed.proposal, fixed.mu_used
+            warnings_ += [*proposal.warnings, fixed.warning]
+        noise = proposal.noise
+        profile = cal.verify(noise) if check else None
+        if enforce and check and target.missed_by(profile):  # pragma: no cover - guard
             raise NotApplicableError(
                 f"{self.name} is not applicable: the noise found could not be verified against "
                 "the fitted covariances"
             )
-        if profile is not None and profile.get("support_mismatch") and not enforce:
+        if profile is not None and profile.support_mismatch and not enforce:
             warnings_.append(
                 Notice(
                     "under the fitted covariances a pair's output laws have different supports ("
-                    + profile["support_mismatch"]
+                    + profile.support_mismatch
                     + "): the guarantee rests entirely on the equal-covariance assumption",
                     AssumptionWarning,
                 )
@@ -561,12 +449,18 @@ class GaussianMechanism(Mechanism):
             rule=self.calibration,
             accounting=acct,
             warnings=tuple(dict.fromkeys(warnings_)),
-            **kw,
+            **proposal.fields,
         )
 
     def _accounting(
-        self, mu: float, mu_star: float, mu_used: float, profile: dict[str, Any] | None
+        self, mu: float, mu_star: float, mu_used: float, profile: FittedProfile | None
     ) -> GaussianAccounting:
         return GaussianAccounting.of(
-            self.calibration, mu, mu_star, mu_used, self.epsilon, self.delta, profile
+            self.calibration,
+            mu,
+            mu_star,
+            mu_used,
+            self.epsilon,
+            self.delta,
+            None if profile is None else profile.to_dict(),
         )

@@ -12,11 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.accounting import check_int
+from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.base import (
     BASIS_UNCONDITIONAL,
     Calibration,
     Mechanism,
     not_applicable,
+    register_mechanism,
 )
 from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
@@ -51,6 +53,7 @@ def _sensitivities(mech: Mechanism, model: FModel) -> tuple[np.ndarray, int]:
     return sens, int(k)
 
 
+@register_mechanism
 class GroupDPLaplace(Mechanism):
     """GroupDP-L: Lap(0, k·Δ₁/ε) on every coordinate, Δ₁ = Σ per-record sensitivities.
 
@@ -89,6 +92,7 @@ class GroupDPLaplace(Mechanism):
         )
 
 
+@register_mechanism
 class GroupDPGaussian(GaussianMechanism):
     """GroupDP-G: N(0, σ² I), σ = k·Δ₂ / μ* (classic: c·k·Δ₂/ε), Δ₂ = ‖per-record
     sensitivities‖₂.
@@ -114,19 +118,20 @@ class GroupDPGaussian(GaussianMechanism):
         super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
         self.group_size = _check_group_size(group_size)
 
-    def _noise(self, model: FModel, mu: float, convention: str):
+    def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         sens, k = _sensitivities(self, model)
         d2 = float(k * np.linalg.norm(sens))
         sigma = d2 / mu
-        return NoiseDistribution.isotropic("gaussian", model.dim, sigma), {
-            "sensitivity": d2,
-            "sensitivity_label": f"k·Δ₂ (k={k})",
-            "assumptions": (
+        return Proposal.of(
+            NoiseDistribution.isotropic("gaussian", model.dim, sigma),
+            sensitivity=d2,
+            sensitivity_label=f"k·Δ₂ (k={k})",
+            assumptions=(
                 "per-record sensitivities from the data's ranges (replace-one neighbours)",
                 f"protects any change of up to k={k} records",
             ),
-            "details": {"group_size": k, "record_sensitivities": sens, "sigma": sigma},
-        }
+            details={"group_size": k, "record_sensitivities": sens, "sigma": sigma},
+        )
 
     def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
         return mu_star

@@ -24,7 +24,9 @@ import warnings
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.adversarial import _GAUSSIAN, _cov_text
+from distprivacy.mechanisms.base import register_mechanism
 from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
@@ -117,6 +119,7 @@ def _solve_with_cuts(
     return Sigma, solver, status, len(conditions)
 
 
+@register_mechanism
 class OptimalGaussian(GaussianMechanism):
     """OptM-G: minimum expected squared L2 error Gaussian noise (an SDP; module docstring).
 
@@ -165,7 +168,7 @@ class OptimalGaussian(GaussianMechanism):
             raise DistPrivacyError("OptM-G weights must be symmetric positive semidefinite")
         return W
 
-    def _noise(self, model: FModel, mu: float, convention: Convention):
+    def propose(self, model: FModel, mu: float, convention: Convention) -> Proposal:
         W = self._weight_matrix(model)
         pairs = pair_covariances(model, convention)
         m = model.dim
@@ -185,12 +188,13 @@ class OptimalGaussian(GaussianMechanism):
                 tau += more
         cov_text, cov_warn = _cov_text(model, convention)
         q = max_mahalanobis(pairs, Sigma)
-        return NoiseDistribution.gaussian_from_covariance(Sigma), {
-            "sensitivity": float(np.linalg.norm(model.mean_differences(), axis=1).max()),
-            "sensitivity_label": "Δ_E,2",
-            "assumptions": (_GAUSSIAN, cov_text),
-            "warnings": [cov_warn],
-            "details": {
+        return Proposal.of(
+            NoiseDistribution.gaussian_from_covariance(Sigma),
+            sensitivity=float(np.linalg.norm(model.mean_differences(), axis=1).max()),
+            sensitivity_label="Δ_E,2",
+            assumptions=(_GAUSSIAN, cov_text),
+            warnings=[cov_warn],
+            details={
                 "objective": float(np.trace(W @ Sigma)),
                 "utility": "weights" if self.weights is not None else self.utility,
                 "solver": solver,
@@ -199,4 +203,4 @@ class OptimalGaussian(GaussianMechanism):
                 "certified_max_mu": q if math.isfinite(q) else None,
                 "top_up": tau,
             },
-        }
+        )

@@ -13,7 +13,13 @@ import numpy as np
 
 from distprivacy.distances import ProgressCallback, closeness_radii
 from distprivacy.exceptions import LimitWarning, Notice
-from distprivacy.mechanisms.base import BASIS_SAMPLES, Calibration, Mechanism, delta_e
+from distprivacy.mechanisms.base import (
+    BASIS_SAMPLES,
+    Calibration,
+    Mechanism,
+    delta_e,
+    register_mechanism,
+)
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 
@@ -34,6 +40,7 @@ def _per_pair(model: FModel, delta: float, progress: ProgressCallback | None) ->
     return dict(zip(pairs, radii, strict=True))
 
 
+@register_mechanism
 class WassersteinMechanism(Mechanism):
     """Lap(0, Δ_W/ε) on every coordinate, Δ_W = sup_Ψ W∞(f_θi, f_θj) (L1 ground metric).
 
@@ -62,6 +69,7 @@ class WassersteinMechanism(Mechanism):
         )
 
 
+@register_mechanism
 class ApproximateWassersteinMechanism(Mechanism):
     """Lap(0, W/ε) on every coordinate, W the smallest value making every pair (W, δ)-close.
 
@@ -102,6 +110,7 @@ class ApproximateWassersteinMechanism(Mechanism):
         )
 
 
+@register_mechanism
 class BoundedWassersteinMechanism(Mechanism):
     """Lap(0, (Δ_E,1 + 2c)/ε) on every coordinate, c the (1 − δ/2)-quantile of ‖F − E F‖₁.
 

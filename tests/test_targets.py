@@ -1,0 +1,117 @@
+"""Typed privacy targets (issue 22): conversions against independent closed forms (mpmath),
+validation, and met_by on real calibrations (including a deliberately wrong target caught)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.mechanisms import DauM
+from distprivacy.models import GaussianModel
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Rule, as_target, met_by
+
+mpmath.mp.dps = 50
+
+
+def _closed_form_delta(eps: float, mu: float) -> float:
+    """Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) at 50 digits (Balle & Wang 2018, Thm 8)."""
+    e, m = mpmath.mpf(eps), mpmath.mpf(mu)
+    return float(mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2))
+
+
+@pytest.mark.parametrize("mu", [0.05, 0.21029, 0.5, 1.0, 2.5])
+@pytest.mark.parametrize("eps", [0.0, 0.1, 1.0, 2.0, 5.0])
+def test_gdp_delta_is_the_closed_form(mu, eps):
+    want = _closed_form_delta(eps, mu)
+    got = GDP(mu).delta_at(eps)
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+@pytest.mark.parametrize("mu", [0.1, 0.5, 1.5])
+@pytest.mark.parametrize("delta", [1e-6, 1e-3, 0.05])
+def test_epsilon_at_inverts_delta_at(mu, delta):
+    g = GDP(mu)
+    eps = g.epsilon_at(delta)
+    if eps == 0:
+        assert g.delta_at(0.0) <= delta
+        return
+    assert g.delta_at(eps) == pytest.approx(delta, rel=1e-6)
+    assert g.delta_at(eps * 0.99) > delta  # the smallest such ε
+
+
+def test_eps_delta_to_gdp_is_the_largest_mu():
+    t = EpsDelta(1.0, 1e-3)
+    mu = t.to_gdp().mu
+    assert _closed_form_delta(1.0, mu) == pytest.approx(1e-3, rel=1e-6)
+    assert _closed_form_delta(1.0, mu * 1.001) > 1e-3
+    with pytest.raises(DistPrivacyError, match="delta = 0"):
+        EpsDelta(1.0, 0.0).to_gdp()
+
+
+def test_accuracy_and_mu_are_exact_inverses():
+    for a in (0.51, 0.55, 0.576, 0.9):
+        mu = MaxAttackAccuracy(a).to_gdp().mu
+        assert float(mpmath.ncdf(mpmath.mpf(mu) / 2)) == pytest.approx(a, rel=1e-12)
+        assert GDP(mu).max_attack_accuracy.accuracy == pytest.approx(a, rel=1e-12)
+
+
+def test_composition_and_order():
+    assert GDP(0.3).compose(GDP(0.4)).mu == pytest.approx(0.5)
+    assert GDP(0.2) <= GDP(0.3) and GDP(0.2) < GDP(0.3) and not GDP(0.3) <= GDP(0.2)
+    with pytest.raises(DistPrivacyError):
+        GDP(0.3).compose(EpsDelta(1, 1e-3))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: GDP(-1),
+        lambda: GDP(0),
+        lambda: GDP(float("nan")),
+        lambda: GDP(True),
+        lambda: GDP("0.5"),
+        lambda: EpsDelta(1, 1),
+        lambda: EpsDelta(0, 1e-3),
+        lambda: EpsDelta(math.inf, 1e-3),
+        lambda: MaxAttackAccuracy(0.5),
+        lambda: MaxAttackAccuracy(1.0),
+        lambda: as_target(1.0, 1e-3, mu=0.5),
+        lambda: as_target(),
+        lambda: as_target(1.0),
+        lambda: Rule.parse("Exact"),
+    ],
+)
+def test_bad_targets_are_one_line_errors(make):
+    with pytest.raises(DistPrivacyError) as e:
+        make()
+    assert "\n" not in str(e.value)
+
+
+def test_as_target_forms():
+    assert as_target(1.0, 1e-3) == EpsDelta(1.0, 1e-3)
+    assert as_target(mu=0.4) == GDP(0.4)
+    assert as_target(max_accuracy=0.55) == MaxAttackAccuracy(0.55)
+    assert Rule.parse("classic") is Rule.CLASSIC and Rule.parse(Rule.EXACT) is Rule.EXACT
+
+
+def _model() -> GaussianModel:
+    cov = np.array([[22.0, -6.0], [-6.0, 13.0]])
+    return GaussianModel(
+        ["a", "b"], [[100.0, 101.0], [99.0, 102.0]], [cov, cov], [("a", "b")], ["x", "y"]
+    )
+
+
+def test_met_by_a_real_calibration_and_a_wrong_target_is_caught():
+    cal = DauM(epsilon=0.5, delta=1e-3).calibrate(_model())
+    g = cal.guarantee
+    assert met_by(EpsDelta(0.5, 1e-3), g)
+    assert met_by(GDP(g.mu), g)
+    assert met_by(MaxAttackAccuracy(g.max_attack_accuracy), g)
+    # The same noise does not meet a target ten times stricter, nor a smaller μ.
+    assert not met_by(EpsDelta(0.5, 1e-4), g)
+    assert not met_by(GDP(g.mu * 0.9), g)
+    assert not met_by(MaxAttackAccuracy(0.5 + (g.max_attack_accuracy - 0.5) * 0.9), g)
