@@ -151,10 +151,28 @@ def train(
         )
 
 
-def _load(path: str):
-    from distprivacy.inference.population import ModelPopulation
+def _load(path: str, factory: str | None = None, trusted: tuple[str, ...] = ()):
+    """A ModelPopulation (``.npz``) or the user's saved models (``.safetensors``, ``.skops``)."""
+    from distprivacy.commands._models_saved import load_any
 
-    return ModelPopulation.load(path)
+    return load_any(path, factory=factory, trusted=trusted)
+
+
+_FACTORY_OPTION = click.option(
+    "--estimator",
+    "factory",
+    default=None,
+    metavar="torch:FILE.py:make",
+    help="PyTorch populations (.safetensors) only: the factory the networks were built with "
+    "(imported and run: name only files you trust).",
+)
+_TRUST_OPTION = click.option(
+    "--trust",
+    "trusted",
+    multiple=True,
+    metavar="TYPE",
+    help="scikit-learn populations (.skops) only: an extra type name to trust (repeatable).",
+)
 
 
 def _settings(pop: Any, path: str) -> dict[str, Any]:
@@ -201,6 +219,8 @@ def _settings(pop: Any, path: str) -> dict[str, Any]:
 )
 @click.option("--pin-epochs", type=POSITIVE_INT, default=30, show_default=True)
 @click.option("--seed", type=SEED, default=0, show_default=True)
+@_FACTORY_OPTION
+@_TRUST_OPTION
 @adult_data_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def attack(
@@ -210,6 +230,8 @@ def attack(
     n_test: int,
     pin_epochs: int,
     seed: int,
+    factory: str | None,
+    trusted: tuple[str, ...],
     data: str | None,
     as_json: bool,
 ) -> None:
@@ -218,8 +240,8 @@ def attack(
     from distprivacy.inference.census import test_sets
 
     chosen = list(dict.fromkeys(attacks)) or list(ATTACKS)
-    adv = tuple(_load(p) for p in adversary)
-    vic = tuple(_load(p) for p in victim)
+    adv = tuple(_load(p, factory, trusted) for p in adversary)
+    vic = tuple(_load(p, factory, trusted) for p in victim)
     d0 = d1 = None
     if _DATA_ATTACKS & set(chosen):
         s0, s1 = (_settings(p, path) for p, path in zip(adv, adversary, strict=True))
@@ -278,10 +300,13 @@ def attack(
 
 @models.command(name="info")
 @click.argument("path", type=click.Path())
+@_FACTORY_OPTION
+@_TRUST_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(path: str, as_json: bool) -> None:
-    """Describe a saved population (architecture, size, how it was trained)."""
-    pop = _load(path)
+def info(path: str, factory: str | None, trusted: tuple[str, ...], as_json: bool) -> None:
+    """Describe a saved population (.npz, .safetensors or .skops: architecture, size, how it
+    was trained)."""
+    pop = _load(path, factory, trusted)
     meta = {k: v for k, v in pop.meta.items() if k not in ("per_model", "feature_names")}
     out = {
         "path": path,
@@ -422,3 +447,13 @@ def render(out_dir: str) -> None:
     from distprivacy.experiments.model_inference import render as rebuild
 
     click.echo(f"Wrote {rebuild(out_dir)}")
+
+
+def _register_graph() -> None:
+    """``distprivacy models graph`` (the graph game, :mod:`distprivacy.commands.models_graph`)."""
+    from distprivacy.commands.models_graph import graph as models_graph
+
+    models.add_command(models_graph)
+
+
+_register_graph()
