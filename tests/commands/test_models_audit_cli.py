@@ -85,3 +85,13 @@ def test_audit_on_cps1988_reveals_the_share_of_african_american_workers(tmp_path
     assert main(args) == 0
     by_name = {r["name"]: r for r in json.loads(capsys.readouterr().out)["attacks"]}
     assert by_name["meta-classifier (sorted weights)"]["ci95"][0] > 0.5
+
+
+def test_mlp_and_tree_estimators_run_every_applicable_attack(table, capsys):
+    base = ["models", "audit", "--data", str(table), "--label", "y", "--features", "x",
+            "--protect", "sex==Female", "--n-models", "4", "--n-train", "100",
+            "--json"]  # fmt: skip
+    assert main([*base, "--estimator", "mlp"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["attacks"]) == 4  # MLP weights: white-box
+    assert main([*base, "--estimator", "tree"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["attacks"]) == 3  # no parameter vector

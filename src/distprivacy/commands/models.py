@@ -471,7 +471,7 @@ _register_graph()
     "--estimator",
     default="logistic",
     show_default=True,
-    help="logistic, tree or sklearn:MODULE:CLASS.",
+    help="logistic, mlp, tree, sklearn:MODULE:CLASS or torch:FILE.py:make.",
 )
 @click.option("--n-models", type=POSITIVE_INT, default=100, show_default=True)
 @click.option("--n-train", type=POSITIVE_INT, default=500, show_default=True)

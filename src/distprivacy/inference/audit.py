@@ -32,12 +32,28 @@ ESTIMATORS = ("logistic", "tree")
 
 
 def make_estimator(spec: str) -> Any:
-    """An unfitted classifier from ``spec``: ``logistic``, ``tree`` or
-    ``sklearn:MODULE:CLASS`` (imported; must have ``fit`` and ``predict_proba``)."""
+    """An unfitted classifier from ``spec``: ``logistic``, ``mlp`` (scikit-learn's
+    ``MLPClassifier``, 32-16 hidden units), ``tree``, ``sklearn:MODULE:CLASS`` (imported; must
+    have ``fit`` and ``predict_proba``) or ``torch:FILE.py:make``
+    (:class:`~distprivacy.inference.torch_estimator.TorchEstimator`)."""
     if spec == "logistic":
         from sklearn.linear_model import LogisticRegression
 
         return LogisticRegression(max_iter=1000)
+    if spec == "mlp":
+        from sklearn.neural_network import MLPClassifier
+
+        return MLPClassifier(hidden_layer_sizes=(32, 16), max_iter=300)
+    if spec.startswith("torch:"):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise DistPrivacyError(
+                "torch estimators need PyTorch; install it (pip install torch)"
+            ) from None
+        from distprivacy.inference.torch_estimator import TorchEstimator
+
+        return TorchEstimator(spec)
     if spec == "tree":
         from sklearn.tree import DecisionTreeClassifier
 
@@ -57,7 +73,8 @@ def make_estimator(spec: str) -> Any:
             )
         return est
     raise DistPrivacyError(
-        f"unknown estimator {spec!r}; give logistic, tree or sklearn:MODULE:CLASS"
+        f"unknown estimator {spec!r}; give logistic, mlp, tree, sklearn:MODULE:CLASS or "
+        "torch:FILE.py:make"
     )
 
 

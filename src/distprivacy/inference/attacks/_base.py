@@ -105,8 +105,9 @@ def score_predictions(
 
 
 def _check_population(pop: Population, what: str) -> None:
+    names = set(dir(pop))  # not hasattr: a property may raise (a tree has no weights)
     for attr in ("weights", "biases", "n_models", "layer_sizes"):
-        if not hasattr(pop, attr):
+        if attr not in names:
             raise DistPrivacyError(
                 f"{what} must be a ModelPopulation (missing {attr!r}); load one with "
                 "ModelPopulation.load or train one with train_population"
