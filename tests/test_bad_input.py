@@ -165,6 +165,8 @@ def test_bad_seed_python(seed):
 
 # (command, option, bad values, words one of which the message names: the option or, where
 # the library's own check answers, the parameter as the library calls it).
+GRAPH = ["models", "graph", "--degrees", "3,4"]
+AUDIT = ["models", "audit", "--data", "t.csv", "--label", "y", "--protect", "a==b"]
 TRAIN = ["models", "train", "--property", "sex", "--ratio", "0.5", "--out", "m.npz"]
 NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["calibrate"], "--epsilon", ["nan", "inf", "-inf", "-1", "0", "1e400", "abc", ""], ()),
@@ -219,6 +221,14 @@ NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["models", "reproduce", "--out", "o"], "--n-train", ["0"], ()),
     (["models", "reproduce", "--out", "o"], "--repetitions", ["0"], ()),
     (["models", "reproduce", "--out", "o"], "--alphas", ["nan"], ()),
+    (GRAPH, "--n-models", ["0"], ()),
+    (GRAPH, "--n-shadow", ["0"], ()),
+    (GRAPH, "--hidden", ["0"], ()),
+    (GRAPH, "--epochs", ["0"], ()),
+    (GRAPH, "--random-prune", ["nan", "-1"], ("prune",)),
+    (GRAPH, "--tolerance", ["nan", "0"], ()),
+    (AUDIT, "--n-models", ["0"], ()),
+    (AUDIT, "--n-train", ["0", "nan"], ()),
 ]
 NUMERIC_CASES = [
     pytest.param(cmd, opt, v, words, id=f"{' '.join(cmd[:2])} {opt}={v}")
