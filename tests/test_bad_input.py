@@ -165,6 +165,7 @@ def test_bad_seed_python(seed):
 
 # (command, option, bad values, words one of which the message names: the option or, where
 # the library's own check answers, the parameter as the library calls it).
+AUDIT = ["models", "audit", "--data", "t.csv", "--label", "y", "--protect", "a==b"]
 TRAIN = ["models", "train", "--property", "sex", "--ratio", "0.5", "--out", "m.npz"]
 NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["calibrate"], "--epsilon", ["nan", "inf", "-inf", "-1", "0", "1e400", "abc", ""], ()),
@@ -225,6 +226,8 @@ NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["models", "reproduce", "--out", "o"], "--n-train", ["0"], ()),
     (["models", "reproduce", "--out", "o"], "--repetitions", ["0"], ()),
     (["models", "reproduce", "--out", "o"], "--alphas", ["nan"], ()),
+    (AUDIT, "--n-models", ["0"], ()),
+    (AUDIT, "--n-train", ["0", "nan"], ()),
 ]
 NUMERIC_CASES = [
     pytest.param(cmd, opt, v, words, id=f"{' '.join(cmd[:2])} {opt}={v}")

@@ -151,10 +151,28 @@ def train(
         )
 
 
-def _load(path: str):
-    from distprivacy.inference.population import ModelPopulation
+def _load(path: str, factory: str | None = None, trusted: tuple[str, ...] = ()):
+    """A ModelPopulation (``.npz``) or the user's saved models (``.safetensors``, ``.skops``)."""
+    from distprivacy.commands._models_saved import load_any
 
-    return ModelPopulation.load(path)
+    return load_any(path, factory=factory, trusted=trusted)
+
+
+_FACTORY_OPTION = click.option(
+    "--estimator",
+    "factory",
+    default=None,
+    metavar="torch:FILE.py:make",
+    help="PyTorch populations (.safetensors) only: the factory the networks were built with "
+    "(imported and run: name only files you trust).",
+)
+_TRUST_OPTION = click.option(
+    "--trust",
+    "trusted",
+    multiple=True,
+    metavar="TYPE",
+    help="scikit-learn populations (.skops) only: an extra type name to trust (repeatable).",
+)
 
 
 def _settings(pop: Any, path: str) -> dict[str, Any]:
@@ -201,6 +219,8 @@ def _settings(pop: Any, path: str) -> dict[str, Any]:
 )
 @click.option("--pin-epochs", type=POSITIVE_INT, default=30, show_default=True)
 @click.option("--seed", type=SEED, default=0, show_default=True)
+@_FACTORY_OPTION
+@_TRUST_OPTION
 @adult_data_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def attack(
@@ -210,6 +230,8 @@ def attack(
     n_test: int,
     pin_epochs: int,
     seed: int,
+    factory: str | None,
+    trusted: tuple[str, ...],
     data: str | None,
     as_json: bool,
 ) -> None:
@@ -218,8 +240,8 @@ def attack(
     from distprivacy.inference.census import test_sets
 
     chosen = list(dict.fromkeys(attacks)) or list(ATTACKS)
-    adv = tuple(_load(p) for p in adversary)
-    vic = tuple(_load(p) for p in victim)
+    adv = tuple(_load(p, factory, trusted) for p in adversary)
+    vic = tuple(_load(p, factory, trusted) for p in victim)
     d0 = d1 = None
     if _DATA_ATTACKS & set(chosen):
         s0, s1 = (_settings(p, path) for p, path in zip(adv, adversary, strict=True))
@@ -278,10 +300,13 @@ def attack(
 
 @models.command(name="info")
 @click.argument("path", type=click.Path())
+@_FACTORY_OPTION
+@_TRUST_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(path: str, as_json: bool) -> None:
-    """Describe a saved population (architecture, size, how it was trained)."""
-    pop = _load(path)
+def info(path: str, factory: str | None, trusted: tuple[str, ...], as_json: bool) -> None:
+    """Describe a saved population (.npz, .safetensors or .skops: architecture, size, how it
+    was trained)."""
+    pop = _load(path, factory, trusted)
     meta = {k: v for k, v in pop.meta.items() if k not in ("per_model", "feature_names")}
     out = {
         "path": path,
@@ -425,10 +450,74 @@ def render(out_dir: str) -> None:
 
 
 def _register_graph() -> None:
-    """`models graph` (Suri & Evans §4: the mean node degree of a training graph)."""
-    from distprivacy.commands.models_graph import graph
+    """``distprivacy models graph`` (the graph game, :mod:`distprivacy.commands.models_graph`)."""
+    from distprivacy.commands.models_graph import graph as models_graph
 
-    models.add_command(graph)
+    models.add_command(models_graph)
 
 
 _register_graph()
+
+
+@models.command(name="audit")
+@click.option("--data", "data_path", type=click.Path(), required=True, help="CSV/Parquet table.")
+@click.option("--label", required=True, help="The binary label column the models predict.")
+@click.option(
+    "--features", default=None, help="Comma-separated feature columns (default: all but --label)."
+)
+@click.option("--protect", required=True, help="The protected property, e.g. 'sex==Female'.")
+@click.option("--ratios", default="0.3,0.5", show_default=True, help="α0,α1 of the game.")
+@click.option(
+    "--estimator",
+    default="logistic",
+    show_default=True,
+    help="logistic, mlp, tree, sklearn:MODULE:CLASS or torch:FILE.py:make.",
+)
+@click.option("--n-models", type=POSITIVE_INT, default=100, show_default=True)
+@click.option("--n-train", type=POSITIVE_INT, default=500, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def audit(
+    data_path: str,
+    label: str,
+    features: str | None,
+    protect: str,
+    ratios: str,
+    estimator: str,
+    n_models: int,
+    n_train: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """How well do models trained on your table reveal the share of protected rows?
+    (Suri & Evans' game: accuracy of every applicable attack with its 95 % interval.)"""
+    import sys
+
+    from distprivacy.commands._common import LazyProgress
+    from distprivacy.datasets import load_table
+    from distprivacy.inference.audit import audit_game, make_estimator, run_attacks
+
+    alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
+    if len(alphas) != 2:
+        raise DistPrivacyError(f"--ratios takes two values α0,α1, got {ratios!r}")
+    est = make_estimator(estimator)
+    table = load_table(data_path)
+    cols = None if features is None else [c.strip() for c in features.split(",") if c.strip()]
+    game = audit_game(
+        table, label=label, protect=protect, ratios=(alphas[0], alphas[1]), estimator=est,
+        n_models=n_models, n_train=n_train, features=cols, random_state=seed,
+        progress=LazyProgress("training shadow models", sys.stderr.isatty() and not as_json),
+    )  # fmt: skip
+    results = run_attacks(game, random_state=seed)
+    if as_json:
+        out = {"protect": protect, "ratios": list(alphas), "estimator": estimator}
+        click.echo(dumps_json({**out, "attacks": [r.to_dict() for r in results]}))
+        return
+    pct = [f"{100 * a:g} %" for a in alphas]
+    for r in results:
+        lo, hi = r.interval
+        click.echo(
+            f"{r.name}: a model trained on your data reveals whether `{protect}` records are "
+            f"{pct[0]} or {pct[1]} of it with {100 * r.accuracy:.0f} % accuracy "
+            f"[{100 * lo:.0f} %, {100 * hi:.0f} %] ({r.n} victim models)"
+        )

@@ -104,9 +104,18 @@ def score_predictions(
 # ------------------------------------------------------------------------------------------------
 
 
+def _has(pop: Any, attr: str) -> bool:
+    """``hasattr``, except that a property raising DistPrivacyError (a population of trees has
+    no weights) still counts as present: the attacks that need it say so when they read it."""
+    try:
+        return hasattr(pop, attr)
+    except DistPrivacyError:
+        return True
+
+
 def _check_population(pop: Population, what: str) -> None:
     for attr in ("weights", "biases", "n_models", "layer_sizes"):
-        if not hasattr(pop, attr):
+        if not _has(pop, attr):
             raise DistPrivacyError(
                 f"{what} must be a ModelPopulation (missing {attr!r}); load one with "
                 "ModelPopulation.load or train one with train_population"
