@@ -125,6 +125,62 @@ def test_money_columns_keep_precision_at_large_offsets(spec):
     assert_same_moments(ref, duck)
 
 
+def _money_by_stratum(rng: np.random.Generator, N: int = 50_000) -> pd.DataFrame:
+    """Balances near 0 for one stratum and near a billion (SD 1) for the other, the file
+    sorted by stratum: its first rows hold no record of the second, whose one-pass shift then
+    falls back to the first rows' mean, a billion SDs off."""
+    rich = np.sort(rng.random(N) < 0.3)
+    return pd.DataFrame(
+        {
+            "income": np.where(rich, ">50K", "<=50K"),
+            "balance": np.where(rich, 1e9, 0.0) + rng.normal(0, 1.0, N).round(2),
+            "age": rng.integers(18, 90, N).astype(float),
+        }
+    )
+
+
+def test_exact_moments_take_one_scan_and_refine_when_the_shift_is_far(spec, monkeypatch):
+    """One grouped scan (after a read of the first rows) gives the exact moments; a file whose
+    first rows are far from the mean gets a second, centred scan — and the same moments as the
+    two-pass NumPy reference either way."""
+    from distprivacy.engines._sql import SQLEngine
+
+    calls = []
+    original = SQLEngine._centred_scatter
+
+    def counting(self, *a, **k):
+        calls.append(1)
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(SQLEngine, "_centred_scatter", counting)
+    rng = np.random.default_rng(7)
+    q = Query.parse("sum:balance,mean:age")
+    shuffled = _money_by_stratum(rng).sample(frac=1.0, random_state=3).reset_index(drop=True)
+    assert_same_moments(
+        ExactModel().fit(shuffled, spec, q), ExactModel().fit(shuffled, spec, q, engine="duckdb")
+    )
+    assert calls == []  # one pass sufficed
+    df = _money_by_stratum(rng)
+    eng = resolve_engine("duckdb", df)
+    assert_same_moments(ExactModel().fit(df, spec, q), ExactModel().fit(eng, spec, q))
+    assert calls == [1]
+
+
+def test_padded_predicate_values_match_as_in_memory(tmp_path):
+    """Predicates on text compare stripped values: a padded CSV value matches, a quoted padded
+    literal matches nothing (as in pandas), whatever the fast path of the SQL form."""
+    from distprivacy.datasets import load_table
+
+    path = tmp_path / "t.csv"
+    path.write_text("sex,x\n Female,1\nFemale ,2\nMale,3\nFemales,4\n", encoding="utf-8")
+    eng = resolve_engine("duckdb", str(path))
+    frame = load_table(str(path))
+    for text in ("sex==Female", "sex!=Female", "sex=='Female '", "sex!='Female '"):
+        q = Query.parse(f"count:{text}")
+        got = eng.random_subset_statistics(q, 4, random_state=0)  # all 4 rows: the whole count
+        assert got[0] == q.evaluate(frame)[0], text
+
+
 # ---------------------------------------------------------------------------------------------
 # Monte-Carlo subsets
 # ---------------------------------------------------------------------------------------------

@@ -187,20 +187,16 @@ class DuckDBEngine(SQLEngine):
             reader = stream(self.batch_rows)
             for batch in reader:
                 s = batch.column(0).to_numpy(zero_copy_only=False)
-                V = None
                 for f in (True, False):
                     rows = np.flatnonzero(s == f)
                     w = wanted[f]
                     lo, hi = np.searchsorted(w, [seen[f], seen[f] + len(rows)])
                     if hi > lo:
-                        if V is None:
-                            V = np.column_stack(
-                                [
-                                    batch.column(k + 1).to_numpy(zero_copy_only=False)
-                                    for k in range(m)
-                                ]
-                            ).astype(float)
-                        found[f][lo:hi] = V[rows[w[lo:hi] - seen[f]]]
+                        # Only the drawn rows leave Arrow (a take, then one column each).
+                        sub = batch.take(rows[w[lo:hi] - seen[f]])
+                        found[f][lo:hi] = np.column_stack(
+                            [sub.column(k + 1).to_numpy(zero_copy_only=False) for k in range(m)]
+                        )
                     seen[f] += len(rows)
         except self._duckdb.Error as exc:
             raise EngineError(f"DuckDB failed on {self._source}: {one_line(exc)}") from None
@@ -211,6 +207,13 @@ class DuckDBEngine(SQLEngine):
             sel = flags == f
             G[sel] = found[f][np.searchsorted(wanted[f], pos[sel])]
         return G.reshape(-1, n, m).sum(axis=1)
+
+    def _ordered_fetch(self, sql: str) -> list[tuple]:
+        try:
+            self.con.execute("SET preserve_insertion_order = true")
+            return self._fetch(sql)
+        finally:
+            self.con.execute("SET preserve_insertion_order = false")
 
     def _fetch(self, sql: str) -> list[tuple]:
         try:

@@ -7,11 +7,13 @@ are missing, and a column is numeric when every non-missing value parses as a nu
 numeric columns NaN is missing too. Predicates compare numbers as numbers and strings (``==``,
 ``!=`` only) after stripping.
 
-Exact moments take two scans: the first groups by the property and sums the per-record values
-g (count, Σ g, min, max, and the count of missing / non-finite values to refuse); the second sums
-the values centred on the first pass's means, Σ (g − ḡ₀) and Σ (g − ḡ₀)(g − ḡ₀)ᵀ, from which
-the exact mean ḡ₀ + Σ(g − ḡ₀)/N and scatter Σ(g − ḡ₀)(g − ḡ₀)ᵀ − N d dᵀ follow without the
-cancellation of raw sums of squares.
+Exact moments take one scan grouped by the property: per stratum the count, and per per-record
+value g its min, max, the count of missing / non-finite values (to refuse), and the sums
+Σ (g − c) and Σ (g − c)(g − c)ᵀ shifted by c, the mean of g over the file's first rows (a cheap
+read). The exact mean c + d and scatter Σ(g − c)(g − c)ᵀ − N d dᵀ (d = Σ(g − c)/N) follow;
+with c near the mean they are free of the cancellation of raw sums of squares, and where c is
+more than :attr:`SQLEngine.refine_sds` standard deviations off (a file sorted by that value) a
+second scan centred on the one-pass means recomputes them.
 
 Monte-Carlo subsets: the k-subsets of row numbers inside each stratum are drawn in NumPy (the
 same sampler, in the same order, as in memory), then the drawn records are summed per subset.
@@ -108,6 +110,9 @@ class Dialect:
     def is_nan(self, expr: str) -> str:
         return f"isnan({expr})"
 
+    def contains(self, expr: str, literal: str) -> str:
+        return f"contains({expr}, {literal})"
+
     def is_finite(self, expr: str) -> str:
         return f"isfinite({expr})"
 
@@ -136,6 +141,9 @@ class SparkDialect(Dialect):
 
     def sum(self, expr: str) -> str:
         return f"sum({expr})"
+
+    def contains(self, expr: str, literal: str) -> str:
+        return f"(instr({expr}, {literal}) > 0)"
 
     def is_finite(self, expr: str) -> str:
         return f"(NOT isnan({expr}) AND abs({expr}) <> CAST('Infinity' AS DOUBLE))"
@@ -250,7 +258,15 @@ class Compiler:
                 raise DistPrivacyError(
                     f"column {pred.column!r} is not numeric; only == and != apply to it"
                 )
-            return f"({self.text(pred.column)} {op} {self.d.string(str(pred.value))})"
+            value = str(pred.value)
+            raw, lit = self.raw(pred.column), self.d.string(value)
+            if not value or value != value.strip(" \t\n\v\f\r"):  # never equal: as pandas
+                return f"({self.text(pred.column)} {op} {lit})"
+            # A stripped value: a raw value equal to it needs no trim, and one that does not
+            # contain it cannot trim to it, so the (costly) trim runs on the rest only.
+            trimmed = f"({self.d.contains(raw, lit)} AND {self.text(pred.column)} = {lit})"
+            eq = f"({raw} = {lit} OR {trimmed})"
+            return eq if pred.op == "==" else f"(NOT {eq})"
         raise SQLCompileError(
             f"the predicate {pred} does not compile to SQL: column {pred.column!r} has type "
             f"{self.column(pred.column).type}; compare a numeric or string column, or use "
@@ -263,9 +279,12 @@ class Compiler:
         """(per-record value g, condition making the record unusable, error message): the
         statistic's own SQL form (:meth:`~distprivacy.query.Statistic.sql_value`)."""
         try:
-            return stat.sql_value(self)
+            g, bad, msg = stat.sql_value(self)
         except NoSQLFormError as e:
             raise UnsupportedStatisticError(str(e)) from None
+        # Always a DOUBLE: an indicator's ``THEN 1.0 ELSE 0.0`` is a DECIMAL in DuckDB, which
+        # Arrow hands to NumPy as Python Decimal objects (30x slower to convert).
+        return f"CAST(({g}) AS DOUBLE)", bad, msg
 
 
 class SQLEngine(Engine):
@@ -283,6 +302,7 @@ class SQLEngine(Engine):
         self._typed: set[str] = set()
         self._moments: dict[tuple, tuple[StratumMoments, StratumMoments]] = {}
         self._first: dict[tuple, dict] = {}
+        self._shifted: dict[tuple, dict] = {}
 
     # -- what subclasses provide -------------------------------------------------------------
 
@@ -351,37 +371,112 @@ class SQLEngine(Engine):
 
     # -- validation and exact moments --------------------------------------------------------
 
+    #: Rows (the first ones, in file order) whose means shift the one-pass sums.
+    pilot_rows = 10_000
+    #: Beyond this many standard deviations between a stratum's mean and its shift (for some
+    #: statistic) the scatter is recomputed by a second pass centred on the exact means: the
+    #: one-pass scatter loses precision in proportion to that ratio squared.
+    refine_sds = 100.0
+
     def _first_pass(
         self, query: Query, spec: ProtectionSpec | None
     ) -> dict[object, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per stratum (True / False / None for an undecidable predicate): count, Σ g, min g,
-        max g and the count of unusable values per statistic (one scan, cached)."""
+        max g and the count of unusable values per statistic (one scan, cached; the same scan
+        sums the shifted scatter :meth:`strata_moments` needs)."""
         key = (None if spec is None else str(spec.predicate), query.names)
         if key not in self._first:
-            self._first[key] = self._scan_first(query, spec)
+            self._first[key], self._shifted[key] = self._scan_first(query, spec)
         return self._first[key]
+
+    def _ordered_fetch(self, sql: str) -> list[tuple]:
+        """Rows of ``sql`` read in file order where the engine can (DuckDB): a ``LIMIT`` then
+        takes the file's first rows, reproducibly."""
+        return self._fetch(sql)
+
+    def _pilot(self, values: list[tuple[str, str, str]], stratum: str) -> dict[bool, np.ndarray]:
+        """Per stratum, the mean of each g over the file's first :attr:`pilot_rows` rows (0
+        where there is none): the shift c of the one-pass sums Σ (g − c) and
+        Σ (g − c)(g − c)ᵀ. Any c gives the exact moments in exact arithmetic; one near the mean
+        keeps floating point free of the cancellation of raw sums of squares."""
+        avg = ", ".join(f"avg(CASE WHEN {bad} THEN NULL ELSE {v} END)" for v, bad, _ in values)
+        sql = (
+            f"SELECT {stratum} AS s, {avg} FROM "
+            f"(SELECT * FROM {self.view} LIMIT {self.pilot_rows}) AS h GROUP BY 1"
+        )
+        got = {
+            bool(r[0]): np.array([np.nan if x is None else float(x) for x in r[1:]])
+            for r in self._ordered_fetch(sql)
+            if r[0] is not None
+        }
+        m = len(values)
+        pooled = np.zeros(m)
+        if got:
+            with np.errstate(all="ignore"):
+                stack = np.stack(list(got.values()))
+                ok = np.isfinite(stack)
+                pooled = np.where(ok.any(axis=0), np.where(ok, stack, 0).sum(0) / ok.sum(0), 0.0)
+        out = {}
+        for flag in (True, False):
+            c = got.get(flag, pooled)
+            out[flag] = np.where(np.isfinite(c), c, pooled)
+        return out
 
     def _scan_first(
         self, query: Query, spec: ProtectionSpec | None
-    ) -> dict[object, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    ) -> tuple[dict[object, tuple], dict[object, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """One scan grouped by the property (and the dialect's buckets): per stratum the count,
+        and per statistic Σ (g − c), min g, max g, the unusable count, and Σ (g − c)(g − c)ᵀ,
+        the shift c from :meth:`_pilot`. Partial sums (per bucket) are added exactly here
+        (math.fsum)."""
         _, values, stratum = self._compile(query, spec)
         d = self.dialect
-        parts = [f"{stratum} AS s", "count(*) AS n"]
-        for k, (v, bad, _) in enumerate(values):
-            parts += [
-                f"{d.sum(f'CASE WHEN {bad} THEN 0.0 ELSE {v} END')} AS sum{k}",
-                f"min(CASE WHEN {bad} THEN NULL ELSE {v} END) AS min{k}",
-                f"max(CASE WHEN {bad} THEN NULL ELSE {v} END) AS max{k}",
-                f"sum(CASE WHEN {bad} THEN 1 ELSE 0 END) AS bad{k}",
-            ]
-        sql = f"SELECT {', '.join(parts)} FROM {self.view} GROUP BY 1"
-        out = {}
         m = query.dim
+        shift = self._pilot(values, stratum)
+        inner = ", ".join(f"{v} AS v{k}, {bad} AS u{k}" for k, (v, bad, _) in enumerate(values))
+        cexpr = ", ".join(
+            f"CASE WHEN u{k} THEN 0.0 ELSE v{k} - CASE WHEN s THEN {d.double(shift[True][k])} "
+            f"ELSE {d.double(shift[False][k])} END END AS c{k}"
+            for k in range(m)
+        )
+        keep = ", ".join(f"v{k}, u{k}" for k in range(m))
+        sel = ["s", f"{d.bucket} AS b" if d.bucket else "0 AS b", "count(*) AS n"]
+        for k in range(m):
+            sel += [
+                d.sum(f"c{k}"),
+                f"min(CASE WHEN u{k} THEN NULL ELSE v{k} END)",
+                f"max(CASE WHEN u{k} THEN NULL ELSE v{k} END)",
+                f"sum(CASE WHEN u{k} THEN 1 ELSE 0 END)",
+            ]
+        sel += [d.sum(f"c{i} * c{j}") for i in range(m) for j in range(i, m)]
+        sql = (
+            f"SELECT {', '.join(sel)} FROM (SELECT s, {keep}, {cexpr} FROM "
+            f"(SELECT {stratum} AS s, {inner} FROM {self.view}) AS g) AS c GROUP BY 1, 2"
+        )
+        parts: dict[object, list[tuple]] = {}
         for row in self._fetch(sql):
-            key, n = row[0], int(row[1])
-            r = np.array([np.nan if x is None else float(x) for x in row[2:]]).reshape(m, 4)
-            out[None if key is None else bool(key)] = (n, r[:, 0], r[:, 1], r[:, 2], r[:, 3])
-        return out
+            parts.setdefault(None if row[0] is None else bool(row[0]), []).append(row[2:])
+        first, shifted = {}, {}
+        iu = np.triu_indices(m)
+        for key, rows in parts.items():
+            n = sum(int(r[0]) for r in rows)
+            per = [r[1 : 1 + 4 * m] for r in rows]
+
+            def col(i: int, per: list = per) -> list:
+                return [r[i] for r in per if r[i] is not None]
+
+            tot = np.array([math.fsum(float(x) for x in col(4 * k)) for k in range(m)])
+            lo = np.array([min(map(float, col(4 * k + 1)), default=np.nan) for k in range(m)])
+            hi = np.array([max(map(float, col(4 * k + 2)), default=np.nan) for k in range(m)])
+            bad = np.array([float(sum(int(x) for x in col(4 * k + 3))) for k in range(m)])
+            C = np.zeros((m, m))
+            C[iu] = [math.fsum(float(r[j]) for r in rows) for j in range(1 + 4 * m, len(rows[0]))]
+            C = C + np.triu(C, 1).T
+            c = shift[True if key is None else key]
+            with np.errstate(all="ignore"):
+                first[key] = (n, tot + (n - bad) * c, lo, hi, bad)
+            shifted[key] = (c, tot, C)
+        return first, shifted
 
     def _check_first_pass(self, query: Query, spec: ProtectionSpec | None, first: dict) -> None:
         _, values, _ = self._compile(query, spec)
@@ -413,12 +508,36 @@ class SQLEngine(Engine):
         pos, neg = first.get(True, empty), first.get(False, empty)
         check_strata(spec, pos[0], neg[0])
         require_finite(query, np.stack([pos[1], neg[1]]), "sum", matrix=False)
-        mu0 = {True: pos[1] / pos[0], False: neg[1] / neg[0]}
+        shifted = self._shifted[key]
+        scatter = {}
+        for flag, row in ((True, pos), (False, neg)):
+            c, tot, C = shifted[flag]
+            dlt = tot / row[0]
+            with np.errstate(all="ignore"):
+                S = C - row[0] * np.outer(dlt, dlt)
+                # Σ(g − c)² / Σ(g − ḡ)² = 1 + (d / SD)²: the digits the subtraction cancels.
+                far = np.diag(C) > self.refine_sds**2 * np.diag(S)
+            scatter[flag] = (c + dlt, S, bool(far.any() or not np.isfinite(S).all()))
+        if any(v[2] for v in scatter.values()):  # a shift too far off: centre on the means
+            scatter = self._centred_scatter(query, spec, {f: v[0] for f, v in scatter.items()})
+        out = []
+        for flag, row in ((True, pos), (False, neg)):
+            mean, S = scatter[flag][0], scatter[flag][1]
+            require_finite(query, S, "sum of squares", matrix=True)
+            out.append(StratumMoments(row[0], mean, S, row[2], row[3]))
+        self._moments[key] = (out[0], out[1])
+        return out[0], out[1]
+
+    def _centred_scatter(
+        self, query: Query, spec: ProtectionSpec, mu0: dict[bool, np.ndarray]
+    ) -> dict[bool, tuple[np.ndarray, np.ndarray, bool]]:
+        """Second pass: Σ (g − ḡ₀) and Σ (g − ḡ₀)(g − ḡ₀)ᵀ centred on the one-pass means ḡ₀,
+        giving the exact mean ḡ₀ + Σ(g − ḡ₀)/N and scatter Σ(g − ḡ₀)(g − ḡ₀)ᵀ − N d dᵀ."""
         _, values, stratum = self._compile(query, spec)
         d = self.dialect
         m = query.dim
         inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
-        sel = ["s", f"{d.bucket} AS b" if d.bucket else "0 AS b"]
+        sel = ["s", f"{d.bucket} AS b" if d.bucket else "0 AS b", "count(*)"]
         sel += [f"{d.sum(f'c{i}')}" for i in range(m)]
         sel += [f"{d.sum(f'c{i} * c{j}')}" for i in range(m) for j in range(i, m)]
         cexpr = ", ".join(
@@ -430,30 +549,20 @@ class SQLEngine(Engine):
             f"SELECT {', '.join(sel)} FROM (SELECT s, {cexpr} FROM "
             f"(SELECT {stratum} AS s, {inner} FROM {self.view}) AS g) AS c GROUP BY 1, 2"
         )
-        # Partial sums per (stratum, bucket), added exactly here (math.fsum): where the engine
-        # has no compensated sum, each partial sum covers a fraction of the records.
         partial: dict[bool, list[list[float]]] = {True: [], False: []}
         for r in self._fetch(sql):
             partial[bool(r[0])].append([float(x) for x in r[2:]])
-        second = {
-            k: np.array([math.fsum(col) for col in zip(*v, strict=True)])
-            for k, v in partial.items()
-            if v
-        }
-        out = []
+        out = {}
         iu = np.triu_indices(m)
-        for flag, first_row in ((True, pos), (False, neg)):
-            N = first_row[0]
-            r = second[flag]
-            dlt = r[:m] / N
+        for flag, rows in partial.items():
+            r = np.array([math.fsum(col) for col in zip(*rows, strict=True)])
+            N = r[0]
+            dlt = r[1 : 1 + m] / N
             S = np.zeros((m, m))
-            S[iu] = r[m:]
+            S[iu] = r[1 + m :]
             S = S + np.triu(S, 1).T
-            S = S - N * np.outer(dlt, dlt)
-            require_finite(query, S, "sum of squares", matrix=True)
-            out.append(StratumMoments(N, mu0[flag] + dlt, S, first_row[2], first_row[3]))
-        self._moments[key] = (out[0], out[1])
-        return out[0], out[1]
+            out[flag] = (mu0[flag] + dlt, S - N * np.outer(dlt, dlt), False)
+        return out
 
     # -- Monte-Carlo subsets -----------------------------------------------------------------
 

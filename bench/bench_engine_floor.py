@@ -1,0 +1,105 @@
+"""DuckDB engine against its floor: the library's model fit vs one hand-written DuckDB query.
+
+Run: ``python bench/bench_engine_floor.py [--rows 20000000] [--repeat 5] [--out DIR]``.
+
+The floor is what a user would write for the same group moments: one query over the Parquet
+file, ``GROUP BY`` the property, with ``count(*)``, ``avg`` of each statistic's per-record value
+and ``covar_pop`` of every pair (DuckDB's own stable covariance). Against it, in the same
+process and alternating (so load drifts hit both alike), each run on a fresh engine:
+
+* ``exact``: ``fit_model(PATH, spec, query, method="exact", engine="duckdb")`` — what
+  ``calibrate --engine duckdb --modeling exact`` fits (issue 22: ≤ 2× the floor);
+* ``auto``: ``method="auto"`` with the default 1,000 Monte-Carlo subsets per θ — the default
+  ``calibrate --engine duckdb`` (≤ 3× the floor).
+
+The file is bench_engines.py's generated Adult resample (``adult_<rows>.parquet``, made here if
+missing). Prints each time (median of ``--repeat``) and the ratios to the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def floor_sql(path: Path) -> str:
+    vs = [
+        "CAST(age AS DOUBLE)",
+        "CAST(education_num AS DOUBLE)",
+        "CASE WHEN marital_status = 'Never-married' THEN 1.0 ELSE 0.0 END",
+        "CASE WHEN sex = 'Female' THEN 1.0 ELSE 0.0 END",
+        "CAST(hours_per_week AS DOUBLE)",
+    ]
+    m = len(vs)
+    inner = ", ".join(f"{v} AS v{i}" for i, v in enumerate(vs))
+    sel = ["count(*)", *(f"avg(v{i})" for i in range(m))]
+    sel += [f"covar_pop(v{i}, v{j})" for i in range(m) for j in range(i, m)]
+    return (
+        f"SELECT s, {', '.join(sel)} FROM (SELECT income = '>50K' AS s, {inner} "
+        f"FROM read_parquet('{path}')) GROUP BY s"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=20_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--data", default=None, help="Adult directory (default: cache/download)")
+    ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "distprivacy-bench"))
+    args = ap.parse_args()
+
+    import duckdb
+
+    from distprivacy.models import fit_model
+    from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+    from distprivacy.resources import memory_limit
+    from distprivacy.spec import ProtectionSpec
+
+    path = Path(args.out) / f"adult_{args.rows}.parquet"
+    if not path.exists():
+        from bench_engines import generate
+
+        from distprivacy.datasets import load_adult
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        generate(load_adult(args.data), args.rows, path)
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    query = Query.parse(ADULT_DEFAULT_STATISTICS)
+    con = duckdb.connect(config={"memory_limit": f"{memory_limit()[0]}B"})
+    sql = floor_sql(path)
+    times: dict[str, list[float]] = {"floor": [], "exact": [], "auto": []}
+    for _ in range(args.repeat):
+        t = time.perf_counter()
+        con.execute(sql).fetchall()
+        times["floor"].append(time.perf_counter() - t)
+        for method in ("exact", "auto"):
+            t = time.perf_counter()
+            fit_model(
+                path, spec, query, method=method, n_samples=1000, random_state=0, engine="duckdb"
+            )
+            times[method].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"# python bench/bench_engine_floor.py --rows {args.rows} --repeat {args.repeat}")
+    print(
+        f"# {path} ({path.stat().st_size / 2**20:.0f} MiB); median of {args.repeat} "
+        "alternating runs"
+    )
+    print(f"  floor  one DuckDB query (count, avg, covar_pop)  {med['floor']:7.2f} s")
+    for k, goal in (("exact", 2.0), ("auto", 3.0)):
+        r = med[k] / med["floor"]
+        ok = "ok" if r <= goal else "OVER"
+        print(
+            f"  {k:5s}  fit_model(method={k!r})  {med[k]:19.2f} s  {r:4.2f}x floor "
+            f"(goal <= {goal:.0f}x) {ok}"
+        )
+
+
+if __name__ == "__main__":
+    main()
