@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 
@@ -55,11 +57,41 @@ def sample_without_replacement(
     return out
 
 
+#: Drawn record indices per batch of subsets (32 MiB of int64): subsets are drawn and summed a
+#: batch at a time, so memory does not grow with the number of subsets. A batch holds
+#: ``max(1, BATCH_INDICES // n)`` subsets; it depends on n only, so that a seed draws the same
+#: subsets on every machine and engine.
+BATCH_INDICES = 1 << 22
+
+
+def subset_batch_rows(n: int) -> int:
+    """Subsets of n records per batch of :func:`draw_subsets`."""
+    return max(1, BATCH_INDICES // max(int(n), 1))
+
+
+def draw_subsets(
+    n_pos: int, n_neg: int, k: int, n: int, size: int, random_state: RandomState = None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``size`` random size-n datasets from θ (k of ``n_pos`` records with the property, n − k
+    of ``n_neg`` without, all without replacement), a batch of
+    :func:`subset_batch_rows` datasets at a time: pairs (rows of positions among the records
+    with the property, rows of positions among those without). Every engine draws through
+    here, so one seed gives the same datasets everywhere."""
+    gen = check_random_state(random_state, secure=False)
+    rows = subset_batch_rows(n)
+    for a in range(0, size, rows):
+        b = min(rows, size - a)
+        yield (
+            sample_without_replacement(n_pos, k, b, gen),
+            sample_without_replacement(n_neg, n - k, b, gen),
+        )
+
+
 def sample_statistics_bytes(size: int, n: int, m: int) -> float:
-    """Peak bytes of :func:`sample_statistics`: the index matrices (the two groups' draws, their
-    concatenation and the rejection step's sorted copy, ≈ 3n int64 per dataset) and F (m floats
-    per dataset)."""
-    return 8.0 * size * (3.0 * n + m)
+    """Peak bytes of :func:`sample_statistics`: one batch's index matrices (the two groups'
+    draws, their concatenation and the rejection step's sorted copy, ≈ 3n int64 per dataset)
+    and F (m floats per dataset)."""
+    return 8.0 * (3.0 * n * min(size, subset_batch_rows(n)) + size * m)
 
 
 def sample_statistics(
@@ -75,7 +107,8 @@ def sample_statistics(
     """F of ``size`` random datasets from θ: k records drawn without replacement from
     ``positives`` (row positions satisfying the property) and n − k from ``negatives``.
 
-    One index matrix, one gather, one reduction (:meth:`Query.evaluate_batch`).
+    Batches of :func:`draw_subsets`: per batch one index matrix, one gather, one reduction
+    (:meth:`Query.evaluate_batch`).
 
     Parameters
     ----------
@@ -91,6 +124,12 @@ def sample_statistics(
         sample_statistics_bytes(size, n, query.dim), f"{size} random datasets of {n} records"
     )
     gen = check_random_state(random_state, secure=False)
-    ia = positives[sample_without_replacement(len(positives), k, size, gen)]
-    ib = negatives[sample_without_replacement(len(negatives), n - k, size, gen)]
-    return query.evaluate_batch(data, np.concatenate([ia, ib], axis=1))
+    out = np.empty((size, query.dim))
+    a = 0
+    for ia, ib in draw_subsets(len(positives), len(negatives), k, n, size, gen):
+        index = np.concatenate([positives[ia], negatives[ib]], axis=1)
+        out[a : a + len(ia)] = query.evaluate_batch(data, index)
+        a += len(ia)
+    if size == 0:
+        query.evaluate_batch(data, np.empty((0, n), dtype=np.int64))
+    return out

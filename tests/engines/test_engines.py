@@ -204,6 +204,40 @@ def test_monte_carlo_duckdb_draws_the_same_subsets_as_pandas(adult, adult_files,
     np.testing.assert_array_equal(duck.covariances_, ref.covariances_)
 
 
+def test_monte_carlo_batches_and_fetching_only_drawn_records_change_nothing(
+    adult, adult_files, spec, monkeypatch
+):
+    """Many subsets are drawn and summed a batch at a time, and a large stratum's records are
+    fetched only where drawn (the draws made twice from one seed): the samples equal, bit for
+    bit, those of pandas, and of DuckDB fetching everything."""
+    import distprivacy.sampling as sampling
+
+    monkeypatch.setattr(sampling, "BATCH_INDICES", 1000)  # 10 subsets of 100 per batch
+    q = Query.parse("mean:age,count:sex==Female,sum:capital_gain")
+    ref = MonteCarloModel(95, random_state=5).fit(adult, spec, q)
+    whole = MonteCarloModel(95, random_state=5).fit(adult_files["parquet"], spec, q)
+    eng = resolve_engine("duckdb", adult_files["parquet"])
+    eng.gather_all_bytes = 0  # fetch only the drawn records
+    some = MonteCarloModel(95, random_state=5).fit(eng, spec, q)
+    for x, y, z in zip(ref.samples_, whole.samples_, some.samples_, strict=True):
+        np.testing.assert_array_equal(y, x)
+        np.testing.assert_array_equal(z, x)
+
+
+def test_draw_subsets_is_the_sampler_in_batches():
+    """One batch is exactly sample_without_replacement's draw (so results from before batching
+    are unchanged when a draw fits one batch), and every row is a set of distinct positions."""
+    from distprivacy.sampling import draw_subsets, sample_without_replacement
+
+    gen = np.random.default_rng(3)
+    (ia, ib), *rest = list(draw_subsets(50, 80, 7, 20, 30, np.random.default_rng(3)))
+    assert rest == []
+    np.testing.assert_array_equal(ia, sample_without_replacement(50, 7, 30, gen))
+    np.testing.assert_array_equal(ib, sample_without_replacement(80, 13, 30, gen))
+    for a, b in draw_subsets(50, 80, 30, 60, 1000, 4):
+        assert all(len(set(r)) == 30 for r in a) and all(len(set(r)) == 30 for r in b)
+
+
 def test_monte_carlo_duckdb_estimates_the_exact_moments(adult, spec, query):
     """The DuckDB subsets are draws from f_θ: each sample mean lies within 5 standard errors
     of the exact mean and each sample variance within 5 standard errors (√(2/(R−1)) σ²) of the

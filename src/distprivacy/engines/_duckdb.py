@@ -162,37 +162,31 @@ class DuckDBEngine(SQLEngine):
             cols.append(Column(name, raw, _kind(type_name, self._csv), type_name))
         return cols
 
-    def _subset_sums(
-        self, query: Query, spec: ProtectionSpec | None, picks: pd.DataFrame, n: int
-    ) -> np.ndarray:
-        """Σ g over each subset of ``picks``, numbering each stratum's records in file order
-        (as the pandas engine does, so that a seed draws the same subsets on both).
+    def _gather(
+        self, query: Query, spec: ProtectionSpec | None, wanted: dict[bool, np.ndarray]
+    ) -> dict[bool, np.ndarray]:
+        """The values of the wanted records, each stratum's records numbered in file order (as
+        the pandas engine numbers them, so that a seed draws the same subsets on both).
 
         One streamed scan: DuckDB computes the stratum and the values in parallel and returns
-        them in file order, batch by batch; the rows whose within-stratum number was drawn are
-        kept (memory: one batch plus the drawn rows)."""
+        them in file order, batch by batch; only the wanted rows leave Arrow (memory: one
+        batch plus the wanted rows)."""
         _, values, stratum = self._compile(query, spec)
         m = query.dim
-        flags = picks["s"].to_numpy(dtype=bool)
-        pos = picks["pos"].to_numpy(dtype=np.int64) - 1
-        wanted = {f: np.unique(pos[flags == f]) for f in (True, False)}
         found = {f: np.full((len(w), m), np.nan) for f, w in wanted.items()}
-        seen = {True: 0, False: 0}
+        seen = dict.fromkeys(wanted, 0)
         inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
         sql = f"SELECT {stratum} AS s, {inner} FROM {self.view}"
         try:
             self.con.execute("SET preserve_insertion_order = true")
             rel = self.con.sql(sql)
             stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader  # 2.x / 1.x
-            reader = stream(self.batch_rows)
-            for batch in reader:
+            for batch in stream(self.batch_rows):
                 s = batch.column(0).to_numpy(zero_copy_only=False)
-                for f in (True, False):
+                for f, w in wanted.items():
                     rows = np.flatnonzero(s == f)
-                    w = wanted[f]
                     lo, hi = np.searchsorted(w, [seen[f], seen[f] + len(rows)])
                     if hi > lo:
-                        # Only the drawn rows leave Arrow (a take, then one column each).
                         sub = batch.take(rows[w[lo:hi] - seen[f]])
                         found[f][lo:hi] = np.column_stack(
                             [sub.column(k + 1).to_numpy(zero_copy_only=False) for k in range(m)]
@@ -202,11 +196,7 @@ class DuckDBEngine(SQLEngine):
             raise EngineError(f"DuckDB failed on {self._source}: {one_line(exc)}") from None
         finally:
             self.con.execute("SET preserve_insertion_order = false")
-        G = np.empty((len(picks), m))
-        for f in (True, False):
-            sel = flags == f
-            G[sel] = found[f][np.searchsorted(wanted[f], pos[sel])]
-        return G.reshape(-1, n, m).sum(axis=1)
+        return found
 
     def _ordered_fetch(self, sql: str) -> list[tuple]:
         try:

@@ -15,13 +15,16 @@ with c near the mean they are free of the cancellation of raw sums of squares, a
 more than :attr:`SQLEngine.refine_sds` standard deviations off (a file sorted by that value) a
 second scan centred on the one-pass means recomputes them.
 
-Monte-Carlo subsets: the k-subsets of row numbers inside each stratum are drawn in NumPy (the
-same sampler, in the same order, as in memory), then the drawn records are summed per subset.
-Here (Spark) each stratum is numbered 1..N by ``row_number()`` ordered by the records' values
-(ties are records with equal values, interchangeable for F, so the result does not depend on how
-the engine breaks them) and joined with the drawn numbers. DuckDB numbers the records in file
-order instead, by one streamed scan (:meth:`DuckDBEngine._subset_sums`): the same numbering as
-pandas, so that a seed draws the same subsets there.
+Monte-Carlo subsets: the k-subsets of row numbers inside each stratum are drawn in NumPy, a
+batch at a time (:func:`distprivacy.sampling.draw_subsets`, the same sampler in the same order as
+in memory); the drawn records' values are fetched once (all of a small stratum; else only those
+drawn, listed by a first run of the draws from a copy of the generator) and each batch is summed
+in NumPy, so memory is the drawn records plus one batch, however many subsets. Here (Spark) each
+stratum is numbered 1..N by ``row_number()`` ordered by the records' values (ties are records
+with equal values, interchangeable for F, so the result does not depend on how the engine breaks
+them) and joined with the wanted numbers. DuckDB numbers the records in file order instead, by
+one streamed scan (:meth:`DuckDBEngine._gather`): the same numbering as pandas, so that a seed
+draws the same subsets there.
 """
 
 from __future__ import annotations
@@ -566,37 +569,98 @@ class SQLEngine(Engine):
 
     # -- Monte-Carlo subsets -----------------------------------------------------------------
 
-    def _subset_sums(
-        self,
-        query: Query,
-        spec: ProtectionSpec | None,
-        picks: pd.DataFrame,
-        n: int,
-    ) -> np.ndarray:
-        """Σ g over each subset of ``picks`` (columns t, r, s, pos; pos 1-based: the row
-        number inside stratum s), ordered by (t, r); picks lists each subset's n records in
-        turn, subsets in (t, r) order. Returns shape (number of subsets, m).
+    #: A stratum whose values fit in this many bytes is fetched whole, and the subsets are drawn
+    #: once; above it the draws are made twice from one seed (first to list the records drawn,
+    #: then to sum them), so that only the drawn records are fetched.
+    gather_all_bytes = 64 * 2**20
+
+    def _gather(
+        self, query: Query, spec: ProtectionSpec | None, wanted: dict[bool, np.ndarray]
+    ) -> dict[bool, np.ndarray]:
+        """The values g of the records whose 0-based number inside stratum s is listed (sorted,
+        unique) in ``wanted[s]``, as arrays of shape (len(wanted[s]), m).
 
         Here (the generic SQL form) each stratum is numbered by ``row_number()`` ordered by the
-        values, joined with the picks and summed per subset."""
+        values and joined with the wanted numbers."""
         _, values, stratum = self._compile(query, spec)
         m = query.dim
         inner = ", ".join(f"{v} AS v{k}" for k, (v, _, _) in enumerate(values))
         order = ", ".join(f"v{k}" for k in range(m))
-        sums = ", ".join(f"{self.dialect.sum(f'x.v{k}')} AS f{k}" for k in range(m))
         sql = (
-            f"SELECT p.t, p.r, {sums} FROM {self.picks_view} AS p JOIN "
+            f"SELECT p.s, p.pos, {order} FROM {self.picks_view} AS p JOIN "
             f"(SELECT s, row_number() OVER (PARTITION BY s ORDER BY {order}) AS pos, {order} "
             f"FROM (SELECT {stratum} AS s, {inner} FROM {self.view}) AS g "
-            "WHERE s IS NOT NULL) AS x "
-            "ON p.s = x.s AND p.pos = x.pos GROUP BY p.t, p.r ORDER BY p.t, p.r"
+            "WHERE s IS NOT NULL) AS x ON p.s = x.s AND p.pos = x.pos"
+        )
+        picks = pd.DataFrame(
+            {
+                "s": np.concatenate([np.full(len(w), f) for f, w in wanted.items()]),
+                "pos": np.concatenate(list(wanted.values())).astype(np.int64) + 1,
+            }
         )
         self._register(self.picks_view, picks)
         try:
             rows = self._fetch(sql)
         finally:
             self._unregister(self.picks_view)
-        return np.array([r[2:] for r in rows], dtype=float).reshape(len(rows), m)
+        out = {f: np.full((len(w), m), np.nan) for f, w in wanted.items()}
+        for r in rows:
+            f = bool(r[0])
+            out[f][np.searchsorted(wanted[f], int(r[1]) - 1)] = r[2:]
+        return out
+
+    def _draw_and_sum(
+        self,
+        query: Query,
+        spec: ProtectionSpec | None,
+        strata: dict[bool, int],
+        counts: Sequence[int],
+        n: int,
+        size: int,
+        gen: np.random.Generator,
+    ) -> list[np.ndarray]:
+        """Σ g over ``size`` random datasets per count k (k records of stratum True, n − k of
+        stratum False), drawn by :func:`~distprivacy.sampling.draw_subsets` and summed a batch
+        at a time (memory: the drawn records' values and one batch)."""
+        import copy
+
+        from distprivacy.resources import check_memory
+        from distprivacy.sampling import draw_subsets, sample_statistics_bytes
+
+        m = query.dim
+        whole = sum(strata.values()) * m * 8 <= self.gather_all_bytes
+        check_memory(
+            sample_statistics_bytes(size, n, m)
+            + 8.0 * m * (len(counts) * size + min(sum(strata.values()), len(counts) * size * n))
+            + 2048.0 * n * m,
+            f"{len(counts)} × {size} random datasets of {n} records",
+        )
+        if whole:
+            wanted = {f: np.arange(N) for f, N in strata.items()}
+        else:  # a copy of the generator lists the records the real draws will pick
+            probe = np.random.Generator(copy.deepcopy(gen.bit_generator))
+            masks = {f: np.zeros(N, dtype=bool) for f, N in strata.items()}
+            for k in counts:
+                for ia, ib in draw_subsets(strata[True], strata[False], k, n, size, probe):
+                    masks[True][ia] = True
+                    masks[False][ib] = True
+            wanted = {f: np.flatnonzero(mk) for f, mk in masks.items()}
+        vals = self._gather(query, spec, wanted)
+        require_finite(query, np.concatenate(list(vals.values())), "value", matrix=False)
+        out = []
+        for k in counts:
+            sums, a = np.empty((size, m)), 0
+            for ia, ib in draw_subsets(strata[True], strata[False], k, n, size, gen):
+                if not whole:
+                    ia, ib = np.searchsorted(wanted[True], ia), np.searchsorted(wanted[False], ib)
+                for c in range(0, len(ia), 256):  # as Query.evaluate_batch: a gather per 256
+                    G = np.concatenate(
+                        [vals[True][ia[c : c + 256]], vals[False][ib[c : c + 256]]], axis=1
+                    )
+                    sums[a + c : a + c + len(G)] = G.sum(axis=1)
+                a += len(ia)
+            out.append(sums)
+        return out
 
     def subset_statistics(
         self,
@@ -606,38 +670,20 @@ class SQLEngine(Engine):
         size: int,
         random_state: RandomState = None,
     ) -> list[np.ndarray]:
-        from distprivacy.sampling import sample_without_replacement
-
         first = self._first_pass(query, spec)  # also refuses what does not compile
         self._check_first_pass(query, spec, first)
         n_pos, n_neg = (first[flag][0] if flag in first else 0 for flag in (True, False))
         check_strata(spec, n_pos, n_neg)
-        n = spec.n
         gen = check_random_state(random_state, secure=False)
-        frames = []
-        for t, k in enumerate(counts):
-            ia = sample_without_replacement(n_pos, k, size, gen)
-            ib = sample_without_replacement(n_neg, n - k, size, gen)
-            pos = np.concatenate([ia, ib], axis=1) + 1
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "t": np.full(size * n, t, dtype=np.int64),
-                        "r": np.repeat(np.arange(size, dtype=np.int64), n),
-                        "s": np.tile(np.arange(n) < k, size),
-                        "pos": pos.reshape(-1).astype(np.int64),
-                    }
-                )
-            )
-        sums = self._subset_sums(query, spec, pd.concat(frames, ignore_index=True), n)
-        if len(sums) != size * len(counts):  # pragma: no cover - a join lost rows
-            raise DistPrivacyError(
-                f"the {self.name} engine returned {len(sums)} subsets, expected "
-                f"{size * len(counts)}"
-            )
-        sums = sums * query.scales(n)
-        require_finite(query, sums, "subset statistics", matrix=False)
-        return [sums[t * size : (t + 1) * size] for t in range(len(counts))]
+        sums = self._draw_and_sum(
+            query, spec, {True: n_pos, False: n_neg}, counts, spec.n, size, gen
+        )
+        out = []
+        for s in sums:
+            s = s * query.scales(spec.n)
+            require_finite(query, s, "subset statistics", matrix=False)
+            out.append(s)
+        return out
 
     def random_subset_statistics(
         self, query: Query, n: int, random_state: RandomState = None
@@ -649,15 +695,7 @@ class SQLEngine(Engine):
             raise DistPrivacyError(
                 f"subset size n={n} is larger than the data ({total} records); lower --subset-size"
             )
-        pos = (
-            check_random_state(random_state, secure=False).choice(total, size=n, replace=False) + 1
-        )
-        picks = pd.DataFrame(
-            {
-                "t": np.zeros(n, dtype=np.int64),
-                "r": np.zeros(n, dtype=np.int64),
-                "s": np.ones(n, dtype=bool),
-                "pos": pos.astype(np.int64),
-            }
-        )
-        return self._subset_sums(query, None, picks, n)[0] * query.scales(n)
+        pos = check_random_state(random_state, secure=False).choice(total, size=n, replace=False)
+        srt = np.sort(pos)
+        vals = self._gather(query, None, {True: srt})[True][np.searchsorted(srt, pos)]
+        return vals.sum(axis=0) * query.scales(n)
