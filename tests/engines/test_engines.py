@@ -166,6 +166,40 @@ def test_exact_moments_take_one_scan_and_refine_when_the_shift_is_far(spec, monk
     assert calls == [1]
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_many_statistics_stream_into_numpy_with_the_same_moments(
+    adult, adult_files, spec, query, fmt
+):
+    """Past ``wide_statistics`` the moments come from the values streamed into NumPy (one SQL
+    query with m(m + 1)/2 sums of products crashed DuckDB at m = 200): the same moments, and
+    the same refusals."""
+    from distprivacy.datasets import load_table
+
+    eng = resolve_engine("duckdb", adult_files[fmt])
+    eng.wide_statistics = 2
+    seen = []
+    eng.progress = lambda done, total: seen.append(done)
+    ref = ExactModel().fit(load_table(adult_files[fmt]), spec, query)
+    assert_same_moments(ref, ExactModel().fit(eng, spec, query))
+    assert seen and seen[-1] == len(adult)
+
+
+def test_many_statistics_refuse_missing_values_as_one_query_does(tmp_path, spec):
+    path = tmp_path / "gaps.csv"
+    pd.DataFrame(
+        {"income": [">50K", "<=50K"] * 50, "a": [1.0, np.nan] * 50, "b": np.arange(100.0)}
+    ).to_csv(path, index=False)
+    q = Query.parse("mean:a,mean:b,sum:b")
+    messages = []
+    for wide in (24, 2):
+        eng = resolve_engine("duckdb", str(path))
+        eng.wide_statistics = wide
+        with pytest.raises(DistPrivacyError) as err:
+            ExactModel().fit(eng, spec, q)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "'a' has 50 missing" in messages[0]
+
+
 def test_padded_predicate_values_match_as_in_memory(tmp_path):
     """Predicates on text compare stripped values: a padded CSV value matches, a quoted padded
     literal matches nothing (as in pandas), whatever the fast path of the SQL form."""

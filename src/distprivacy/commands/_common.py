@@ -70,23 +70,25 @@ class LazyProgress:
         self.progress: Progress | None = None
         self.task: Any = None
 
-    def __call__(self, done: int, total: int) -> None:
-        """Report ``done`` of ``total`` steps (a ``progress`` callback of the library)."""
+    def __call__(self, done: int, total: int | None) -> None:
+        """Report ``done`` of ``total`` steps (a ``progress`` callback of the library; total
+        None: unknown, e.g. records read from a file)."""
         if not self.enabled:
             return
         if self.progress is None and time.monotonic() - self.start > 1.0:
             self.progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
-                TextColumn("{task.completed}/{task.total}"),
+                TextColumn("{task.fields[shown]}"),
                 TimeElapsedColumn(),
                 console=err_console,
                 transient=True,
             )
             self.progress.start()
-            self.task = self.progress.add_task(self.description, total=total)
+            self.task = self.progress.add_task(self.description, total=total, shown="")
         if self.progress is not None:
-            self.progress.update(self.task, completed=done, total=total)
+            shown = f"{done:,}" if total is None else f"{done:,}/{total:,}"
+            self.progress.update(self.task, completed=done, total=total, shown=shown)
 
     def close(self) -> None:
         """Remove the bar, if it was shown."""
@@ -329,9 +331,10 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
     data = resolve_engine(
         p["engine"].lower(), load_source(p["data"]), spark_master=p["spark_master"]
     )
-    data.validate(query, spec)
     bar = LazyProgress("modelling f_θ", enabled=not p["as_json"])
+    data.progress = bar  # long scans and draws on the engine report here
     try:
+        data.validate(query, spec)
         model = fit_model(
             data,
             spec,

@@ -16,7 +16,7 @@ by pushing one grouped aggregation (exact moments) or one join with the drawn ro
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,6 +143,9 @@ class Engine(ABC):
 
     #: Short name: ``"pandas"``, ``"duckdb"`` or ``"spark"``.
     name: str = ""
+    #: Called as ``progress(done, total)`` during long scans and draws (records read, total
+    #: None when unknown; datasets drawn of all): a command's progress bar. None: silent.
+    progress: Callable[[int, int | None], None] | None = None
 
     @property
     @abstractmethod

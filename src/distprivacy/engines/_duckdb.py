@@ -5,6 +5,7 @@ spills to disk)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,81 @@ class DuckDBEngine(SQLEngine):
         finally:
             self.con.execute("SET preserve_insertion_order = false")
         return found
+
+    def _stream(self, sql: str, rows: int) -> Iterator[Any]:
+        """Arrow record batches of ``sql`` in file order (reproducible sums)."""
+        try:
+            self.con.execute("SET preserve_insertion_order = true")
+            rel = self.con.sql(sql)
+            stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader  # 2.x / 1.x
+            yield from stream(rows)
+        except self._duckdb.Error as exc:
+            raise EngineError(f"DuckDB failed on {self._source}: {one_line(exc)}") from None
+        finally:
+            self.con.execute("SET preserve_insertion_order = false")
+
+    def _scan_wide(
+        self, values: list[tuple[str, str, str]], stratum: str, m: int
+    ) -> tuple[dict, dict] | None:
+        """Per stratum: count, Σ g, min, max, unusable count, and the scatter, from the values
+        streamed in file order a batch at a time (about 4M values per batch): each batch's own
+        mean and centred scatter, merged into the running ones by Chan et al.'s pairwise
+        update (exact in exact arithmetic, no cancellation of raw sums of squares)."""
+        cols = ", ".join(f"{v} AS v{k}, {bad} AS u{k}" for k, (v, bad, _) in enumerate(values))
+        sql = f"SELECT {stratum} AS s, {cols} FROM {self.view}"
+        acc: dict[object, list] = {}
+        done = 0
+        for batch in self._stream(sql, max(1024, (1 << 22) // m)):
+            flag = batch.column(0)
+            valid = flag.is_valid().to_numpy(zero_copy_only=False)
+            s = flag.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+            X = np.column_stack(
+                [batch.column(1 + 2 * k).to_numpy(zero_copy_only=False) for k in range(m)]
+            ).astype(float)
+            U = np.column_stack(
+                [batch.column(2 + 2 * k).fill_null(True).to_numpy(zero_copy_only=False)
+                 for k in range(m)]
+            ).astype(bool)  # fmt: skip
+            X[U] = 0.0  # unusable: counted (and refused), kept out of the sums
+            for key, sel in ((True, valid & s), (False, valid & ~s), (None, ~valid)):
+                if not sel.any():
+                    continue
+                x, u = X[sel], U[sel]
+                part = [
+                    len(x),
+                    x.mean(axis=0),
+                    None,
+                    np.where(u, np.inf, x).min(axis=0),
+                    np.where(u, -np.inf, x).max(axis=0),
+                    u.sum(axis=0).astype(float),
+                ]
+                c = x - part[1]
+                part[2] = c.T @ c
+                if key not in acc:
+                    acc[key] = part
+                    continue
+                na, ma, Ma, loa, hia, bada = acc[key]
+                nb, mb, Mb, lo, hi, bad = part
+                n = na + nb
+                dlt = mb - ma
+                acc[key] = [
+                    n,
+                    ma + dlt * (nb / n),
+                    Ma + Mb + np.outer(dlt, dlt) * (na * nb / n),
+                    np.minimum(loa, lo),
+                    np.maximum(hia, hi),
+                    bada + bad,
+                ]
+            done += len(s)
+            if self.progress is not None:
+                self.progress(done, None)
+        first, shifted = {}, {}
+        for key, (n, mean, M, lo, hi, bad) in acc.items():
+            lo = np.where(np.isfinite(lo), lo, np.nan)
+            hi = np.where(np.isfinite(hi), hi, np.nan)
+            first[key] = (n, mean * n, lo, hi, bad)
+            shifted[key] = (mean, np.zeros(m), M)
+        return first, shifted
 
     def _ordered_fetch(self, sql: str) -> list[tuple]:
         try:

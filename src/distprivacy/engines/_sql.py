@@ -392,6 +392,18 @@ class SQLEngine(Engine):
             self._first[key], self._shifted[key] = self._scan_first(query, spec)
         return self._first[key]
 
+    #: Above this many statistics the moments are not one SQL query (its m(m + 1)/2 sums of
+    #: products grow past what engines compile: DuckDB crashed at 200) but a stream of the values
+    #: into NumPy (:meth:`_scan_wide`), where the engine can stream.
+    wide_statistics = 24
+
+    def _scan_wide(
+        self, values: list[tuple[str, str, str]], stratum: str, m: int
+    ) -> tuple[dict, dict] | None:
+        """The result of :meth:`_scan_first` from a stream of the values (None: this engine
+        cannot stream, and runs the SQL form)."""
+        return None
+
     def _ordered_fetch(self, sql: str) -> list[tuple]:
         """Rows of ``sql`` read in file order where the engine can (DuckDB): a ``LIMIT`` then
         takes the file's first rows, reproducibly."""
@@ -435,6 +447,10 @@ class SQLEngine(Engine):
         _, values, stratum = self._compile(query, spec)
         d = self.dialect
         m = query.dim
+        if m > self.wide_statistics:  # O(m²) aggregates: stream the values instead, if possible
+            wide = self._scan_wide(values, stratum, m)
+            if wide is not None:
+                return wide
         shift = self._pilot(values, stratum)
         inner = ", ".join(f"{v} AS v{k}, {bad} AS u{k}" for k, (v, bad, _) in enumerate(values))
         cexpr = ", ".join(
@@ -647,7 +663,7 @@ class SQLEngine(Engine):
             wanted = {f: np.flatnonzero(mk) for f, mk in masks.items()}
         vals = self._gather(query, spec, wanted)
         require_finite(query, np.concatenate(list(vals.values())), "value", matrix=False)
-        out = []
+        out, done = [], 0
         for k in counts:
             sums, a = np.empty((size, m)), 0
             for ia, ib in draw_subsets(strata[True], strata[False], k, n, size, gen):
@@ -659,6 +675,9 @@ class SQLEngine(Engine):
                     )
                     sums[a + c : a + c + len(G)] = G.sum(axis=1)
                 a += len(ia)
+                done += len(ia)
+                if self.progress is not None:
+                    self.progress(done, len(counts) * size)
             out.append(sums)
         return out
 
