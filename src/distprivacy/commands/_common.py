@@ -87,7 +87,7 @@ class LazyProgress:
             self.progress.start()
             self.task = self.progress.add_task(self.description, total=total, shown="")
         if self.progress is not None:
-            shown = f"{done:,}" if total is None else f"{done:,}/{total:,}"
+            shown = f"{int(done):,}" if total is None else f"{int(done):,}/{total:,}"
             self.progress.update(self.task, completed=done, total=total, shown=shown)
 
     def close(self) -> None:

@@ -204,7 +204,7 @@ def calibrate_all(
         else:
             if progress is not None and hasattr(mech, "progress"):
                 # The Wasserstein mechanisms report each pair: keep the bar moving.
-                mech.progress = lambda d, t, k=k: progress(k, len(todo))
+                mech.progress = lambda d, t, k=k: progress(k + d / max(t, 1), len(todo))
             try:
                 with np.errstate(all="ignore"):
                     done.append(mech.calibrate(model))
