@@ -40,7 +40,8 @@ def _sweep(model: Any, cals: list[Any], settings: Mapping[str, Any], show: bool)
         return sweep(
             model,
             cals,
-            delta=float(cals[0].delta) if cals else 0.0,
+            # δ as asked (a pure-ε mechanism's own δ is 0, which the others cannot take).
+            delta=float(settings.get("delta") or max((c.delta for c in cals), default=0.0)),
             rule=str(settings.get("calibration") or "exact"),
             covariances=str(settings.get("covariances") or "fitted").lower(),
             utility=str(settings.get("utility") or "scaled").lower(),

@@ -80,17 +80,26 @@ def _grid_size(sw: Sweep) -> int:
     return max((len(v) for v in sw.epsilon.values()), default=1) - 1
 
 
-def _groups(sw: Sweep) -> list[tuple[list[str], np.ndarray, np.ndarray]]:
-    """Mechanisms whose accuracy curves coincide (same ε, same bound), merged."""
-    out: list[tuple[list[str], np.ndarray, np.ndarray]] = []
-    for name in sw.mechanisms:
+#: Accuracy bounds closer than this (0.1 percentage point everywhere) share one line.
+SAME_CURVE = 1e-3
+
+
+def _groups(sw: Sweep) -> list[tuple[list[str], np.ndarray, np.ndarray, int]]:
+    """Mechanisms whose accuracy curves coincide within :data:`SAME_CURVE`, merged; each
+    group keeps the colour of its first mechanism (as in the utility figure)."""
+    out: list[tuple[list[str], np.ndarray, np.ndarray, int]] = []
+    for k, name in enumerate(sw.mechanisms):
         e, a = sw.epsilon[name], sw.accuracy[name]
-        for names, e2, a2 in out:
-            if e.shape == e2.shape and np.allclose(e, e2) and np.allclose(a, a2, equal_nan=True):
+        for names, e2, a2, _ in out:
+            if (
+                e.shape == e2.shape
+                and np.allclose(e, e2)
+                and np.allclose(a, a2, rtol=0, atol=SAME_CURVE, equal_nan=True)
+            ):
                 names.append(name)
                 break
         else:
-            out.append(([name], e, a))
+            out.append(([name], e, a, k))
     return out
 
 
@@ -103,16 +112,14 @@ def accuracy_figure(
 ) -> str:
     """The bound on any attacker's accuracy against ε (mechanisms with the same curve share a
     line); ``measured`` (name, ε, accuracy, low, high) adds an audit's attacks with intervals."""
-    series = [
-        Series(", ".join(names), e, a, style=k) for k, (names, e, a) in enumerate(_groups(sw))
-    ]
+    series = [Series(", ".join(names), e, a, style=k) for names, e, a, k in _groups(sw)]
     for j, (name, eps, acc, lo, hi) in enumerate(measured):
         series.append(
             Series(
                 f"measured: best attack on {name}",
                 [eps],
                 [acc],
-                style=len(series) + j,
+                style=len(sw.mechanisms) + j,
                 low=[lo],
                 high=[hi],
                 line=False,
@@ -142,7 +149,7 @@ def accuracy_figure(
     caption = (
         "Upper bound on the accuracy of any attacker guessing which of two protected shares "
         "is true (equally likely a priori) from one release; 50 % is a coin flip. Mechanisms "
-        "with the same bound share a line."
+        "whose bounds agree within 0.1 percentage point share a line."
         + (
             " Points: the best attack measured by the audit, with its confidence interval."
             if measured
@@ -187,7 +194,7 @@ def protected_section(spec: Any, context: Mapping[str, Any]) -> str:
     ):
         if context.get(key) is not None:
             rows.append([label, str(context[key])])
-    return head + table(["", "value"], rows, caption="What is protected, and how")
+    return head + table(["setting", "value"], rows, caption="What is protected, and how")
 
 
 def assumptions_section(

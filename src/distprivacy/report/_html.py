@@ -28,7 +28,7 @@ h3{font-size:1.05em;margin:1.1em 0 .3em}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;margin:.5em 0 1em;
  border:1px solid #e4e6ea;border-radius:4px}
 table{border-collapse:collapse;width:100%;font-size:.93em}
-caption{text-align:left;padding:8px 10px;color:#444;font-size:.95em;caption-side:top}
+p.caption{margin:.8em 0 .2em;color:#444;font-size:.93em}
 th,td{padding:6px 10px;border-bottom:1px solid #eceef1;vertical-align:top;text-align:left}
 th{background:#f7f8fa;font-weight:600;white-space:nowrap}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -39,8 +39,9 @@ figure{margin:1em 0 1.6em}
 figure svg.chart{width:100%;height:auto;max-width:760px;display:block}
 svg .tick{font-size:13px;fill:#333}
 svg .axis{font-size:15px;fill:#111}
-svg .note{font-size:13px;fill:#333}
-svg .mark{font-size:14px;font-weight:600;fill:#000}
+svg .note{font-size:13px;fill:#333;paint-order:stroke;stroke:#fff;stroke-width:4px}
+svg .mark{font-size:14px;font-weight:600;fill:#000;paint-order:stroke;stroke:#fff;
+ stroke-width:4px;stroke-linejoin:round}
 figcaption{color:#444;font-size:.93em;max-width:760px}
 ul.legend{list-style:none;padding:0;margin:.4em 0;display:flex;flex-wrap:wrap;gap:4px 16px;
  font-size:.9em;max-width:760px}
@@ -56,6 +57,10 @@ footer{margin-top:2em;font-size:.85em;color:#555;border-top:1px solid #e4e6ea;pa
  h1{font-size:1.3em}
  .statement{font-size:1.02em;padding:10px 12px}
  th,td{padding:5px 7px}
+ svg .tick{font-size:21px}
+ svg .axis{font-size:22px}
+ svg .note{font-size:20px}
+ svg .mark{font-size:21px}
 }
 """
 
@@ -84,7 +89,8 @@ def table(
     raw: Sequence[int] = (),
     table_id: str | None = None,
 ) -> str:
-    """A table in a horizontally scrolling box. Cells are escaped except the columns ``raw``
+    """A table in a horizontally scrolling box, its caption above it (outside the box, so
+    that it wraps on a phone). Cells are escaped except the columns ``raw``
     (already HTML, built by this package); ``numeric`` columns are right-aligned."""
     num = set(numeric)
     head = "".join(
@@ -99,7 +105,7 @@ def table(
         body.append("<tr>" + "".join(cells) + "</tr>")
     tid = f' id="{esc(table_id)}"' if table_id else ""
     return (
-        f'<div class="scroll"><table{tid}><caption>{esc(caption)}</caption>'
+        f'<p class="caption">{esc(caption)}</p><div class="scroll"><table{tid}>'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
 

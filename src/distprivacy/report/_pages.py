@@ -161,7 +161,13 @@ def calibrate_report(
     first = next((c for c in cals if c.mechanism == best), cals[0] if cals else None)
     if first is not None:
         words = statement(spec, first.statistic_names, first.guarantee, released=False)
-        page.statement([f"{words} (with {first.mechanism}, the best by the chosen utility)."])
+        page.statement(
+            [
+                words,
+                f"Figures for {first.mechanism}, the mechanism of best utility; every "
+                "applicable mechanism is compared below.",
+            ]
+        )
     else:
         page.statement(["No mechanism is applicable: nothing can be released with a guarantee."])
     page.section("What is protected", protected_section(spec, context))
@@ -357,14 +363,14 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
     page = Page("Privacy ledger report", [f"Ledger {shown.get('ledger', '')}"])
     cum = list(shown.get("cumulative", ()))
     words = [
-        f"This ledger has recorded {len(entries)} release(s) of {len(cum)} dataset(s) under "
-        f"the budget {budget.describe()}."
+        f"This ledger has recorded {_n(len(entries), 'release')} of {_n(len(cum), 'dataset')} "
+        f"under the budget {budget.describe()}."
     ]
     for c in cum:
         state = "within the budget" if c["within_budget"] else "OVER THE BUDGET"
         words.append(
             f"Dataset {_short(c['fingerprint'])} (protecting {c['property']}, "
-            f"{c['releases']} release(s)): no one seeing all of them can guess the protected "
+            f"{_n(c['releases'], 'release')}): no one seeing all of them can guess the protected "
             f"share with more than {pct(c['max_attack_accuracy'])} accuracy, where 50 % is a "
             f"coin flip; ε = {g(c['epsilon'])} at δ = {g(c['at_delta'], 3)}; {state}."
         )
@@ -391,6 +397,7 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
     groups: dict[tuple[str, str], list[Any]] = {}
     for e in entries:
         groups.setdefault((e.fingerprint, e.property), []).append(e)
+    last = max((float(e.id) for e in entries), default=0.0)
     for (fp, prop), group in groups.items():
         x, y = [], []
         for e in group:
@@ -398,7 +405,11 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
                 continue
             x.append(float(e.id))
             y.append(_spent(Guarantee.from_dict(e.cumulative.to_dict()), budget))
-        series.append(Series(f"{_short(fp)} ({prop})", x, y, style=k))
+        if x and x[-1] < last:  # the level holds until the latest release of the ledger
+            x.append(last)
+            y.append(y[-1])
+        label = f"{_short(fp)} ({group[-1].property_text or prop})"
+        series.append(Series(label, x, y, style=k, step=True))
         k += 1
     ys = [v for s in series for v in s.y if math.isfinite(v)]
     title = "Budget spent per dataset, release after release"
@@ -414,7 +425,7 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         ylim=(0.0, max(110.0, max(ys, default=0.0) * 1.08)),
     )
     caption = (
-        "After each release, the cumulative guarantee of all releases of that dataset (exact "
+        "After each release (marker), the cumulative guarantee of all releases of that dataset (exact "
         "joint accounting, as recorded) as a share of the budget: "
         + (
             "cumulative μ / budget μ."
@@ -443,6 +454,10 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         ),
     )
     return page.render(_footer(private=False))
+
+
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "s")
 
 
 def _short(fingerprint: Any) -> str:

@@ -28,7 +28,8 @@ LEFT, RIGHT, TOP, BOTTOM = 78, 16, 14, 58
 @dataclass
 class Series:
     """One line: its points (non-finite ones, and non-positive ones on a log axis, are
-    skipped), an optional error bar per point (``low``/``high``), and a style index."""
+    skipped), an optional error bar per point (``low``/``high``), a style index, and whether
+    it is drawn as steps (a level held until the next point)."""
 
     label: str
     x: Sequence[float]
@@ -38,6 +39,7 @@ class Series:
     high: Sequence[float] | None = None
     markers: bool = True
     line: bool = True
+    step: bool = False
 
 
 @dataclass
