@@ -425,8 +425,8 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         ylim=(0.0, max(110.0, max(ys, default=0.0) * 1.08)),
     )
     caption = (
-        "After each release (marker), the cumulative guarantee of all releases of that dataset (exact "
-        "joint accounting, as recorded) as a share of the budget: "
+        "After each release (marker), the cumulative guarantee of all releases of that "
+        "dataset (exact joint accounting, as recorded) as a share of the budget: "
         + (
             "cumulative μ / budget μ."
             if budget.kind == "mu"
