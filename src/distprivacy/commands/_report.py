@@ -23,7 +23,7 @@ def _check(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 report_option: Callable = click.option(
     "--report",
     "report",
-    type=click.Path(dir_okay=False),
+    type=click.Path(),  # checked by _check (a directory: one line naming --report)
     default=None,
     callback=_check,
     help="Also write a self-contained HTML report (steward's statement, per-statistic table, "

@@ -104,7 +104,7 @@ def _per_statistic(c: Any) -> str:
         caption=f"{c.mechanism}: the noise on each statistic (a released value lies within the "
         "interval of the true one with probability 95 %)",
         numeric=(1, 2, 3, 4),
-        table_id="per-statistic",
+        table_id="statistics-table",
     )  # fmt: skip
 
 
@@ -227,7 +227,7 @@ def release_report(
         caption=f"Released by {c.mechanism}: the true value lies in the interval with "
         "probability 95 % over the noise",
         numeric=(1, 2, 3, 4),
-        table_id="per-statistic",
+        table_id="statistics-table",
     )
     if not c.adds_noise:
         released += (
@@ -335,7 +335,7 @@ def audit_report(
             "the claimed ε it refutes the claim)",
             numeric=(1, 2, 3, 4, 5),
             raw=(7,),
-            table_id="per-statistic",
+            table_id="statistics-table",
         ),
     )  # fmt: skip
     page.section("What is protected", protected_section(spec, context))
@@ -390,7 +390,7 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
             rows,
             caption="Every release recorded, oldest first (the dataset is its fingerprint's start)",
             numeric=(0, 6, 7, 8),
-            table_id="per-statistic",
+            table_id="statistics-table",
         ),
     )
     series, k = [], 0
