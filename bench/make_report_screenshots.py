@@ -14,10 +14,12 @@ import argparse
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,11 +79,50 @@ def page_height(html: Path, width: int) -> int:
     return int(m.group(1))
 
 
+#: Headless Chromium's window is at least 500 px wide: a phone is a 390-px iframe, cropped.
+MIN_WINDOW = 500
+PHONE = (
+    '<!DOCTYPE html><html><head><meta charset="utf-8"><title>phone</title></head>'
+    '<body style="margin:0;background:#fff"><iframe src="{src}" width="{w}" height="{h}" '
+    'style="border:0;display:block"></iframe></body></html>'
+)
+
+
 def screenshot(html: Path, png: Path, width: int) -> None:
     """A screenshot of the whole page at ``width`` px (the window as tall as the page)."""
     height = page_height(html, width)
-    _browser(f"--screenshot={png}", f"--window-size={width},{height}", html.resolve().as_uri())
+    if width >= MIN_WINDOW:
+        _browser(f"--screenshot={png}", f"--window-size={width},{height}", html.resolve().as_uri())
+    else:
+        with tempfile.TemporaryDirectory(dir=html.parent) as tmp:
+            frame = Path(tmp) / "phone.html"
+            frame.write_text(PHONE.format(src=f"../{html.name}", w=width, h=height))
+            _browser(f"--screenshot={png}", f"--window-size={MIN_WINDOW},{height}", frame.as_uri())
+        crop_png(png, width)
     print(f"  wrote {png} ({width}×{height})")
+
+
+def crop_png(path: Path, width: int) -> None:
+    """Keep the left ``width`` columns of a PNG (read with the tests' PNG reader)."""
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from png_decode import read_png
+
+    img = read_png(path)[:, :width]
+    h, w, c = img.shape
+    kind = {1: 0, 3: 2, 4: 6}[c]
+    rows = b"".join(b"\x00" + img[y].tobytes() for y in range(h))
+
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(body)) + tag + body
+            + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF)
+        )  # fmt: skip
+
+    head = struct.pack(">IIBBBBB", w, h, 8, kind, 0, 0, 0)
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(rows, 9))
+        + chunk(b"IEND", b"")
+    )  # fmt: skip
 
 
 def main() -> None:

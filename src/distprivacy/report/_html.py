@@ -15,7 +15,7 @@ CSS = """
 *{box-sizing:border-box}
 body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",
  "DejaVu Sans",sans-serif;color:#1b1b1b;background:#f4f5f7}
-main{max-width:1040px;margin:0 auto;padding:20px 24px 40px;background:#fff}
+main{max-width:1120px;margin:0 auto;padding:20px 24px 40px;background:#fff}
 header p{margin:.2em 0;color:#555}
 h1{font-size:1.6em;margin:.2em 0 .3em;line-height:1.2}
 h2{font-size:1.25em;margin:1.6em 0 .5em;padding-bottom:.2em;border-bottom:2px solid #e4e6ea}

@@ -22,7 +22,7 @@ PALETTE = (
 DASHES = ("", "6 3", "2 3", "8 3 2 3")
 
 WIDTH, HEIGHT = 600, 360
-LEFT, RIGHT, TOP, BOTTOM = 78, 16, 14, 58
+LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 58
 
 
 @dataclass
@@ -82,7 +82,7 @@ def tick_label(v: float) -> str:
     if v == 0:
         return "0"
     a = abs(v)
-    if 1e-3 <= a < 1e5:
+    if 1e-2 <= a < 1e4:  # at most four characters for decades: a phone's axis is narrow
         return f"{v:.6g}"
     m, e = f"{v:.0e}".split("e")
     return f"{m}e{int(e)}"
