@@ -1,6 +1,7 @@
 """Make the HTML report of each command on Adult and screenshot it in headless Chromium:
 docs/report/{calibrate,release,audit,ledger}.png at laptop width (1280 px) and
-docs/report/release-phone.png at phone width (390 px); the HTML files go beside them.
+docs/report/release-phone.png at phone width (390 px), and the first 1000 px of the release
+report as docs/report/release-top.png (the README's); the HTML files go beside them.
 
     PYTHONPATH=src python bench/make_report_screenshots.py [--out docs/report]
 
@@ -88,9 +89,10 @@ PHONE = (
 )
 
 
-def screenshot(html: Path, png: Path, width: int) -> None:
-    """A screenshot of the whole page at ``width`` px (the window as tall as the page)."""
-    height = page_height(html, width)
+def screenshot(html: Path, png: Path, width: int, height: int | None = None) -> None:
+    """A screenshot of the whole page at ``width`` px (the window as tall as the page), or of
+    its first ``height`` px."""
+    height = height or page_height(html, width)
     if width >= MIN_WINDOW:
         _browser(f"--screenshot={png}", f"--window-size={width},{height}", html.resolve().as_uri())
     else:
@@ -157,6 +159,7 @@ def main() -> None:
     for kind in ("calibrate", "release", "audit", "ledger"):
         screenshot(out / f"{kind}.html", out / f"{kind}.png", 1280)
     screenshot(out / "release.html", out / "release-phone.png", 390)
+    screenshot(out / "release.html", out / "release-top.png", 1280, 1000)
     shutil.rmtree(work, ignore_errors=True)
 
 
