@@ -181,3 +181,20 @@ def test_epsilon_grid_and_sweep_contain_the_chosen_point(adult):
     )
     with pytest.raises(Exception, match="finite ε > 0"):
         epsilon_grid(0.0)
+
+
+def test_library_bad_input_is_one_distprivacy_error(adult):
+    from distprivacy.exceptions import DistPrivacyError
+    from distprivacy.noise import NoiseDistribution
+    from distprivacy.report import noise_halfwidths, sweep
+
+    noise = NoiseDistribution("laplace", np.eye(2), np.array([1.0, 1.0]))
+    for level in (0, 1, 1.5, float("nan")):
+        with pytest.raises(DistPrivacyError, match="level"):
+            noise_halfwidths(noise, level)
+    for delta in (-0.1, 1.0, float("nan")):
+        with pytest.raises(DistPrivacyError):
+            sweep(None, [], delta=delta)
+    for grid in ([0.0, 1.0], [float("inf")], [[1.0]]):
+        with pytest.raises(DistPrivacyError, match="grid"):
+            sweep(None, [object()], delta=1e-3, grid=np.array(grid))

@@ -63,14 +63,18 @@ def sweep(
 
     A mechanism that fails at some ε (e.g. its noise overflows) has NaN there.
     """
+    from distprivacy.accounting import check_delta
     from distprivacy.mechanisms import CALIBRATION_FAILURES, make_mechanism
 
+    delta = check_delta(delta, allow_zero=True)  # a bad δ fails here, not as a blank curve
     cals = list(calibrations)
     if not cals:
         return Sweep({}, {}, {}, float(delta))
     if grid is None:
         grid = epsilon_grid(float(cals[0].epsilon))
     grid = np.asarray(grid, dtype=float)
+    if grid.ndim != 1 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+        raise DistPrivacyError("the report's ε grid must be a 1-d array of finite ε > 0")
     total = len(cals) * grid.size
     out_e: dict[str, np.ndarray] = {}
     out_err: dict[str, np.ndarray] = {}

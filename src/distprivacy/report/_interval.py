@@ -69,6 +69,9 @@ def noise_halfwidths(noise, level: float = 0.95) -> np.ndarray:
     ndarray (m,)
         0 where no noise is added.
     """
+    from distprivacy.intervals import check_level
+
+    level = check_level(level)
     m = noise.dim
     if noise.family == "none" or noise.scales.size == 0:
         return np.zeros(m)
