@@ -84,8 +84,12 @@ def test_audit_report_marks_the_measured_accuracy(reports):
     out = validate(reports["audit"].read_text(encoding="utf-8"))
     rows = next(t for t in out.tables if t["id"] == "statistics-table")["rows"][1:]
     assert {r[0] for r in rows} == {"DauM-G", "ExpM-L"}
-    legend_text = " ".join(out.text)
-    assert "measured: best attack on DauM-G" in legend_text
+    audit = next(s for s in out.svgs if s.id == "fig-audit")
+    assert "measured attack accuracy against the claimed bound" in audit.title
+    assert [t for c, t in audit.texts if c == "axis"] == [
+        "claimed bound on attack accuracy",
+        "best measured accuracy",
+    ]
 
 
 def test_ledger_report_budget_over_time(reports):

@@ -16,6 +16,7 @@ from distprivacy.report._svg import DASHED, RING, Mark, Series, legend_html, lin
 __all__ = [
     "accuracy_figure",
     "assumptions_section",
+    "audit_figure",
     "g",
     "noise_words",
     "pct",
@@ -157,6 +158,45 @@ def accuracy_figure(
         )
     )
     return figure(svg, legend_html(series, extra), caption, title=title)
+
+
+def audit_figure(
+    results: Sequence[Any], mechanisms: Sequence[str], *, fig_id: str = "fig-audit"
+) -> str:
+    """Per mechanism, the best attack's measured accuracy (with its interval) against the
+    bound its guarantee claims; points below the diagonal are consistent with the claim."""
+    order = {m: k for k, m in enumerate(mechanisms)}
+    series = []
+    lows, highs = [0.5], [0.5]
+    for j, r in enumerate(results):
+        top = max(r.attacks, key=lambda a: a.accuracy)
+        lo, hi = top.accuracy_interval
+        series.append(
+            Series(r.mechanism, [r.accuracy_bound], [top.accuracy],
+                   style=order.get(r.mechanism, len(mechanisms) + j), low=[lo], high=[hi],
+                   line=False)
+        )  # fmt: skip
+        lows += [lo, r.accuracy_bound]
+        highs += [hi, r.accuracy_bound]
+    a, b = min(lows) - 0.01, min(1.0, max(highs) + 0.02)
+    diagonal = Series("measured = bound", [a, b], [a, b], style=20, markers=False)
+    title = "Audit: measured attack accuracy against the claimed bound"
+    svg = line_chart(
+        [diagonal, *series],
+        fig_id=fig_id,
+        title=title,
+        xlabel="claimed bound on attack accuracy",
+        ylabel="best measured accuracy",
+        xlog=False,
+        ylog=False,
+        ylim=(a, b),
+    )
+    caption = (
+        "Each mechanism's best attack on real samples (point, with its confidence interval) "
+        "against the accuracy its guarantee allows. A claim is refuted when the whole interval "
+        "lies above the diagonal."
+    )
+    return figure(svg, legend_html([diagonal, *series]), caption, title=title)
 
 
 def protected_section(spec: Any, context: Mapping[str, Any]) -> str:

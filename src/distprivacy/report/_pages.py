@@ -16,6 +16,7 @@ from distprivacy.report._curves import Sweep
 from distprivacy.report._figures import (
     accuracy_figure,
     assumptions_section,
+    audit_figure,
     g,
     noise_words,
     pct,
@@ -350,13 +351,11 @@ def audit_report(
     cals = list(calibrations)
     if cals:
         page.section("Noise per statistic", _matrix(cals))
-    measured = []
-    for r in results:
-        top = max(r.attacks, key=lambda a: a.accuracy)
-        measured.append((r.mechanism, r.claimed_epsilon, top.accuracy, *top.accuracy_interval))
     page.section(
         "Privacy and utility",
-        accuracy_figure(sweep, None, measured) + utility_figure(sweep, None),
+        (audit_figure(results, sweep.mechanisms) if results else "")
+        + accuracy_figure(sweep, None)
+        + utility_figure(sweep, None),
     )
     page.section("Assumptions and checks", assumptions_section(cals, not_applicable))
     return page.render(_footer(private=True))
