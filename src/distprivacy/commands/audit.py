@@ -20,6 +20,7 @@ from distprivacy.commands._common import (
     settings,
 )
 from distprivacy.commands._display import print_header, print_not_applicable
+from distprivacy.commands._report import report_option, write_audit
 from distprivacy.exceptions import DistPrivacyError
 
 
@@ -84,6 +85,7 @@ def _print_audit(console: Console, results: list[AuditResult]) -> None:
     help="Error probability of each mechanism's ε lower bound (Clopper–Pearson, Bonferroni "
     "over the attacks).",
 )
+@report_option
 @click.pass_context
 def audit(
     ctx: click.Context,
@@ -91,6 +93,7 @@ def audit(
     attacks: tuple[str, ...],
     audit_samples: int,
     alpha: float,
+    report: str | None,
     **p: Any,
 ) -> None:
     """Attack each mechanism on real samples of F and bound its ε from below.
@@ -122,6 +125,8 @@ def audit(
     finally:
         bar.close()
     refuted = [r.mechanism for r in results if r.refuted]
+    context = {**info, **settings(p), "seed": seed, "audit_samples": audit_samples}
+    write_audit(report, results, cals, skipped, model, context, not p["as_json"])
     if p["as_json"]:
         click.echo(
             dumps_json(

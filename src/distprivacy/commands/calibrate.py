@@ -28,6 +28,7 @@ from distprivacy.commands._display import (
     short_theorem,
     spec_of,
 )
+from distprivacy.commands._report import report_option, write_calibrate
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
 from distprivacy.mechanisms import Calibration
@@ -102,8 +103,11 @@ def _save_plan(
     help="Write a plan (with exactly one --mechanism): the spec, statistics, model, noise, "
     "verified guarantee, data fingerprint and a digest, for `release --plan` later.",
 )
+@report_option
 @click.pass_context
-def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], save: str | None, **p: Any) -> None:
+def calibrate(
+    ctx: click.Context, mechanisms: tuple[str, ...], save: str | None, report: str | None, **p: Any
+) -> None:
     """Show every applicable mechanism's noise and expected L2 error side by side."""
     if save is not None:
         if len(mechanisms) != 1:
@@ -118,6 +122,10 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], save: str | None,
         if not cals:
             raise DistPrivacyError(f"no plan saved: {'; '.join(skipped.values())}")
         info["plan"] = _save_plan(save, cals[0], model, built, p)
+    context = {**info, **settings(p)}
+    write_calibrate(
+        report, cals, skipped, model, context, _best(cals, p["utility"].lower()), not p["as_json"]
+    )
     if p["as_json"]:
         click.echo(
             dumps_json(

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from distprivacy.commands import DELTA, POSITIVE, dumps_json
+from distprivacy.commands._report import report_option, write_ledger
 
 
 @click.group()
@@ -102,13 +103,15 @@ def backup(path: str, out: str) -> None:
 @ledger.command("show")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def show(path: str, as_json: bool) -> None:
+@report_option
+def show(path: str, as_json: bool, report: str | None) -> None:
     """List the recorded releases and the cumulative guarantee of each dataset."""
     from distprivacy.ledger import Ledger
 
     with Ledger(path) as led:
         shown = led.show()
         budget = led.budget.describe()
+        write_ledger(report, led, shown, not as_json)
     if as_json:
         click.echo(dumps_json(shown))
         return

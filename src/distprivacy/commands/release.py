@@ -22,6 +22,7 @@ from distprivacy.commands._common import (
     mechanism,
     modelling,
     refitter,
+    settings,
 )
 from distprivacy.commands._display import (
     fmt,
@@ -30,6 +31,7 @@ from distprivacy.commands._display import (
     print_statement,
     spec_of,
 )
+from distprivacy.commands._report import report_option, write_release
 from distprivacy.commands.config import config_option
 from distprivacy.datasets import load_table
 from distprivacy.exceptions import DistPrivacyError
@@ -205,6 +207,7 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
     "this dataset would exceed the ledger's budget.",
 )
 @allow_exact_option
+@report_option
 @click.pass_context
 def release(
     ctx: click.Context,
@@ -214,6 +217,7 @@ def release(
     value_text: str | None,
     ledger_path: str | None,
     allow_exact: bool,
+    report: str | None,
     **p: Any,
 ) -> None:
     """Release the statistics of a dataset with the chosen mechanism (or a saved plan)."""
@@ -290,13 +294,16 @@ def release(
         )
     else:
         rel = cal.release(value, p["seed"], allow_exact=allow_exact)
+    plan_spec = plan.spec if plan_path is not None else None
+    context = {**info, **(plan.modelling if plan_path is not None else settings(p))}
     if p["as_json"]:
         click.echo(dumps_json({**info, **rel.to_dict()}))
+        write_release(report, cal, rel, model, plan_spec, context, show=False)
         return
     console = Console()
     from distprivacy.wording import statement
 
-    spec = spec_of(cal.model_ or model, plan.spec if plan_path is not None else None)
+    spec = spec_of(cal.model_ or model, plan_spec)
     print_statement(console, statement(spec, rel.statistic_names, cal.guarantee, released=True))
     if plan_path is None:
         print_header(console, model, info, p)
@@ -306,3 +313,4 @@ def release(
     _print_release(console, cal, rel)
     if ledger_path is not None:
         _print_ledger(console, info["ledger"])
+    write_release(report, cal, rel, model, plan_spec, context, show=True)

@@ -1,0 +1,167 @@
+"""``--report FILE.html`` of ``calibrate``, ``release``, ``audit`` and ``ledger show``: the
+option (its path checked before any work) and one call per command that computes the curves
+(with a progress bar on a terminal) and writes the report (:mod:`distprivacy.report`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import click
+
+
+def _check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a bad report path before any work (one line, exit 2)."""
+    if value is not None:
+        from distprivacy.outputs import check_output_file
+
+        check_output_file(value, option="--report")
+    return value
+
+
+#: The option; the commands receive it as ``report``.
+report_option: Callable = click.option(
+    "--report",
+    "report",
+    type=click.Path(),  # checked by _check (a directory: one line naming --report)
+    default=None,
+    callback=_check,
+    help="Also write a self-contained HTML report (steward's statement, per-statistic table, "
+    "privacy–utility curve, attack bound against ε, assumptions and checks) to this file.",
+)
+
+
+def _sweep(model: Any, cals: list[Any], settings: Mapping[str, Any], show: bool) -> Any:
+    from distprivacy.commands._common import LazyProgress
+    from distprivacy.report import sweep
+
+    bar = LazyProgress("report: recalibrating at 8 values of ε", enabled=show)
+    try:
+        return sweep(
+            model,
+            cals,
+            # δ as asked (a pure-ε mechanism's own δ is 0, which the others cannot take).
+            delta=float(settings.get("delta") or max((c.delta for c in cals), default=0.0)),
+            rule=str(settings.get("calibration") or "exact"),
+            covariances=str(settings.get("covariances") or "fitted").lower(),
+            utility=str(settings.get("utility") or "scaled").lower(),
+            progress=bar,
+        )
+    finally:
+        bar.close()
+
+
+def _done(path: str) -> None:
+    """Say where the report is, on stderr (stdout stays the command's output)."""
+    from distprivacy.commands._common import err_console
+
+    err_console.print(f"Report written to {path}", highlight=False, markup=False)
+
+
+def write_calibrate(
+    path: str | None,
+    cals: list[Any],
+    skipped: Mapping[str, str],
+    model: Any,
+    context: Mapping[str, Any],
+    best: Mapping[str, Any] | None,
+    show: bool,
+) -> None:
+    """The report of ``calibrate`` (nothing when ``path`` is None)."""
+    if path is None:
+        return
+    from distprivacy.report import calibrate_report, write_report
+
+    sw = _sweep(model, cals, context, show)
+    html = calibrate_report(
+        cals,
+        model=model,
+        context=context,
+        best=None if best is None else best["mechanism"],
+        sweep=sw,
+        not_applicable=skipped,
+    )
+    write_report(path, html, private=True)
+    _done(path)
+
+
+def write_release(
+    path: str | None,
+    cal: Any,
+    rel: Any,
+    model: Any,
+    plan_spec: Mapping[str, Any] | None,
+    context: Mapping[str, Any],
+    show: bool,
+) -> None:
+    """The report of ``release``: the curves of every mechanism applicable to the model
+    (written after the release is shown: a failure to write it never hides a release)."""
+    if path is None:
+        return
+    from distprivacy.commands._display import spec_of
+
+    spec = spec_of(cal.model_ or model, plan_spec)
+    from distprivacy.mechanisms import MECHANISMS, calibrate_all
+    from distprivacy.report import release_report, write_report
+
+    settings = {**dict(context.get("modelling") or {}), **context}
+    others, _ = _calibrate_others(model, cal, settings, list(MECHANISMS), calibrate_all)
+    sw = _sweep(model, [cal, *others], settings, show)
+    html = release_report(
+        cal, rel, spec=spec, context=context, sweep=sw, ledger=context.get("ledger")
+    )
+    write_report(path, html, private=True)
+    _done(path)
+
+
+def _calibrate_others(
+    model: Any, cal: Any, settings: Mapping[str, Any], names: list[str], calibrate_all: Any
+) -> tuple[list[Any], dict[str, str]]:
+    """The other mechanisms at the release's own ε and δ (for the curves)."""
+    import warnings
+
+    names = [n for n in names if n != cal.mechanism]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return calibrate_all(
+            model,
+            float(cal.epsilon),
+            float(cal.delta),
+            str(settings.get("calibration") or "exact"),
+            names,
+            covariances=str(settings.get("covariances") or "fitted").lower(),
+            utility=str(settings.get("utility") or "scaled").lower(),
+        )
+
+
+def write_audit(
+    path: str | None,
+    results: list[Any],
+    cals: list[Any],
+    skipped: Mapping[str, str],
+    model: Any,
+    context: Mapping[str, Any],
+    show: bool,
+) -> None:
+    """The report of ``audit``."""
+    if path is None:
+        return
+    from distprivacy.report import audit_report, write_report
+
+    sw = _sweep(model, cals, context, show)
+    html = audit_report(
+        results, cals, model=model, context=context, sweep=sw, not_applicable=skipped
+    )
+    write_report(path, html, private=True)
+    _done(path)
+
+
+def write_ledger(path: str | None, led: Any, shown: Mapping[str, Any], show: bool) -> None:
+    """The report of ``ledger show`` (no exact statistics: written with the usual mode)."""
+    if path is None:
+        return
+    from distprivacy.report import ledger_report, write_report
+
+    html = ledger_report(shown, led.releases(), led.budget)
+    write_report(path, html, private=False)
+    _done(path)

@@ -1,0 +1,156 @@
+"""The page: one self-contained HTML file (inline CSS and SVG, no script, no network — its
+Content-Security-Policy forbids loading anything), readable from a phone to a laptop; every
+text that comes from the user (column names, predicates, paths) is escaped here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from html import escape
+
+__all__ = ["Page", "esc", "figure", "table"]
+
+CSS = """
+:root{color-scheme:light}
+*{box-sizing:border-box}
+body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",
+ "DejaVu Sans",sans-serif;color:#1b1b1b;background:#f4f5f7}
+main{max-width:1120px;margin:0 auto;padding:20px 24px 40px;background:#fff}
+header p{margin:.2em 0;color:#555}
+h1{font-size:1.6em;margin:.2em 0 .3em;line-height:1.2}
+h2{font-size:1.25em;margin:1.6em 0 .5em;padding-bottom:.2em;border-bottom:2px solid #e4e6ea}
+h3{font-size:1.05em;margin:1.1em 0 .3em}
+.statement{font-size:1.12em;background:#eef5fb;border-left:6px solid #0072B2;
+ padding:14px 18px;margin:14px 0;border-radius:4px}
+.statement p{margin:.3em 0}
+.verdict-ok{color:#006d4e;font-weight:600}
+.verdict-bad{color:#b00020;font-weight:700}
+.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch;margin:.5em 0 1em;
+ border:1px solid #e4e6ea;border-radius:4px}
+table{border-collapse:collapse;width:100%;font-size:.93em}
+p.caption{margin:.8em 0 .2em;color:#444;font-size:.93em}
+th,td{padding:6px 10px;border-bottom:1px solid #eceef1;vertical-align:top;text-align:left}
+th{background:#f7f8fa;font-weight:600;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tbody tr:nth-child(even){background:#fbfbfc}
+code{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.92em;
+ background:#f1f2f4;padding:0 3px;border-radius:3px;overflow-wrap:anywhere}
+figure{margin:1em 0 1.6em}
+figure svg.chart{width:100%;height:auto;max-width:760px;display:block}
+svg .tick{font-size:13px;fill:#333}
+svg .axis{font-size:15px;fill:#111}
+svg .note{font-size:13px;fill:#333;paint-order:stroke;stroke:#fff;stroke-width:4px}
+svg .mark{font-size:14px;font-weight:600;fill:#000;paint-order:stroke;stroke:#fff;
+ stroke-width:4px;stroke-linejoin:round}
+figcaption{color:#444;font-size:.93em;max-width:760px}
+ul.legend{list-style:none;padding:0;margin:.4em 0;display:flex;flex-wrap:wrap;gap:4px 16px;
+ font-size:.9em;max-width:760px}
+ul.legend li{display:flex;align-items:center;gap:5px}
+svg.swatch{flex:none}
+ul.plain{padding-left:1.2em}
+ul.plain li{margin:.25em 0}
+.small{font-size:.88em;color:#555}
+footer{margin-top:2em;font-size:.85em;color:#555;border-top:1px solid #e4e6ea;padding-top:.6em}
+@media (max-width:600px){
+ body{font-size:15px}
+ main{padding:12px 12px 30px}
+ h1{font-size:1.3em}
+ .statement{font-size:1.02em;padding:10px 12px}
+ th,td{padding:5px 7px}
+ svg .tick{font-size:21px}
+ svg .axis{font-size:22px}
+ svg .note{font-size:20px}
+ svg .mark{font-size:21px}
+}
+"""
+
+#: Nothing may load: no script, no network, styles and images only from the page itself.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+
+
+def esc(text: object) -> str:
+    """HTML-escape any value's text (quotes included)."""
+    return escape(str(text), quote=True)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "section"
+
+
+NUM = ' class="num"'
+
+
+def table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    caption: str,
+    numeric: Sequence[int] = (),
+    raw: Sequence[int] = (),
+    table_id: str | None = None,
+) -> str:
+    """A table in a horizontally scrolling box, its caption above it (outside the box, so
+    that it wraps on a phone). Cells are escaped except the columns ``raw``
+    (already HTML, built by this package); ``numeric`` columns are right-aligned."""
+    num = set(numeric)
+    head = "".join(
+        f'<th scope="col"{NUM if i in num else ""}>{esc(h)}</th>' for i, h in enumerate(header)
+    )
+    body = []
+    for r in rows:
+        cells = []
+        for i, v in enumerate(r):
+            text = str(v) if i in raw else esc(v)
+            cells.append(f"<td{NUM if i in num else ''}>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    tid = f' id="{esc(table_id)}"' if table_id else ""
+    return (
+        f'<p class="caption">{esc(caption)}</p><div class="scroll"><table{tid}>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def figure(svg: str, legend: str, caption: str, *, title: str) -> str:
+    """A figure: its title (visible), the chart, the legend and a caption."""
+    return (
+        f"<figure><h3>{esc(title)}</h3>{svg}{legend}<figcaption>{esc(caption)}</figcaption>"
+        "</figure>"
+    )
+
+
+class Page:
+    """An HTML page built section by section."""
+
+    def __init__(self, title: str, subtitle: Sequence[str] = ()) -> None:
+        self.title = title
+        self.subtitle = list(subtitle)
+        self.parts: list[str] = []
+        self._ids: set[str] = set()
+
+    def statement(self, sentences: Sequence[str]) -> None:
+        """The words a steward signs, first."""
+        body = "".join(f"<p>{esc(s)}</p>" for s in sentences)
+        self.parts.append(f'<section class="statement" id="statement">{body}</section>')
+
+    def section(self, heading: str, html: str) -> None:
+        """A titled section (``html`` built by this package: escaped already)."""
+        sid = _slug(heading)
+        k = 2
+        while sid in self._ids:
+            sid, k = f"{_slug(heading)}-{k}", k + 1
+        self._ids.add(sid)
+        self.parts.append(f'<section id="{sid}"><h2>{esc(heading)}</h2>{html}</section>')
+
+    def render(self, footer: Sequence[str]) -> str:
+        """The whole document."""
+        sub = "".join(f"<p>{esc(s)}</p>" for s in self.subtitle)
+        foot = "".join(f"<p>{esc(s)}</p>" for s in footer)
+        return (
+            "<!DOCTYPE html>\n"
+            '<html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(self.title)}</title><style>{CSS}</style></head>"
+            f"<body><main><header><h1>{esc(self.title)}</h1>{sub}</header>"
+            f"{''.join(self.parts)}<footer>{foot}</footer></main></body></html>\n"
+        )

@@ -1,0 +1,479 @@
+"""The four reports: ``calibrate``, ``release``, ``audit`` and ``ledger show``. Each is one
+HTML string (:class:`~distprivacy.report._html.Page`); the numbers come from the objects the
+command computed (and, for the curves, :func:`~distprivacy.report._curves.sweep`)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from distprivacy._version import __version__
+from distprivacy.report._curves import Sweep
+from distprivacy.report._figures import (
+    accuracy_figure,
+    assumptions_section,
+    audit_figure,
+    g,
+    noise_words,
+    pct,
+    protected_section,
+    utility_figure,
+)
+from distprivacy.report._html import Page, esc, figure, table
+from distprivacy.report._interval import noise_halfwidths
+from distprivacy.report._svg import DASHED, Series, legend_html, line_chart
+
+__all__ = ["audit_report", "calibrate_report", "ledger_report", "release_report"]
+
+#: The probability of the noise intervals shown.
+LEVEL = 0.95
+
+PRIVATE_NOTE = (
+    "This file holds exact statistics of the data (the model's typical values and spreads): "
+    "it was written readable by its owner only (mode 0600)."
+)
+
+
+def _footer(private: bool) -> list[str]:
+    now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        f"Made by distprivacy {__version__} on {now}. Self-contained: no script, nothing loaded."
+    ]
+    if private:
+        out.append(PRIVATE_NOTE)
+    return out
+
+
+def _rel(x: float) -> str:
+    if not math.isfinite(x):
+        return "—"
+    return pct(x) if x < 10 else f"{x:.3g}×"
+
+
+def _mechanisms_table(cals: Sequence[Any], chosen: str | None) -> str:
+    rows = []
+    for c in cals:
+        rows.append(
+            [
+                c.mechanism + (" (chosen)" if c.mechanism == chosen else ""),
+                noise_words(c),
+                g(c.expected_l2_error),
+                g(c.epsilon),
+                g(c.delta_achieved, 3),
+                "—" if c.mu is None else g(c.mu),
+                pct(c.max_attack_accuracy),
+                "verified" if c.verified else "assumed",
+                c.theorem.split(" (")[0],
+            ]
+        )
+    return table(
+        [
+            "mechanism",
+            "noise",
+            "E‖Z‖₂",
+            "ε",
+            "δ achieved",
+            "μ",
+            "max. attack acc.",
+            "basis",
+            "proof",
+        ],
+        rows,
+        caption="Every applicable mechanism, calibrated (E‖Z‖₂: expected L2 error, exact)",
+        numeric=(2, 3, 4, 5, 6),
+    )
+
+
+def _per_statistic(c: Any) -> str:
+    """Noise SD, the 95 % noise interval, relative error and noise/sampling SD of one
+    calibration."""
+    h = noise_halfwidths(c.noise, LEVEL)
+    rows = [
+        [name, g(sd), f"± {g(hw)}", _rel(float(re)), g(ns, 3)]
+        for name, sd, hw, re, ns in zip(
+            c.statistic_names, c.noise_sd, h, c.relative_error, c.noise_to_sampling, strict=True
+        )
+    ]
+    return table(
+        ["statistic", "noise SD", "95 % noise interval", "noise SD / typical value",
+         "noise SD / sampling SD"],
+        rows,
+        caption=f"{c.mechanism}: the noise on each statistic (a released value lies within the "
+        "interval of the true one with probability 95 %)",
+        numeric=(1, 2, 3, 4),
+        table_id="statistics-table",
+    )  # fmt: skip
+
+
+def _matrix(cals: Sequence[Any]) -> str:
+    rows = []
+    for k, name in enumerate(cals[0].statistic_names):
+        rows.append(
+            [name] + [f"{g(c.noise_sd[k])} ({_rel(float(c.relative_error[k]))})" for c in cals]
+        )
+    return table(
+        ["statistic", *[c.mechanism for c in cals]],
+        rows,
+        caption="Noise SD per statistic and mechanism (in brackets: SD / typical value)",
+        numeric=tuple(range(1, len(cals) + 1)),
+    )
+
+
+def _spec(model: Any) -> Any:
+    return getattr(model, "spec_", None)
+
+
+def calibrate_report(
+    calibrations: Sequence[Any],
+    *,
+    model: Any,
+    context: Mapping[str, Any],
+    best: str | None,
+    sweep: Sweep,
+    not_applicable: Mapping[str, str] | None = None,
+) -> str:
+    """The report of ``distprivacy calibrate``.
+
+    Parameters
+    ----------
+    calibrations : sequence of Calibration
+        Every applicable mechanism's calibration.
+    model : FModel
+        The model they were calibrated on (its ``spec_`` says what is protected).
+    context : mapping
+        What the command prints with ``--json`` besides the calibrations (data, spec,
+        settings).
+    best : str or None
+        The mechanism named best (the chosen point of the figures).
+    sweep : Sweep
+        The curves (:func:`~distprivacy.report.sweep`).
+    not_applicable : mapping, optional
+        Mechanism → reason it was left out.
+    """
+    from distprivacy.wording import statement
+
+    spec = _spec(model)
+    cals = list(calibrations)
+    page = Page("Calibration report", _subtitle(spec, context))
+    first = next((c for c in cals if c.mechanism == best), cals[0] if cals else None)
+    if first is not None:
+        words = statement(spec, first.statistic_names, first.guarantee, released=False)
+        page.statement(
+            [
+                words,
+                f"Figures for {first.mechanism}, the mechanism of best utility; every "
+                "applicable mechanism is compared below.",
+            ]
+        )
+    else:
+        page.statement(["No mechanism is applicable: nothing can be released with a guarantee."])
+    page.section("What is protected", protected_section(spec, context))
+    if first is not None:
+        page.section(
+            "Per statistic",
+            _per_statistic(first) + "<h3>Every mechanism</h3>" + _matrix(cals),
+        )
+        page.section("Mechanisms", _mechanisms_table(cals, first.mechanism))
+        chosen = (first.mechanism, first.epsilon, first.expected_l2_error)
+        page.section(
+            "Privacy and utility",
+            utility_figure(sweep, chosen)
+            + accuracy_figure(sweep, (first.mechanism, first.epsilon, first.max_attack_accuracy)),
+        )
+    page.section("Assumptions and checks", assumptions_section(cals, not_applicable))
+    return page.render(_footer(private=True))
+
+
+def _subtitle(spec: Any, context: Mapping[str, Any]) -> list[str]:
+    out = []
+    if spec is not None:
+        out.append(f"Protecting {spec.predicate} in datasets of {spec.n} records")
+    src = context.get("data") or context.get("model_file") or context.get("plan")
+    if src is not None:
+        out.append(f"Source: {src}")
+    return out
+
+
+def release_report(
+    calibration: Any,
+    release: Any,
+    *,
+    spec: Any,
+    context: Mapping[str, Any],
+    sweep: Sweep,
+    ledger: Mapping[str, Any] | None = None,
+) -> str:
+    """The report of ``distprivacy release``: the released values with their noise intervals,
+    the curves, the checks made, and the ledger's cumulative guarantee when recorded in one."""
+    from distprivacy.wording import statement
+
+    c, rel = calibration, release
+    page = Page("Release report", _subtitle(spec, context))
+    page.statement([statement(spec, rel.statistic_names, c.guarantee, released=True)])
+    h = noise_halfwidths(c.noise, LEVEL)
+    vals = np.asarray(rel.values, dtype=float)
+    rows = [
+        [name, g(v, 6), f"[{g(v - hw, 5)}, {g(v + hw, 5)}]", g(sd), _rel(float(re))]
+        for name, v, hw, sd, re in zip(
+            rel.statistic_names, vals, h, c.noise_sd, c.relative_error, strict=True
+        )
+    ]
+    released = table(
+        ["statistic", "released value", "95 % interval", "noise SD", "noise SD / typical value"],
+        rows,
+        caption=f"Released by {c.mechanism}: the true value lies in the interval with "
+        "probability 95 % over the noise",
+        numeric=(1, 2, 3, 4),
+        table_id="statistics-table",
+    )
+    if not c.adds_noise:
+        released += (
+            '<p class="verdict-bad">No noise was added: these are the TRUE statistics '
+            "(--allow-exact).</p>"
+        )
+    page.section("Released statistics", released)
+    page.section("What is protected", protected_section(spec, context))
+    page.section(
+        "Privacy and utility",
+        utility_figure(sweep, (c.mechanism, c.epsilon, c.expected_l2_error))
+        + accuracy_figure(sweep, (c.mechanism, c.epsilon, c.max_attack_accuracy)),
+    )
+    checks = [
+        (
+            "the released dataset looks like one the model describes",
+            "support and plausibility checked before the noise was drawn (Mahalanobis "
+            "distance to the nearest share within the χ² limit at level 10⁻¹²)",
+            "passed",
+        ),
+        (
+            "the noise came from a secure generator",
+            "yes" if rel.secure else "no: --seed makes it reproducible (never publish it)",
+            "passed" if rel.secure else "FAILED",
+        ),
+    ]
+    page.section("Assumptions and checks", assumptions_section([c], None, checks))
+    if ledger is not None:
+        cum = ledger["cumulative"]
+        text = (
+            f"Recorded in ledger {ledger['ledger']} (budget {ledger['budget']}) as release "
+            f"{ledger['releases_of_this_dataset']} of this dataset: all its releases together "
+            f"give ε = {g(cum['epsilon'])} at δ = {g(cum['delta'], 3)}"
+            + ("" if cum.get("mu") is None else f", μ = {g(cum['mu'])}")
+            + f", no attacker above {pct(cum['max_attack_accuracy'])} accuracy."
+        )
+        page.section("Ledger", f"<p>{esc(text)}</p>")
+    return page.render(_footer(private=True))
+
+
+def audit_report(
+    results: Sequence[Any],
+    calibrations: Sequence[Any],
+    *,
+    model: Any,
+    context: Mapping[str, Any],
+    sweep: Sweep,
+    not_applicable: Mapping[str, str] | None = None,
+) -> str:
+    """The report of ``distprivacy audit``: per mechanism the claimed ε, the measured lower
+    bound and the best attack's accuracy against the bound, on the accuracy curve."""
+    from distprivacy.wording import protected_sentence
+
+    spec = _spec(model)
+    page = Page("Audit report", _subtitle(spec, context))
+    refuted = [r.mechanism for r in results if r.refuted]
+    k = context.get("audit_samples")
+    what = protected_sentence(spec) if spec is not None else "the model's protected shares"
+    words = [
+        f"This audit drew {k} real datasets at each value of the hardest protected pair and "
+        f"tried to tell them apart from each mechanism's release, to test whether it keeps "
+        f"secret {what}."
+    ]
+    if results:
+
+        def margin(r: Any) -> float:  # how close the best attack came to refuting it
+            return max(a.accuracy_interval[0] for a in r.attacks) - r.accuracy_bound
+
+        worst = max(results, key=margin)
+        top = max(worst.attacks, key=lambda a: a.accuracy_interval[0])
+        lo, hi = top.accuracy_interval
+        if refuted:
+            words.append(
+                f"REFUTED for {', '.join(refuted)}: an attack did better than the guarantee "
+                "allows, so the model behind that guarantee fails on the real data."
+            )
+        else:
+            words.append(
+                f"No claimed guarantee was refuted. The closest call was {worst.mechanism}: "
+                f"its best attack ({top.attack}) guessed right {pct(top.accuracy)} of the time "
+                f"(confidence interval {pct(lo)} to {pct(hi)}) against a bound of "
+                f"{pct(worst.accuracy_bound)}, where 50 % is a coin flip; a claim is refuted "
+                "only when the whole interval lies above the bound or the ε lower bound "
+                "exceeds the claimed ε."
+            )
+    page.statement(words)
+    rows = []
+    for r in results:
+        top = max(r.attacks, key=lambda a: a.accuracy)
+        best = max(r.attacks, key=lambda a: a.epsilon_lower_bound)
+        lo, hi = top.accuracy_interval
+        lb = r.epsilon_lower_bound
+        verdict = (
+            '<span class="verdict-bad">REFUTED</span>'
+            if r.refuted
+            else '<span class="verdict-ok">consistent</span>'
+        )
+        rows.append(
+            [
+                r.mechanism, g(r.claimed_epsilon), g(r.delta, 3),
+                g(lb, 3) if lb > 0 else "none (≤ 0)",
+                f"{pct(top.accuracy)} [{pct(lo)}, {pct(hi)}]", pct(r.accuracy_bound),
+                best.attack, verdict,
+            ]
+        )  # fmt: skip
+    page.section(
+        "Per mechanism",
+        table(
+            ["mechanism", "claimed ε", "δ", "ε lower bound", "best attack acc. [CI]",
+             "acc. bound", "strongest attack", "verdict"],
+            rows,
+            caption="Empirical lower bounds on ε (each holds with probability ≥ 1 − α; above "
+            "the claimed ε it refutes the claim)",
+            numeric=(1, 2, 3, 4, 5),
+            raw=(7,),
+            table_id="statistics-table",
+        ),
+    )  # fmt: skip
+    page.section("What is protected", protected_section(spec, context))
+    cals = list(calibrations)
+    if cals:
+        page.section("Noise per statistic", _matrix(cals))
+    page.section(
+        "Privacy and utility",
+        (audit_figure(results, sweep.mechanisms) if results else "")
+        + accuracy_figure(sweep, None)
+        + utility_figure(sweep, None),
+    )
+    page.section("Assumptions and checks", assumptions_section(cals, not_applicable))
+    return page.render(_footer(private=True))
+
+
+def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any) -> str:
+    """The report of ``distprivacy ledger show``: the releases, the budget spent per dataset
+    after each release (from the cumulative guarantee the ledger recorded then), and the
+    cumulative guarantee of each dataset now."""
+    from distprivacy.guarantee import Guarantee
+
+    page = Page("Privacy ledger report", [f"Ledger {shown.get('ledger', '')}"])
+    cum = list(shown.get("cumulative", ()))
+    words = [
+        f"This ledger has recorded {_n(len(entries), 'release')} of {_n(len(cum), 'dataset')} "
+        f"under the budget {budget.describe()}."
+    ]
+    for c in cum:
+        state = "within the budget" if c["within_budget"] else "OVER THE BUDGET"
+        words.append(
+            f"Dataset {_short(c['fingerprint'])} (protecting {c['property']}, "
+            f"{_n(c['releases'], 'release')}): no one seeing all of them can guess the protected "
+            f"share with more than {pct(c['max_attack_accuracy'])} accuracy, where 50 % is a "
+            f"coin flip; ε = {g(c['epsilon'])} at δ = {g(c['at_delta'], 3)}; {state}."
+        )
+    page.statement(words)
+    rows = []
+    for e in entries:
+        gu = e.guarantee
+        rows.append(
+            [e.id, str(e.time).replace("T", " ")[:19], _short(e.fingerprint), e.property_text
+             or e.property, e.mechanism, ", ".join(e.statistics), g(gu.epsilon),
+             g(gu.delta, 3), "—" if gu.mu is None else g(gu.mu)]
+        )  # fmt: skip
+    page.section(
+        "Releases",
+        table(
+            ["id", "time (UTC)", "dataset", "protects", "mechanism", "statistics", "ε", "δ", "μ"],
+            rows,
+            caption="Every release recorded, oldest first (the dataset is its fingerprint's start)",
+            numeric=(0, 6, 7, 8),
+            table_id="statistics-table",
+        ),
+    )
+    series, k = [], 0
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for e in entries:
+        groups.setdefault((e.fingerprint, e.property), []).append(e)
+    last = max((float(e.id) for e in entries), default=0.0)
+    for (fp, prop), group in groups.items():
+        x, y = [], []
+        for e in group:
+            if e.cumulative is None:
+                continue
+            x.append(float(e.id))
+            y.append(_spent(Guarantee.from_dict(e.cumulative.to_dict()), budget))
+        if x and x[-1] < last:  # the level holds until the latest release of the ledger
+            x.append(last)
+            y.append(y[-1])
+        label = f"{_short(fp)} ({group[-1].property_text or prop})"
+        series.append(Series(label, x, y, style=k, step=True))
+        k += 1
+    ys = [v for s in series for v in s.y if math.isfinite(v)]
+    title = "Budget spent per dataset, release after release"
+    svg = line_chart(
+        series,
+        fig_id="fig-budget",
+        title=title,
+        xlabel="release number (ledger id, in time order)",
+        ylabel="share of the budget spent (%)",
+        xlog=False,
+        ylog=False,
+        hlines=[(100.0, "budget")],
+        ylim=(0.0, max(110.0, max(ys, default=0.0) * 1.08)),
+    )
+    caption = (
+        "After each release (marker), the cumulative guarantee of all releases of that "
+        "dataset (exact joint accounting, as recorded) as a share of the budget: "
+        + (
+            "cumulative μ / budget μ."
+            if budget.kind == "mu"
+            else f"cumulative ε at δ = {g(budget.delta, 3)} / budget ε."
+        )
+    )
+    page.section(
+        "Budget over time",
+        figure(svg, legend_html(series, [(DASHED, "the budget (100 %)")]), caption, title=title),
+    )
+    crow = [
+        [_short(c["fingerprint"]), c["property"], c["releases"], "—" if c["mu"] is None else
+         g(c["mu"]), g(c["epsilon"]), g(c["at_delta"], 3), pct(c["max_attack_accuracy"]),
+         "within budget" if c["within_budget"] else "OVER BUDGET"]
+        for c in cum
+    ]  # fmt: skip
+    page.section(
+        "Cumulative guarantee now",
+        table(
+            ["dataset", "protects", "releases", "μ", "ε", "at δ", "max. attack acc.", "budget"],
+            crow,
+            caption="Recomputed from every release of each dataset (exact joint accounting "
+            "where the releases are Gaussian)",
+            numeric=(2, 3, 4, 5, 6),
+        ),
+    )
+    return page.render(_footer(private=False))
+
+
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "s")
+
+
+def _short(fingerprint: Any) -> str:
+    return str(fingerprint).split(":")[-1][:10]
+
+
+def _spent(gu: Any, budget: Any) -> float:
+    """The share of ``budget`` a cumulative guarantee uses, in %."""
+    if budget.kind == "mu":
+        return math.inf if gu.mu is None else 100.0 * float(gu.mu) / float(budget.mu)
+    eps = gu.epsilon_at(float(budget.delta))
+    return 100.0 * float(eps) / float(budget.epsilon)

@@ -1,0 +1,314 @@
+"""Hand-written SVG line charts for the HTML reports: no plotting library, no script, every
+text escaped. A chart is a ``<svg>`` scaled by its ``viewBox`` (it fits any width); its legend
+is HTML beside it (:func:`legend_html`), so that it wraps on a phone instead of shrinking."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+import numpy as np
+
+__all__ = ["Mark", "Series", "legend_html", "line_chart", "style_of"]
+
+#: Okabe–Ito's colour-blind-safe palette, then Tol's muted one.
+PALETTE = (
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255",
+    "#117733", "#AA4499", "#44AA99", "#999933", "#661100", "#6699CC",
+)  # fmt: skip
+#: Dash patterns, cycled after the colours.
+DASHES = ("", "6 3", "2 3", "8 3 2 3")
+
+WIDTH, HEIGHT = 600, 360
+LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 58
+
+
+@dataclass
+class Series:
+    """One line: its points (non-finite ones, and non-positive ones on a log axis, are
+    skipped), an optional error bar per point (``low``/``high``), a style index, and whether
+    it is drawn as steps (a level held until the next point)."""
+
+    label: str
+    x: Sequence[float]
+    y: Sequence[float]
+    style: int = 0
+    low: Sequence[float] | None = None
+    high: Sequence[float] | None = None
+    markers: bool = True
+    line: bool = True
+    step: bool = False
+
+
+@dataclass
+class Mark:
+    """A point to ring and name (the chosen calibration)."""
+
+    x: float
+    y: float
+    text: str
+
+
+@dataclass
+class _Axis:
+    lo: float
+    hi: float
+    log: bool
+    a: float  # pixel of lo
+    b: float  # pixel of hi
+    ticks: list[float] = field(default_factory=list)
+
+    def __call__(self, v: float) -> float:
+        if self.log:
+            t = (math.log10(v) - math.log10(self.lo)) / (math.log10(self.hi) - math.log10(self.lo))
+        else:
+            t = (v - self.lo) / (self.hi - self.lo)
+        return self.a + t * (self.b - self.a)
+
+
+def style_of(k: int) -> tuple[str, str]:
+    """Colour and dash pattern of style ``k``."""
+    return PALETTE[k % len(PALETTE)], DASHES[(k // len(PALETTE)) % len(DASHES)]
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def tick_label(v: float) -> str:
+    """A tick's text: 0.001, 0.5, 10, 1e+04 → short and exact enough."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if 1e-2 <= a < 1e4:  # at most four characters for decades: a phone's axis is narrow
+        return f"{v:.6g}"
+    m, e = f"{v:.0e}".split("e")
+    return f"{m}e{int(e)}"
+
+
+def _nice_step(span: float, target: int = 5) -> float:
+    raw = span / max(target, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    for k in (1, 2, 2.5, 5, 10):
+        if k * mag >= raw:
+            return k * mag
+    return 10 * mag
+
+
+def _range(values: np.ndarray, log: bool, extra: Sequence[float] = ()) -> tuple[float, float]:
+    v = np.concatenate([values, np.asarray(extra, dtype=float)])
+    v = v[np.isfinite(v) & ((v > 0) if log else True)]
+    if v.size == 0:
+        return (0.1, 10.0) if log else (0.0, 1.0)
+    lo, hi = float(v.min()), float(v.max())
+    if log:
+        if hi / lo < 1.5:
+            lo, hi = lo / 1.25, hi * 1.25
+        pad = (math.log10(hi) - math.log10(lo)) * 0.06
+        return 10 ** (math.log10(lo) - pad), 10 ** (math.log10(hi) + pad)
+    if hi - lo < 1e-12 * max(1.0, abs(hi)):
+        lo, hi = lo - max(abs(lo) * 0.1, 0.5), hi + max(abs(hi) * 0.1, 0.5)
+    pad = (hi - lo) * 0.06
+    return lo - pad, hi + pad
+
+
+def _ticks(lo: float, hi: float, log: bool) -> list[float]:
+    if log:
+        a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+        decades = [10.0**k for k in range(a, b + 1)]
+        inside = [t for t in decades if lo <= t <= hi]
+        if len(inside) >= 2:
+            step = max(1, math.ceil(len(inside) / 7))
+            return inside[::step]
+        fine = [m * d for d in decades for m in (1, 2, 5)]
+        inside = [t for t in fine if lo <= t <= hi]
+        if len(inside) >= 2:
+            return inside
+        return [lo, hi]
+    step = _nice_step(hi - lo)
+    start = math.ceil(lo / step) * step
+    out = []
+    t = start
+    while t <= hi + 1e-12 * step:
+        out.append(0.0 if abs(t) < 1e-12 * step else t)
+        t += step
+    return out
+
+
+def line_chart(
+    series: Sequence[Series],
+    *,
+    fig_id: str,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    xlog: bool = True,
+    ylog: bool = False,
+    marks: Sequence[Mark] = (),
+    hlines: Sequence[tuple[float, str]] = (),
+    ylim: tuple[float, float] | None = None,
+) -> str:
+    """An ``<svg>`` line chart (title as its ``<title>``, axis labels, ticks, grid).
+
+    Parameters
+    ----------
+    series : sequence of Series
+    fig_id : str
+        A unique id (the chart's ``<title>`` gets ``fig_id + "-title"``).
+    title, xlabel, ylabel : str
+        Plain text (escaped here).
+    xlog, ylog : bool
+        Logarithmic axes.
+    marks : sequence of Mark
+        Points ringed and named.
+    hlines : sequence of (y, text)
+        Dashed horizontal reference lines (a budget, a coin flip).
+    ylim : (low, high), optional
+        The y range (else from the data).
+    """
+    xs = np.concatenate([np.asarray(s.x, dtype=float) for s in series] or [np.zeros(0)])
+    ys = [np.asarray(s.y, dtype=float) for s in series]
+    for s in series:
+        if s.low is not None:
+            ys.append(np.asarray(s.low, dtype=float))
+        if s.high is not None:
+            ys.append(np.asarray(s.high, dtype=float))
+    yall = np.concatenate(ys or [np.zeros(0)])
+    x0, x1 = _range(xs, xlog, [m.x for m in marks])
+    y0, y1 = (
+        ylim
+        if ylim is not None
+        else _range(yall, ylog, [m.y for m in marks] + [h for h, _ in hlines])
+    )
+    X = _Axis(x0, x1, xlog, LEFT, WIDTH - RIGHT)
+    Y = _Axis(y0, y1, ylog, HEIGHT - BOTTOM, TOP)
+    X.ticks, Y.ticks = _ticks(x0, x1, xlog), _ticks(y0, y1, ylog)
+    tid = f"{fig_id}-title"
+    out = [
+        f'<svg class="chart" id="{escape(fig_id)}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-labelledby="{escape(tid)}" '
+        'xmlns="http://www.w3.org/2000/svg">',
+        f'<title id="{escape(tid)}">{escape(title)}</title>',
+        f'<rect x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" '
+        f'height="{HEIGHT - TOP - BOTTOM}" fill="#fff" stroke="#888"/>',
+    ]
+    for t in X.ticks:
+        px = _num(X(t))
+        out.append(
+            f'<line x1="{px}" y1="{TOP}" x2="{px}" y2="{HEIGHT - BOTTOM}" stroke="#e3e3e3"/>'
+            f'<text x="{px}" y="{HEIGHT - BOTTOM + 20}" text-anchor="middle" '
+            f'class="tick">{escape(tick_label(t))}</text>'
+        )
+    for t in Y.ticks:
+        py = _num(Y(t))
+        out.append(
+            f'<line x1="{LEFT}" y1="{py}" x2="{WIDTH - RIGHT}" y2="{py}" stroke="#e3e3e3"/>'
+            f'<text x="{LEFT - 7}" y="{py}" dy="0.35em" text-anchor="end" '
+            f'class="tick">{escape(tick_label(t))}</text>'
+        )
+    for h, text in hlines:
+        if y0 <= h <= y1 and (h > 0 or not ylog):
+            py = _num(Y(h))
+            out.append(
+                f'<line x1="{LEFT}" y1="{py}" x2="{WIDTH - RIGHT}" y2="{py}" stroke="#555" '
+                f'stroke-dasharray="5 4"/><text x="{WIDTH - RIGHT - 6}" y="{py}" dy="-0.45em" '
+                f'text-anchor="end" class="note">{escape(text)}</text>'
+            )
+    for s in series:
+        out.extend(_series_svg(s, X, Y))
+    for m in marks:
+        if not (_ok(m.x, xlog) and _ok(m.y, ylog)):
+            continue
+        px, py = X(m.x), Y(m.y)
+        right = px < (LEFT + WIDTH - RIGHT) / 2
+        tx = px + 12 if right else px - 12
+        ty = py - 12 if py > TOP + 30 else py + 22
+        out.append(
+            f'<circle cx="{_num(px)}" cy="{_num(py)}" r="9" fill="none" stroke="#000" '
+            f'stroke-width="2.2"/><text x="{_num(tx)}" y="{_num(ty)}" '
+            f'text-anchor="{"start" if right else "end"}" class="mark">{escape(m.text)}</text>'
+        )
+    out.append(
+        f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{HEIGHT - 12}" text-anchor="middle" '
+        f'class="axis">{escape(xlabel)}</text>'
+        f'<text transform="translate(18 {(TOP + HEIGHT - BOTTOM) / 2:.1f}) rotate(-90)" '
+        f'text-anchor="middle" class="axis">{escape(ylabel)}</text>'
+    )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _ok(v: float, log: bool) -> bool:
+    return math.isfinite(v) and (v > 0 or not log)
+
+
+def _series_svg(s: Series, X: _Axis, Y: _Axis) -> list[str]:
+    colour, dash = style_of(s.style)
+    x = np.asarray(s.x, dtype=float)
+    y = np.asarray(s.y, dtype=float)
+    keep = np.array([_ok(a, X.log) and _ok(b, Y.log) for a, b in zip(x, y, strict=True)], bool)
+    pts = [(X(a), Y(b)) for a, b in zip(x[keep], y[keep], strict=True)]
+    out: list[str] = []
+    if not pts:
+        return out
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    if s.line and len(pts) > 1:
+        d = " ".join(
+            f"{'M' if i == 0 else 'L'}{_num(px)} {_num(py)}" for i, (px, py) in enumerate(pts)
+        )
+        out.append(
+            f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"{dash_attr}>'
+            f"<title>{escape(s.label)}</title></path>"
+        )
+    if s.low is not None and s.high is not None:
+        lo = np.asarray(s.low, dtype=float)[keep]
+        hi = np.asarray(s.high, dtype=float)[keep]
+        for (px, _), a, b in zip(pts, lo, hi, strict=True):
+            if _ok(a, Y.log) and _ok(b, Y.log):
+                ya, yb = _num(Y(a)), _num(Y(b))
+                out.append(
+                    f'<path d="M{_num(px)} {ya} L{_num(px)} {yb} M{_num(px - 5)} {ya} '
+                    f'L{_num(px + 5)} {ya} M{_num(px - 5)} {yb} L{_num(px + 5)} {yb}" '
+                    f'stroke="{colour}" stroke-width="1.6" fill="none"/>'
+                )
+    if s.markers:
+        for px, py in pts:
+            out.append(
+                f'<circle cx="{_num(px)}" cy="{_num(py)}" r="3.4" fill="{colour}" '
+                'stroke="#fff" stroke-width="0.8"/>'
+            )
+    return out
+
+
+def legend_html(series: Sequence[Series], extra: Sequence[tuple[str, str]] = ()) -> str:
+    """The legend as an HTML list (it wraps on narrow screens): a line sample per series,
+    then ``extra`` (symbol, text) items such as the ring of the chosen point."""
+    items = []
+    for s in series:
+        colour, dash = style_of(s.style)
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        line = (
+            f'<line x1="1" y1="6" x2="29" y2="6" stroke="{colour}" stroke-width="2.4"{dash_attr}/>'
+            if s.line
+            else ""
+        )
+        dot = f'<circle cx="15" cy="6" r="3.4" fill="{colour}"/>' if s.markers else ""
+        items.append(
+            f'<li><svg class="swatch" width="30" height="12" viewBox="0 0 30 12" '
+            f'aria-hidden="true">{line}{dot}</svg>{escape(s.label)}</li>'
+        )
+    for symbol, text in extra:
+        items.append(f"<li>{symbol}{escape(text)}</li>")
+    return '<ul class="legend">' + "".join(items) + "</ul>"
+
+
+RING = (
+    '<svg class="swatch" width="30" height="20" viewBox="0 0 30 20" aria-hidden="true">'
+    '<circle cx="15" cy="10" r="8" fill="none" stroke="#000" stroke-width="2.2"/></svg>'
+)
+DASHED = (
+    '<svg class="swatch" width="30" height="12" viewBox="0 0 30 12" aria-hidden="true">'
+    '<line x1="1" y1="6" x2="29" y2="6" stroke="#555" stroke-dasharray="5 4"/></svg>'
+)

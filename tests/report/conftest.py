@@ -1,0 +1,79 @@
+"""The four reports, made once per session through the command line on Adult: ``calibrate``
+(four mechanisms), ``release`` of a saved DauM-G plan recorded in a ledger, ``audit`` (two
+mechanisms, few samples) and ``ledger show`` (two datasets, three releases); and a
+``calibrate`` report on a table whose column names and values are HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from distprivacy.cli import main
+
+#: A column name and a property value that would run as script if not escaped.
+EVIL_COLUMN = "<script>alert(1)</script>"
+EVIL_FLAG = "flag\"'&<b>"
+
+MECHS = ["--mechanism", "DirM-L", "--mechanism", "ExpM-G", "--mechanism", "DauM-G",
+         "--mechanism", "GroupDP-G"]  # fmt: skip
+
+
+def _ok(*args: object) -> None:
+    rc = main([str(a) for a in args])
+    assert rc == 0, args
+
+
+@pytest.fixture(scope="session")
+def reports(tmp_path_factory, adult_dir) -> dict[str, Path]:
+    from distprivacy.datasets import load_adult
+    from distprivacy.mechanisms.plans import Plan
+
+    root = tmp_path_factory.mktemp("reports")
+    out = {k: root / f"{k}.html" for k in ("calibrate", "release", "audit", "ledger")}
+    data = ["--data", adult_dir, "--subset-size", 100]
+    _ok("calibrate", *data, *MECHS, "--report", out["calibrate"], "--json")
+    plan = root / "plan.json"
+    _ok("calibrate", *data, "--mechanism", "DauM-G", "--epsilon", 0.5, "--save", plan, "--json")
+    adult = load_adult(adult_dir)
+    targets = []
+    for seed in (1, 2):
+        t = root / f"records{seed}.csv"
+        adult.sample(n=100, random_state=seed).to_csv(t, index=False)
+        targets.append(t)
+    ledger = root / "ledger.db"
+    _ok("ledger", "init", ledger, "--budget-mu", repr(1.6 * Plan.load(plan).guarantee.mu))
+    _ok("ledger", "seal", ledger, plan)
+    for t in targets:
+        _ok("release", "--plan", plan, "--target", t, "--ledger", ledger, "--json")
+    _ok("release", "--plan", plan, "--target", targets[0], "--ledger", ledger,
+        "--report", out["release"])  # fmt: skip
+    _ok("ledger", "show", ledger, "--report", out["ledger"])
+    _ok("audit", *data, "--mechanism", "DauM-G", "--mechanism", "ExpM-L",
+        "--audit-samples", 400, "--report", out["audit"], "--json")  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="session")
+def evil_report(tmp_path_factory) -> Path:
+    """``calibrate --report`` on a table with a script for a column name and quotes, an
+    ampersand and a tag in the protected property."""
+    root = tmp_path_factory.mktemp("evil")
+    rng = np.random.default_rng(0)
+    n = 2000
+    frame = pd.DataFrame(
+        {
+            EVIL_COLUMN: rng.normal(50, 10, n),
+            "group": rng.choice([EVIL_FLAG, "no"], n, p=[0.3, 0.7]),
+            "x": rng.normal(size=n),
+        }
+    )
+    frame.to_csv(root / "evil.csv", index=False)
+    report = root / "evil.html"
+    _ok("calibrate", "--data", root / "evil.csv", "--protect", f"group=={EVIL_FLAG}",
+        "--values", "0.2,0.4", "--subset-size", 100, "--statistics",
+        f"mean:{EVIL_COLUMN},mean:x", "--mechanism", "DauM-G", "--mechanism", "ExpM-L",
+        "--report", report, "--json")  # fmt: skip
+    return report
