@@ -14,7 +14,8 @@ import pandas as pd
 
 from distprivacy._paths import check_input_path
 from distprivacy.engines._base import EngineError, EngineUnavailableError, file_format, one_line
-from distprivacy.engines._sql import Column, Dialect, SQLEngine
+from distprivacy.engines._compile import Column, Dialect
+from distprivacy.engines._sql import SQLEngine
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec

@@ -21,7 +21,8 @@ from typing import Any
 import pandas as pd
 
 from distprivacy.engines._base import EngineError, EngineUnavailableError, file_format, one_line
-from distprivacy.engines._sql import Column, SparkDialect, SQLEngine
+from distprivacy.engines._compile import Column, SparkDialect
+from distprivacy.engines._sql import SQLEngine
 from distprivacy.exceptions import DistPrivacyError
 
 DEFAULT_MASTER = "local[*]"
