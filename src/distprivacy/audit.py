@@ -343,9 +343,10 @@ def _installed_attacks(attacks: tuple[str, ...]) -> tuple[str, ...]:
         raise MissingExtraError(f"the {named} attack", "sklearn")
     kept = tuple(a for a in attacks if a not in SKLEARN_ATTACKS)
     dropped = " and ".join(a for a in attacks if a in SKLEARN_ATTACKS)
-    need = MissingExtraError(f"the {dropped} attacks", "sklearn")
+    need = MissingExtraError("", "sklearn")
     warnings.warn(
-        f"the audit runs the {', '.join(kept)} attack only: {need}",
+        f"the audit runs the {', '.join(kept)} attack only: the {dropped} attacks need "
+        f"{need.package}: pip install 'distprivacy[{need.extra}]'",
         DistPrivacyWarning,
         stacklevel=3,
     )

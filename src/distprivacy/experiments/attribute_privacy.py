@@ -410,7 +410,7 @@ _RULE_COLORS = {"classic": "#d62728", "exact": "#2ca02c"}
 def plot(sweep: pd.DataFrame, table: pd.DataFrame, path: Path) -> Path:
     """Left: error against V_ij (expected and measured, both rules). Right: the hospital's mean
     absolute errors, the paper's beside ours."""
-    require_extra("matplotlib", "the figures")
+    require_extra("matplotlib", "drawing the figures")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12, 4.8))

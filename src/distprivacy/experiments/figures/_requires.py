@@ -6,4 +6,4 @@ from __future__ import annotations
 
 from distprivacy.exceptions import require_extra
 
-require_extra("matplotlib", "the figures")
+require_extra("matplotlib", "drawing the figures")
