@@ -33,6 +33,7 @@ covariances; (e^ε + δ)/(1 + e^ε) for pure-ε mechanisms).
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,12 @@ import pandas as pd
 
 from distprivacy.accounting import check_int
 from distprivacy.attacks import LikelihoodRatioAttack
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import (
+    DistPrivacyError,
+    DistPrivacyWarning,
+    MissingExtraError,
+    has_extra,
+)
 from distprivacy.intervals import clopper_pearson
 from distprivacy.mechanisms.base import Calibration
 from distprivacy.models import FModel, sample_statistics
@@ -57,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ATTACKS",
     "DEFAULT_ATTACKS",
+    "SKLEARN_ATTACKS",
     "AttackAudit",
     "AuditResult",
     "audit",
@@ -73,6 +80,8 @@ __all__ = [
 ATTACKS = ("likelihood-ratio", "logistic", "boosting", "knn")
 #: The attacks run by default (kNN is slower and, on these statistics, no stronger).
 DEFAULT_ATTACKS = ("likelihood-ratio", "logistic", "boosting")
+#: The attacks that train a scikit-learn classifier (the ``[models]`` extra).
+SKLEARN_ATTACKS = ("logistic", "boosting", "knn")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -323,6 +332,27 @@ def _scores(
 # ------------------------------------------------------------------------------------------------
 
 
+def _installed_attacks(attacks: tuple[str, ...]) -> tuple[str, ...]:
+    """The attacks to run: without scikit-learn (the ``[models]`` extra) the default set runs
+    the likelihood-ratio attack only, with a warning; a classifier attack asked for by name is
+    refused (MissingExtraError)."""
+    if all(a not in SKLEARN_ATTACKS for a in attacks) or has_extra("sklearn"):
+        return attacks
+    if attacks != DEFAULT_ATTACKS:
+        named = next(a for a in attacks if a in SKLEARN_ATTACKS)
+        raise MissingExtraError(f"the {named} attack", "sklearn")
+    kept = tuple(a for a in attacks if a not in SKLEARN_ATTACKS)
+    dropped = " and ".join(a for a in attacks if a in SKLEARN_ATTACKS)
+    need = MissingExtraError("", "sklearn")
+    warnings.warn(
+        f"the audit runs the {', '.join(kept)} attack only: the {dropped} attacks need "
+        f"{need.package}: pip install 'distprivacy[{need.extra}]'",
+        DistPrivacyWarning,
+        stacklevel=3,
+    )
+    return kept
+
+
 def audit(
     calibration: Calibration,
     samples: tuple[np.ndarray, np.ndarray],
@@ -374,6 +404,7 @@ def audit(
     for a in attacks:
         if a not in ATTACKS:
             raise DistPrivacyError(f"unknown attack {a!r}; choose from {', '.join(ATTACKS)}")
+    attacks = _installed_attacks(attacks)
     A, B = (np.asarray(s, dtype=float) for s in samples)
     m = calibration.noise.dim
     for name, s in (("θ_a", A), ("θ_b", B)):
@@ -537,6 +568,7 @@ def audit_calibrations(
             f"random_state must be an integer seed in [0, 2^128 - 1] or None, got {seed!r}"
         )
     cals = list(calibrations)
+    attacks = _installed_attacks(tuple(attacks))  # before any sampling
     results = []
     for k, cal in enumerate(cals):
         results.append(

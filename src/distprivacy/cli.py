@@ -14,7 +14,7 @@ import warnings
 import click
 
 from distprivacy._version import __version__
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import EXTRAS, DistPrivacyError, MissingExtraError
 
 #: Every command: the module and name that define it, and the line `distprivacy --help` shows
 #: for it — so that the help (and any one command) imports only what it needs.
@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
       ``error: …`` on one line, exit 2;
     * ``MemoryError`` / ``OverflowError`` / ``FloatingPointError`` / ``ZeroDivisionError`` →
       one line naming what ran out or overflowed, exit 2;
-    * click usage errors → one line with the command's ``--help``, exit 2.
+    * click usage errors → one line with the command's ``--help``, exit 2;
+    * a missing optional dependency → one line naming its extra (``pip install
+      'distprivacy[EXTRA]'``), exit 2.
 
     NumPy's RuntimeWarnings are silenced here (the results they warn about are checked for
     finiteness where they are computed); other warnings are printed after the command as one
@@ -119,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
             return _error(e.format_message())
         except DistPrivacyError as e:
             return _error(str(e) or type(e).__name__)
+        except ModuleNotFoundError as e:  # an optional dependency no library check named
+            top = (e.name or "").partition(".")[0]
+            if top not in EXTRAS:
+                raise
+            return _error(str(MissingExtraError(" ".join(["distprivacy", *_cmd(argv)]), top)))
         except MemoryError as e:
             detail = f" ({_one_line(str(e))})" if str(e) else ""
             return _error(

@@ -6,6 +6,8 @@ interface prints it without a traceback and exits with status 2.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 
 class DistPrivacyError(ValueError):
     """Invalid input or an impossible request, with a one-line message naming the fix."""
@@ -28,6 +30,67 @@ class ResourceLimitError(DistPrivacyError):
 class ExactReleaseError(DistPrivacyError):
     """A release would publish the true statistics (the calibration adds no noise, Thm 4.4) and
     the caller did not pass ``allow_exact=True`` (``--allow-exact`` on the command line)."""
+
+
+#: Each optional dependency (its import name) → (its distribution on PyPI, the extra of
+#: ``pip install 'distprivacy[EXTRA]'`` that brings it). The core needs none of them.
+EXTRAS: dict[str, tuple[str, str]] = {
+    "matplotlib": ("matplotlib", "figures"),
+    "cvxpy": ("cvxpy", "optimal"),
+    "sklearn": ("scikit-learn", "models"),
+    "pyspark": ("pyspark", "spark"),
+    "torch": ("torch", "torch"),
+    "networkx": ("networkx", "torch"),
+    "skops": ("skops", "saved"),
+    "safetensors": ("safetensors", "saved"),
+}
+
+
+class MissingExtraError(DistPrivacyError):
+    """An optional dependency is not installed; the message names the extra that brings it,
+    e.g. ``OptM-G needs cvxpy: pip install 'distprivacy[optimal]'``.
+
+    Parameters
+    ----------
+    what : str
+        What needs it (a mechanism, a command, a feature), the subject of the message.
+    module : str
+        The import name of the missing dependency (a key of :data:`EXTRAS`).
+    """
+
+    def __init__(self, what: str, module: str) -> None:
+        self.module = module.partition(".")[0]
+        self.package, self.extra = EXTRAS[self.module]
+        super().__init__(f"{what} needs {self.package}: pip install 'distprivacy[{self.extra}]'")
+
+
+def require_extra(module: str, what: str) -> ModuleType:
+    """Import the optional dependency ``module`` (e.g. ``"cvxpy"``, ``"sklearn.base"``).
+
+    Raises
+    ------
+    MissingExtraError
+        When it is not installed: one line naming ``what`` needs it and the extra to install.
+    """
+    import importlib
+
+    top = module.partition(".")[0]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if (e.name or "").partition(".")[0] != top:
+            raise  # something else is missing: not the extra's fault
+        raise MissingExtraError(what, top) from None
+
+
+def has_extra(module: str) -> bool:
+    """Whether the optional dependency ``module`` is installed (found, not imported)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 # ---------------------------------------------------------------------------------------------

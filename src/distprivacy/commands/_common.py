@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -22,12 +22,12 @@ from distprivacy.commands import (
     parse_float,
     parse_floats,
 )
-from distprivacy.engines import ENGINES, load_source, resolve_engine
+from distprivacy.commands._names import ADULT_DEFAULT_STATISTICS, ENGINE_NAMES
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_mechanism
-from distprivacy.models import FModel, fit_model, load_model_file
-from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
-from distprivacy.spec import ProtectionSpec
+
+if TYPE_CHECKING:  # the library is imported when a command runs, not for its --help
+    from distprivacy.mechanisms import Calibration
+    from distprivacy.models import FModel
 
 DEFAULT_PROPERTY = "income==>50K"
 DEFAULT_VALUES = "0.45,0.55"
@@ -172,7 +172,7 @@ _OPTIONS = [
     ),
     click.option(
         "--engine",
-        type=click.Choice(list(ENGINES), case_sensitive=False),
+        type=click.Choice(list(ENGINE_NAMES), case_sensitive=False),
         default="auto",
         show_default=True,
         help="Where the model's aggregates are computed: 'auto' = DuckDB for a CSV/Parquet "
@@ -311,6 +311,11 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
     built : tuple or None
         ``(data, spec, query)`` when fitted from data; None for ``--model``.
     """
+    from distprivacy.engines import load_source, resolve_engine
+    from distprivacy.models import fit_model, load_model_file
+    from distprivacy.query import Query
+    from distprivacy.spec import ProtectionSpec
+
     check_epsilon(p["epsilon"])
     check_rule(p["calibration"])
     if p["model_file"] is not None:
@@ -373,6 +378,9 @@ def modelling(p: dict[str, Any]) -> dict[str, Any]:
 def refitter(built: tuple[Any, Any, Any], p: dict[str, Any]) -> Callable[[str], FModel]:
     """Fit the same kind of model for other statistics on the same data (the ledger's joint
     model of releases of different statistics)."""
+    from distprivacy.models import fit_model
+    from distprivacy.query import Query
+
     data, spec, _ = built
 
     def fit(query_text: str) -> FModel:
@@ -406,6 +414,8 @@ def check_targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | No
         if p["calibration"] != "exact":
             raise DistPrivacyError("targets given as μ or accuracy need --calibration exact")
         # The values themselves, before any data is read (a Gaussian mechanism validates them).
+        from distprivacy.mechanisms import make_mechanism
+
         make_mechanism("ExpM-G", None, 0.5, "exact", **t)
     return t
 
@@ -413,8 +423,14 @@ def check_targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | No
 def mechanism_names(
     ctx: click.Context, mechanisms: tuple[str, ...], p: dict[str, Any]
 ) -> list[str]:
-    """The mechanisms asked for (default: all), with δ and the targets validated for them."""
+    """The mechanisms asked for (default: all), with δ and the targets validated for them; one
+    asked for by name whose optional dependency is missing is refused (MissingExtraError; the
+    default run lists it as not applicable, naming the extra)."""
+    from distprivacy.mechanisms import MECHANISMS, make_mechanism
+
     names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
+    for name in names if mechanisms else ():
+        MECHANISMS[name].require_extras()
     # δ ∈ (0, 1) for (ε, δ) mechanisms; pure-ε ones ignore it but it must still lie in [0, 1).
     check_delta(p["delta"], allow_zero=not any(MECHANISMS[n].uses_delta for n in names))
     check_targets(ctx, p)
@@ -441,6 +457,8 @@ def _epsilon(p: dict[str, Any], t: dict[str, float | None]) -> float | None:
 
 def mechanism(name: str, p: dict[str, Any]):
     """The mechanism ``name`` with the options' ε (or target), δ, rule and utility."""
+    from distprivacy.mechanisms import make_mechanism
+
     t = _target_options(p)
     return make_mechanism(
         name,
@@ -458,6 +476,8 @@ def calibrate_many(
 ) -> tuple[list[Calibration], dict[str, str]]:
     """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
     is listed as not applicable with the reason (:func:`calibrate_all`)."""
+    from distprivacy.mechanisms import calibrate_all
+
     t = _target_options(p)
     bar = LazyProgress("calibrating", enabled=show)
     try:

@@ -3,14 +3,15 @@ words, the header naming what is protected, and the per-statistic table."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from distprivacy.mechanisms import Calibration
-from distprivacy.models import FModel
+if TYPE_CHECKING:
+    from distprivacy.mechanisms import Calibration
+    from distprivacy.models import FModel
 
 
 def fmt(x: float) -> str:
@@ -85,7 +86,7 @@ def print_not_applicable(console: Console, skipped: dict[str, str]) -> None:
     if skipped:
         console.print("[bold]Not applicable[/]")
         for reason in skipped.values():
-            console.print(f"  {reason}")
+            console.print(f"  {reason}", markup=False)  # e.g. "pip install '…[optimal]'"
 
 
 def model_dict(model: FModel) -> dict[str, Any]:

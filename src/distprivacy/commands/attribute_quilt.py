@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
-from distprivacy.attribute.bayesnet import load_networks
-from distprivacy.attribute.markov_quilt import (
-    AttributeQuiltMechanism,
-    QuiltCalibration,
-    QuiltCandidate,
-    school_networks,
-)
 from distprivacy.commands import POSITIVE, POSITIVE_INT, SEED, allow_exact_option, dumps_json
 from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
+
+if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
+    from distprivacy.attribute.markov_quilt import QuiltCalibration, QuiltCandidate
 
 
 def _pairs(items: tuple[str, ...], what: str, example: str) -> dict[str, list[str]]:
@@ -141,6 +137,11 @@ def quilt(
     as_json: bool,
 ) -> None:
     """Calibrate (and with --data, release) the Attribute-Private Markov Quilt Mechanism."""
+    import pandas as pd
+
+    from distprivacy.attribute.bayesnet import load_networks
+    from distprivacy.attribute.markov_quilt import AttributeQuiltMechanism, school_networks
+
     if network == "school" and not Path(network).exists():
         nets = school_networks()
     else:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from distprivacy.audit import ATTACKS as AUDIT_ATTACKS
-from distprivacy.audit import DEFAULT_ATTACKS, AuditResult, audit_calibrations
 from distprivacy.commands import PROBABILITY_OPEN, Number, dumps_json
 from distprivacy.commands._common import (
     LazyProgress,
@@ -20,8 +18,13 @@ from distprivacy.commands._common import (
     settings,
 )
 from distprivacy.commands._display import print_header, print_not_applicable
+from distprivacy.commands._names import AUDIT_ATTACKS
+from distprivacy.commands._names import DEFAULT_AUDIT_ATTACKS as DEFAULT_ATTACKS
 from distprivacy.commands._report import report_option, write_audit
 from distprivacy.exceptions import DistPrivacyError
+
+if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
+    from distprivacy.audit import AuditResult
 
 
 def _print_audit(console: Console, results: list[AuditResult]) -> None:
@@ -99,6 +102,8 @@ def audit(
     """Attack each mechanism on real samples of F and bound its ε from below.
 
     Exit status 1 when some mechanism's claimed ε is refuted (its lower bound is larger)."""
+    from distprivacy.audit import audit_calibrations
+
     names = mechanism_names(ctx, mechanisms, p)
     model, info, built = build(ctx, p)
     if built is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -31,9 +31,10 @@ from distprivacy.commands._display import (
 from distprivacy.commands._report import report_option, write_calibrate
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
-from distprivacy.mechanisms import Calibration
-from distprivacy.mechanisms.plans import Plan
 from distprivacy.outputs import check_output_file
+
+if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
+    from distprivacy.mechanisms import Calibration
 
 
 def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
@@ -76,6 +77,8 @@ def _save_plan(
     path: str, cal: Calibration, model: Any, built: Any, p: dict[str, Any]
 ) -> dict[str, str]:
     """Write the plan of ``cal`` (one mechanism) and say where."""
+    from distprivacy.mechanisms.plans import Plan
+
     data = built[0] if built is not None else p["model_file"]
     plan = Plan.from_calibration(cal, model, data=data, modelling=modelling(p))
     plan.save(path)

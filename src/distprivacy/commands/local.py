@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 import numpy as np
-import pandas as pd
 
 from distprivacy._json import number
 from distprivacy.accounting import check_number
@@ -104,6 +103,8 @@ _GRID = click.option(
 @click.option("--out", "out", type=click.Path(dir_okay=False), required=True, help="CSV path.")
 def city(side: int, seed: int, out: str) -> None:
     """Write a generated pair of group location distributions (clustered_city) as CSV."""
+    import pandas as pd
+
     from distprivacy.local.domains import clustered_city, grid
 
     g = grid(side)

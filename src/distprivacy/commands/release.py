@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -31,15 +30,19 @@ from distprivacy.commands._display import (
     print_statement,
     spec_of,
 )
+from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
 from distprivacy.commands.config import config_option
-from distprivacy.datasets import load_table
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.mechanisms import MECHANISMS, Calibration, Release
-from distprivacy.mechanisms.plans import Plan
-from distprivacy.query import Query
 from distprivacy.randomness import check_random_state
-from distprivacy.spec import ProtectionSpec
+
+if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
+    import pandas as pd
+
+    from distprivacy.mechanisms import Calibration, Release
+    from distprivacy.mechanisms.plans import Plan
+    from distprivacy.query import Query
+    from distprivacy.spec import ProtectionSpec
 
 
 def _target_value(target_df: pd.DataFrame, spec: ProtectionSpec, query: Query) -> np.ndarray:
@@ -173,7 +176,7 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
     "mechanism_name",
     default="DauM-G",
     show_default=True,
-    help=f"One of: {', '.join(MECHANISMS)}.",
+    help=f"One of: {', '.join(MECHANISM_NAMES)}.",
 )
 @click.option(
     "--target",
@@ -221,6 +224,9 @@ def release(
     **p: Any,
 ) -> None:
     """Release the statistics of a dataset with the chosen mechanism (or a saved plan)."""
+    from distprivacy.datasets import load_table
+    from distprivacy.mechanisms.plans import Plan
+
     if ledger_path is not None:
         from distprivacy.ledger import Ledger
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
+from distprivacy.exceptions import require_extra
 from distprivacy.local.domains import Domain
 from distprivacy.local.utility import bayes_factor_reading
 from distprivacy.outputs import save_figure
@@ -37,6 +37,7 @@ DPI = 150
 
 def plot_city(g: Domain, lam0: np.ndarray, lam1: np.ndarray, path: Path) -> Path:
     rows, cols = g.shape
+    Figure = require_extra("matplotlib.figure", "drawing the figures").Figure
     fig = Figure(figsize=(14, 4.3))
     axes = fig.subplots(1, 3)
     vmax = max(lam0.max(), lam1.max())
@@ -61,6 +62,7 @@ def plot_city(g: Domain, lam0: np.ndarray, lam1: np.ndarray, path: Path) -> Path
 
 
 def plot_eps_sql(curves: pd.DataFrame, tcurves: pd.DataFrame, st: Settings, path: Path) -> Path:
+    Figure = require_extra("matplotlib.figure", "drawing the figures").Figure
     fig = Figure(figsize=(8.5, 5.8))
     ax = fig.subplots()
     for name, grp in curves.groupby("mechanism", sort=False):
@@ -105,6 +107,7 @@ def plot_eps_sql(curves: pd.DataFrame, tcurves: pd.DataFrame, st: Settings, path
 
 
 def plot_eps_k(tk: pd.DataFrame, equal: pd.DataFrame, st: Settings, path: Path) -> Path:
+    Figure = require_extra("matplotlib.figure", "drawing the figures").Figure
     fig = Figure(figsize=(13, 5.5))
     ax, bx = fig.subplots(1, 2)
     shades = ["#d62728", "#8c564b", "#e377c2", "#17becf"]

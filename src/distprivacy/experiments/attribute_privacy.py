@@ -45,6 +45,7 @@ from distprivacy.attribute.gaussian import (
     RegressionTheta,
 )
 from distprivacy.attribute.pufferfish import GaussianConditional, PufferfishWassersteinMechanism
+from distprivacy.exceptions import require_extra
 from distprivacy.experiments._run import write_run
 from distprivacy.outputs import check_output_dir, save_figure
 from distprivacy.randomness import RandomState, check_random_state
@@ -409,6 +410,7 @@ _RULE_COLORS = {"classic": "#d62728", "exact": "#2ca02c"}
 def plot(sweep: pd.DataFrame, table: pd.DataFrame, path: Path) -> Path:
     """Left: error against V_ij (expected and measured, both rules). Right: the hospital's mean
     absolute errors, the paper's beside ours."""
+    require_extra("matplotlib", "drawing the figures")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12, 4.8))

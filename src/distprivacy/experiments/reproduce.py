@@ -12,7 +12,12 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
+from distprivacy.exceptions import (
+    ClassicRuleWarning,
+    DistPrivacyError,
+    MissingExtraError,
+    has_extra,
+)
 from distprivacy.experiments import beyond
 from distprivacy.experiments._run import write_run
 from distprivacy.experiments.attribute_privacy import run as run_attribute_privacy
@@ -65,6 +70,12 @@ EXTRA_TARGETS: dict[str, Reproduction] = {
 ALL_TARGETS = (*TARGETS, *EXTRA_TARGETS)
 
 
+def _require_figures() -> None:
+    """Every reproduction draws its figures: refuse before any work without matplotlib."""
+    if not has_extra("matplotlib"):
+        raise MissingExtraError("reproduce", "matplotlib")
+
+
 def resolve_targets(names: Iterable[str]) -> list[str]:
     """Validate target names; ``paper`` means the main paper's targets, ``all`` every target."""
     out: list[str] = []
@@ -98,6 +109,7 @@ def run_extra(
     """Run one of :data:`EXTRA_TARGETS`, writing into ``out_dir``."""
     if name not in EXTRA_TARGETS:
         raise DistPrivacyError(f"unknown target {name!r}; choose from {', '.join(EXTRA_TARGETS)}")
+    _require_figures()
     return EXTRA_TARGETS[name](
         Path(out_dir), quick=quick, seed=seed, data_dir=data_dir, progress=progress or _ignore
     )
@@ -114,7 +126,10 @@ def check_outputs(
     ------
     distprivacy.outputs.OutputError
         One line naming the path and the fix.
+    distprivacy.exceptions.MissingExtraError
+        matplotlib (the ``[figures]`` extra), which draws the PNGs, is not installed.
     """
+    _require_figures()
     out = check_output_dir(out_dir, option="--out")
     if report_path is not None:
         check_output_file(report_path, option="--report")

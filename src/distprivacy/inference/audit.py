@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, require_extra
 from distprivacy.inference.saved import EstimatorPopulation
 from distprivacy.inference.transformers import RatioTransformer
 from distprivacy.randomness import RandomState, check_random_state
@@ -37,10 +37,12 @@ def make_estimator(spec: str) -> Any:
     have ``fit`` and ``predict_proba``) or ``torch:FILE.py:make``
     (:class:`~distprivacy.inference.torch_estimator.TorchEstimator`)."""
     if spec == "logistic":
+        require_extra("sklearn", "the logistic estimator")
         from sklearn.linear_model import LogisticRegression
 
         return LogisticRegression(max_iter=1000)
     if spec == "mlp":
+        require_extra("sklearn", "the mlp estimator")
         from sklearn.neural_network import MLPClassifier
 
         return MLPClassifier(hidden_layer_sizes=(32, 16), max_iter=300)
@@ -51,10 +53,12 @@ def make_estimator(spec: str) -> Any:
             raise DistPrivacyError(
                 "torch estimators need PyTorch; install it (pip install torch)"
             ) from None
+        require_extra("sklearn", "torch estimators")  # TorchEstimator is a scikit-learn one
         from distprivacy.inference.torch_estimator import TorchEstimator
 
         return TorchEstimator(spec)
     if spec == "tree":
+        require_extra("sklearn", "the tree estimator")
         from sklearn.tree import DecisionTreeClassifier
 
         return DecisionTreeClassifier(max_depth=5)
@@ -139,6 +143,7 @@ def audit_game(
     each with its own integer ``random_state`` when it takes one). ``n_test``: rows of the
     adversary's test sets D0, D1 (ratio α0, α1, from the adversary's half; default
     ``n_train``)."""
+    require_extra("sklearn", "the models audit")
     from sklearn.base import clone
 
     prop = RatioTransformer(protect, 0.5, preserve_label_ratio=False).property

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import DistPrivacyError, NotApplicableError, require_extra
 from distprivacy.inference.attacks import _check_pair, score_predictions
 from distprivacy.mechanisms import (
     Calibration,
@@ -249,6 +249,7 @@ def _noisy(F: np.ndarray, cal: Calibration | None, gen: Generator) -> np.ndarray
 def _shrunk_gaussians(F0: np.ndarray, F1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The adversary's Gaussian model of F: means and Ledoit–Wolf-shrunk covariances (the
     attacker's own choice; keeps the test defined with few models or rank-deficient noise)."""
+    require_extra("sklearn", "the Gaussian likelihood-ratio attack on models")
     from sklearn.covariance import LedoitWolf
 
     means = np.stack([F0.mean(axis=0), F1.mean(axis=0)])
@@ -295,6 +296,7 @@ def evaluate_defences(
     ``task_accuracy`` (mean over victim models), ``likelihood_ratio`` and ``meta_classifier``
     accuracies with Clopper–Pearson bounds at ``level`` (``*_lo``, ``*_hi``), ``n_victim``.
     """
+    require_extra("sklearn", "the defence evaluation's meta-classifier")
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, MissingExtraError, has_extra
 from distprivacy.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -133,7 +132,20 @@ def _check_positive(value: Any, name: str, kind: type) -> None:
         raise DistPrivacyError(f"{name} must be a positive {kind.__name__}, got {value!r}")
 
 
-class TorchEstimator(ClassifierMixin, BaseEstimator):
+def _estimator_bases() -> tuple[type, ...]:
+    """scikit-learn's classifier bases (the ``[models]`` extra), or none: the torch helpers of
+    this module work without scikit-learn, and :class:`TorchEstimator` then refuses to be made."""
+    if not has_extra("sklearn"):
+        return ()
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    return (ClassifierMixin, BaseEstimator)
+
+
+_ESTIMATOR_BASES = _estimator_bases()
+
+
+class TorchEstimator(*_ESTIMATOR_BASES):
     """A scikit-learn classifier around the user's PyTorch network.
 
     Parameters
@@ -175,6 +187,8 @@ class TorchEstimator(ClassifierMixin, BaseEstimator):
         n_threads: int = 1,
         random_state: RandomState = None,
     ) -> None:
+        if not _ESTIMATOR_BASES:
+            raise MissingExtraError("TorchEstimator (a scikit-learn classifier)", "sklearn")
         self.factory = factory
         self.epochs = epochs
         self.batch_size = batch_size

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import DistPrivacyError, MissingExtraError, NotApplicableError
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms._accounting import GaussianAccounting, SharedCovariance
 from distprivacy.mechanisms._calibrator import Calibrator, GaussianTarget, Proposal
@@ -153,6 +153,8 @@ CALIBRATION_FAILURES: tuple[type[BaseException], ...] = (
 
 def _reason(name: str, exc: BaseException) -> str:
     msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, MissingExtraError):  # "OptM-G needs cvxpy: pip install …"
+        return msg
     if isinstance(exc, DistPrivacyError):
         if msg.startswith(f"{name} is not applicable"):
             return msg

@@ -22,10 +22,12 @@ from distprivacy.accounting import check_delta, check_epsilon, check_rule
 from distprivacy.exceptions import (
     AssumptionWarning,
     DistPrivacyError,
+    MissingExtraError,
     NotApplicableError,
     Notice,
     SwampedWarning,
     WeakGuaranteeWarning,
+    has_extra,
 )
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms.calibration import (
@@ -85,6 +87,17 @@ class Mechanism(ABC):
     basis: ClassVar[str] = BASIS_TRANSLATION
     uses_delta: ClassVar[bool] = True
     needs_samples: ClassVar[bool] = False
+    #: Optional dependencies of the calibration (import names, keys of
+    #: :data:`distprivacy.exceptions.EXTRAS`), e.g. OptM-G's ``("cvxpy",)``.
+    extras: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def require_extras(cls) -> None:
+        """Raise :class:`~distprivacy.exceptions.MissingExtraError` (one line naming the extra
+        to install) when an optional dependency of :attr:`extras` is not installed."""
+        for module in cls.extras:
+            if not has_extra(module):
+                raise MissingExtraError(cls.name, module)
 
     def __init__(self, epsilon: float, delta: float = 0.0, calibration: str = "exact") -> None:
         self.epsilon = self._resolve_epsilon(epsilon, delta)
@@ -102,7 +115,8 @@ class Mechanism(ABC):
 
     def calibrate(self, model: FModel) -> Calibration:
         """Calibrate the noise on ``model`` (raises NotApplicableError when the theorem's
-        hypotheses cannot be met)."""
+        hypotheses cannot be met; MissingExtraError when an optional dependency is missing)."""
+        self.require_extras()
         model._check_fitted()
         if self.needs_samples and model.samples_ is None:
             raise NotApplicableError(

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from distprivacy.exceptions import DistPrivacyError, NotApplicableError
+from distprivacy.exceptions import DistPrivacyError, NotApplicableError, require_extra
 from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.adversarial import _GAUSSIAN, _cov_text
 from distprivacy.mechanisms.base import register_mechanism
@@ -43,7 +43,7 @@ from distprivacy.noise import NoiseDistribution
 def _solve_sdp(
     pairs: list[tuple[np.ndarray, list]], mu: float, W: np.ndarray
 ) -> tuple[np.ndarray, str, str]:
-    import cvxpy as cp
+    cp = require_extra("cvxpy", "OptM-G")
 
     m = W.shape[0]
     lmis = sum(len(covs) for _, covs in pairs)
@@ -139,6 +139,7 @@ class OptimalGaussian(GaussianMechanism):
     """
 
     name = "OptM-G"
+    extras = ("cvxpy",)
     theorem = (
         "Chen & Ohrimenko 2023, Corollary A.1 as SDP constraints (exact μ-GDP accounting: "
         "Dong, Roth & Su 2019; Balle & Wang 2018)"

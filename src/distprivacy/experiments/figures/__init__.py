@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# First (imports sort it first): without matplotlib, the [figures] extra, one line says so.
+from distprivacy.experiments.figures import _requires  # noqa: F401
 from distprivacy.experiments.figures._approximation import plot_figure5
 from distprivacy.experiments.figures._attacks import plot_figure4, plot_table3
 from distprivacy.experiments.figures._beyond import SETTING_STYLES, plot_accounting, plot_audit

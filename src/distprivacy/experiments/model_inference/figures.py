@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from distprivacy.exceptions import require_extra
 from distprivacy.experiments.model_inference.config import (
     BLACKBOX,
     PAPER,
@@ -47,6 +48,7 @@ def plot_figure1(df: pd.DataFrame, path: Path) -> Path:
     """Figure 1 (Census panels): per α, box plots of the permutation-invariant meta-classifier
     over repetitions, the loss test (crosses), the threshold test (mean ± sd) and our two
     other meta-classifiers."""
+    require_extra("matplotlib", "drawing the figures")
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
@@ -119,6 +121,7 @@ def plot_figure1(df: pd.DataFrame, path: Path) -> Path:
 
 def plot_cases(df: pd.DataFrame, path: Path) -> Path:
     """Ganju et al.'s cases A and B: our accuracies (mean ± sd) beside the paper's."""
+    require_extra("matplotlib", "drawing the figures")
     from matplotlib.figure import Figure
 
     cases = list(dict.fromkeys(df["case"]))
@@ -176,6 +179,7 @@ def plot_cases(df: pd.DataFrame, path: Path) -> Path:
 
 def plot_regression(preds: pd.DataFrame, summary: pd.DataFrame, path: Path) -> Path:
     """Predicted α per true α (box plots; filled: ratios trained on, hollow: unseen)."""
+    require_extra("matplotlib", "drawing the figures")
     from matplotlib.figure import Figure
 
     props = list(dict.fromkeys(preds["property"]))
@@ -224,6 +228,7 @@ def plot_regression(preds: pd.DataFrame, summary: pd.DataFrame, path: Path) -> P
 
 def plot_defence(df: pd.DataFrame, info: dict[str, Any], path: Path) -> Path:
     """Attack accuracy against ε (with each calibration's bound) and against task accuracy."""
+    require_extra("matplotlib", "drawing the figures")
     from matplotlib.figure import Figure
 
     from distprivacy.experiments.figures import mechanism_color

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from distprivacy.exceptions import MissingExtraError, has_extra
 from distprivacy.experiments.model_inference.config import PAPER, PROPERTIES, Config
 from distprivacy.experiments.model_inference.figures import plot_all
 from distprivacy.experiments.model_inference.report import build_report
@@ -364,6 +365,9 @@ def run(
     """
     from distprivacy.datasets import load_adult
 
+    for module in ("matplotlib", "sklearn"):  # its figures, its meta-classifiers: before any work
+        if not has_extra(module):
+            raise MissingExtraError("the model-inference reproduction", module)
     t_start = time.perf_counter()
     cfg = (config or (Config.quick(seed) if quick else Config(seed=seed))).validate()
     out = check_output_dir(out_dir)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, require_extra
 from distprivacy.inference.attacks._base import (
     Population,
     _check_arch,
@@ -46,6 +46,7 @@ def _flat_canonical(pop: Population) -> np.ndarray:
 
 
 def _default_classifier(random_state: RandomState) -> Any:
+    require_extra("sklearn", "the meta-classifier attack")
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -65,6 +66,7 @@ class _FeatureMetaClassifier(_ModelAttack):
         """Features of each model, (m, p)."""
 
     def fit(self, pop0: Population, pop1: Population) -> _FeatureMetaClassifier:
+        require_extra("sklearn", "the meta-classifier attack")
         from sklearn.base import clone
 
         _check_pair(pop0, pop1)

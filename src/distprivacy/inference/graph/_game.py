@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, require_extra
 from distprivacy.inference.attacks import SortedWeightsMetaClassifier
 from distprivacy.inference.attacks._threshold import best_threshold
 from distprivacy.inference.game import GameOutcome, advantage
@@ -106,6 +106,7 @@ def _meta_outputs(
     nodes: np.ndarray,
     seed: int,
 ) -> tuple[np.ndarray, np.ndarray]:
+    require_extra("sklearn", "the graph game's meta-classifier")
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

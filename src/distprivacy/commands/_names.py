@@ -1,0 +1,35 @@
+"""Names the commands' options show before any library module is imported, so that ``--help``
+loads no pandas, SciPy or mechanism: each is a copy of a live registry or default, and
+``tests/test_cli_help_imports.py`` checks every copy against its original."""
+
+from __future__ import annotations
+
+#: :data:`distprivacy.mechanisms.MECHANISMS`, in order.
+MECHANISM_NAMES: tuple[str, ...] = (
+    "ExpM-L",
+    "DirM-L",
+    "ExpM-G",
+    "DirM-G",
+    "EigM-G",
+    "DauM-G",
+    "OptM-G",
+    "NoNoise",
+    "Wasserstein",
+    "ApproxWasserstein",
+    "ApproxWasserstein-Bounded",
+    "GroupDP-L",
+    "GroupDP-G",
+)
+
+#: :data:`distprivacy.engines.ENGINES`, in order.
+ENGINE_NAMES: tuple[str, ...] = ("auto", "pandas", "duckdb", "spark")
+
+#: :data:`distprivacy.query.ADULT_DEFAULT_STATISTICS`.
+ADULT_DEFAULT_STATISTICS = (
+    "mean:age,mean:education_num,count:marital_status==Never-married,count:sex==Female,"
+    "mean:hours_per_week"
+)
+
+#: :data:`distprivacy.audit.ATTACKS` and :data:`distprivacy.audit.DEFAULT_ATTACKS`.
+AUDIT_ATTACKS: tuple[str, ...] = ("likelihood-ratio", "logistic", "boosting", "knn")
+DEFAULT_AUDIT_ATTACKS: tuple[str, ...] = ("likelihood-ratio", "logistic", "boosting")
