@@ -33,12 +33,31 @@ def _unquote(text: str) -> str:
     return text
 
 
+def unknown_column_message(column: str, columns: Sequence[object]) -> str:
+    """The one-line error for a column name not among ``columns``. Names are compared exactly,
+    never mapped: a name equal to one of the data's only after Unicode normalisation (é typed as
+    one character or as e + a combining accent) or case folding is named with its escapes."""
+    import unicodedata
+
+    def key(x: object) -> str:
+        return unicodedata.normalize("NFKC", str(x)).casefold()
+
+    near = [str(c) for c in columns if key(c) == key(column)]
+    if near:
+        return (
+            f"unknown column {column!r} ({column!a}); the data has "
+            f"{near[0]!r} ({near[0]!a}), equal only after Unicode normalisation or case "
+            "folding, which is never applied: spell the name as the file does"
+        )
+    shown = ", ".join(map(str, list(columns)[:20]))
+    more = ", ..." if len(columns) > 20 else ""
+    return f"unknown column {column!r}; the data has columns: {shown}{more}"
+
+
 def check_column(data: pd.DataFrame, column: str) -> None:
     """Raise a one-line error when ``column`` is not in ``data``."""
     if column not in data.columns:
-        shown = ", ".join(map(str, list(data.columns)[:20]))
-        more = ", ..." if len(data.columns) > 20 else ""
-        raise DistPrivacyError(f"unknown column {column!r}; the data has columns: {shown}{more}")
+        raise DistPrivacyError(unknown_column_message(column, list(data.columns)))
 
 
 @dataclass(frozen=True)

@@ -492,3 +492,30 @@ def test_duckdb_takes_the_library_memory_limit(monkeypatch, tmp_path):
     eng = resolve_engine("duckdb", str(path))
     limit = eng.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
     assert limit.replace(" ", "") in ("1.0GiB", "1024.0MiB")
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_unicode_names_are_never_mapped_and_the_near_miss_is_named(tmp_path, engine, spec):
+    """A column written with a combining accent (NFD) is not the one typed precomposed (NFC):
+    the name is refused, with both spellings escaped so the difference can be seen."""
+    import unicodedata
+
+    nfd, nfc = unicodedata.normalize("NFD", "âge"), unicodedata.normalize("NFC", "âge")
+    path = tmp_path / "u.csv"
+    path.write_text(f"{nfd},income\n30,>50K\n40,<=50K\n", encoding="utf-8")
+    eng = resolve_engine(engine, str(path))
+    with pytest.raises(DistPrivacyError, match=r"a\\u0302ge.*never applied"):
+        eng.validate(Query.parse(f"mean:{nfc}"), spec)
+    eng.validate(Query.parse(f"mean:{nfd}"), None)  # the file's own spelling works
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "spark"])
+def test_a_fifo_is_refused_by_every_engine_before_reading(tmp_path, engine):
+    """Reading a named pipe blocks until someone writes: every engine (Spark before it starts
+    its JVM) refuses it in one line instead of hanging."""
+    import os
+
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(DistPrivacyError, match="FIFO"):
+        resolve_engine(engine, str(fifo))

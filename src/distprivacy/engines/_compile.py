@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from distprivacy.engines._base import SQLCompileError, UnsupportedStatisticError
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import NoSQLFormError, Statistic
-from distprivacy.spec import Predicate
+from distprivacy.spec import Predicate, unknown_column_message
 
 #: Strings pandas' CSV reader takes as missing (``pandas._libs.parsers.STR_NA_VALUES``).
 CSV_NA_VALUES: tuple[str, ...] = (
@@ -157,9 +157,7 @@ class Compiler:
 
     def column(self, name: str) -> Column:
         if name not in self.columns:
-            shown = ", ".join(self.order[:20])
-            more = ", ..." if len(self.order) > 20 else ""
-            raise DistPrivacyError(f"unknown column {name!r}; the data has columns: {shown}{more}")
+            raise DistPrivacyError(unknown_column_message(name, self.order))
         return self.columns[name]
 
     def kind(self, name: str) -> str:

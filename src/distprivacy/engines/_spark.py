@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from distprivacy._paths import check_input_path
 from distprivacy.engines._base import EngineError, EngineUnavailableError, file_format, one_line
 from distprivacy.engines._compile import Column, SparkDialect
 from distprivacy.engines._sql import SQLEngine
@@ -172,6 +173,11 @@ class SparkEngine(SQLEngine):
         session: Any | None = None,
     ) -> None:
         super().__init__()
+        if not isinstance(source, pd.DataFrame):
+            text = str(source)
+            if "://" not in text and not any(ch in text for ch in "*?["):
+                # A FIFO or a device would block Spark's reader forever: refuse before the JVM.
+                check_input_path(text, "data file", directory_ok=True)
         self.spark = session if session is not None else get_session(master)
         tag = uuid.uuid4().hex[:12]
         self.view = f"distprivacy_src_{tag}"
