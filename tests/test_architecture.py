@@ -119,12 +119,7 @@ def _imported_modules(path: Path, known: set[str]) -> set[str]:
 
 
 #: Circles still to be removed, each with the issue that removes it (none may be added).
-KNOWN_CIRCLES = {
-    # Calibration.save/load build a Plan; a Plan rebuilds its Calibration (issue 22: the plan
-    # file format moves below the calibration).
-    "distprivacy.mechanisms.calibration → distprivacy.mechanisms.plans → "
-    "distprivacy.mechanisms.calibration",
-}
+KNOWN_CIRCLES: set[str] = set()
 
 
 def test_no_circles_inside_packages():

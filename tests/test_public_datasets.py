@@ -325,7 +325,7 @@ def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
     df = small(name)
     model = _fit(df, ds)
     (cal,) = _calibrate(model, ["DauM-G"])[0]
-    path = cal.save(tmp_path / "plan.json")
+    path = Plan.from_calibration(cal).save(tmp_path / "plan.json")
     plan = Plan.load(path)
     assert plan.guarantee == cal.guarantee and plan.data_fingerprint.startswith("sha256:")
     target = df.sample(n=N, random_state=3)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -461,22 +460,6 @@ class Calibration:
                 "n": self.n,
             }
         )
-
-    def save(self, path: str | Path) -> Path:
-        """Write this calibration as a plan (:class:`~distprivacy.mechanisms.plans.Plan`: the
-        spec, statistics, model moments, noise, guarantee, data fingerprint and a digest) for a
-        later release without refitting; returns the path."""
-        from distprivacy.mechanisms.plans import Plan
-
-        return Plan.from_calibration(self).save(path)
-
-    @classmethod
-    def load(cls, path: str | Path) -> Calibration:
-        """The calibration of a plan file written by :meth:`save` or ``calibrate --save``
-        (digest checked; the model it was made on attached as ``model_``)."""
-        from distprivacy.mechanisms.plans import Plan
-
-        return Plan.load(path).calibration
 
     @classmethod
     def from_dict(
