@@ -115,3 +115,35 @@ def test_met_by_a_real_calibration_and_a_wrong_target_is_caught():
     assert not met_by(EpsDelta(0.5, 1e-4), g)
     assert not met_by(GDP(g.mu * 0.9), g)
     assert not met_by(MaxAttackAccuracy(0.5 + (g.max_attack_accuracy - 0.5) * 0.9), g)
+
+
+def test_a_typed_target_makes_the_same_mechanism_as_the_loose_arguments(tmp_path):
+    """make_mechanism(target=...) is the loose form, typed: the same calibration bit for bit;
+    the ledger's budget is a target too (Budget.target / Budget.of, Ledger.init(budget=...))."""
+    from distprivacy.ledger import Budget, Ledger
+    from distprivacy.mechanisms import make_mechanism
+    from distprivacy.models import GaussianModel
+
+    cov = np.array([[2.0, 0.3], [0.3, 1.0]])
+    model = GaussianModel(["a", "b"], [[0.0, 0.0], [1.0, 0.5]], [cov, cov], [("a", "b")])
+    for typed, loose in (
+        (dict(target=EpsDelta(1.0, 1e-3)), dict(epsilon=1.0, delta=1e-3)),
+        (dict(target=GDP(0.5), delta=1e-3), dict(mu=0.5, delta=1e-3)),
+        (dict(target=MaxAttackAccuracy(0.6), delta=1e-3), dict(max_accuracy=0.6, delta=1e-3)),
+    ):
+        a = make_mechanism("DauM-G", **typed).calibrate(model)
+        b = make_mechanism("DauM-G", **loose).calibrate(model)
+        np.testing.assert_array_equal(a.noise_covariance, b.noise_covariance)
+        assert a.guarantee == b.guarantee and met_by(typed["target"], a.guarantee)
+    with pytest.raises(DistPrivacyError, match="give the target once"):
+        make_mechanism("DauM-G", 1.0, 1e-3, target=GDP(0.5))
+    with pytest.raises(DistPrivacyError, match="target must be"):
+        make_mechanism("DauM-G", target=0.5, delta=1e-3)
+
+    assert Budget.of(GDP(0.5)).target == GDP(0.5)
+    assert Budget.of(EpsDelta(2.0, 1e-5)).target == EpsDelta(2.0, 1e-5)
+    assert Budget.of(MaxAttackAccuracy(0.6)).target == MaxAttackAccuracy(0.6).to_gdp()
+    led = Ledger.init(tmp_path / "l.db", budget=MaxAttackAccuracy(0.6))
+    assert led.budget.target == MaxAttackAccuracy(0.6).to_gdp()
+    with pytest.raises(DistPrivacyError, match="give the budget once"):
+        Ledger.init(tmp_path / "m.db", budget=GDP(1.0), budget_mu=1.0)

@@ -257,7 +257,7 @@ def met_by(target: Target, guarantee: GuaranteeLike) -> bool:
         mu, acc = guarantee.mu, guarantee.max_attack_accuracy
         if mu is None or acc is None or not (math.isfinite(mu) and math.isfinite(acc)):
             return False
-        cap = target.max_attack_accuracy.accuracy
+        cap = float(gdp_accuracy(target.mu))  # Φ(μ/2); 1.0 in floating point for μ ≳ 17
         return mu <= target.mu * (1 + _REL) and acc <= cap * (1 + _REL)
     if isinstance(target, MaxAttackAccuracy):
         acc = guarantee.max_attack_accuracy

@@ -84,6 +84,7 @@ from distprivacy.ledger._keys import (
     subkey,
 )
 from distprivacy.ledger._maintenance import NEAR_DUPLICATE, near_duplicates
+from distprivacy.targets import Target
 
 __all__ = [
     "DEFAULT_REPORT_DELTA",
@@ -244,14 +245,23 @@ class Ledger:
         budget_mu: float | None = None,
         budget_epsilon: float | None = None,
         budget_delta: float | None = None,
+        budget: Target | None = None,
     ) -> Ledger:
         """Create a ledger (mode 0600) and its key (``<path>.key``, 0600) with one budget:
-        ``budget_mu``, or ``budget_epsilon`` and ``budget_delta``. Refuses an existing file."""
+        ``budget_mu``, or ``budget_epsilon`` and ``budget_delta``, or typed, ``budget`` =
+        ``GDP(μ)``, ``EpsDelta(ε, δ)`` or ``MaxAttackAccuracy(a)`` (:mod:`distprivacy.targets`).
+        Refuses an existing file."""
         from distprivacy._version import __version__
 
         if not isinstance(path, str | Path):
             raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
-        budget = _budget(budget_mu, budget_epsilon, budget_delta)
+        if budget is not None:
+            if not (budget_mu is None and budget_epsilon is None and budget_delta is None):
+                raise LedgerError("give the budget once: budget=..., or budget_mu / budget_epsilon")
+            the_budget = Budget.of(budget)
+        else:
+            the_budget = _budget(budget_mu, budget_epsilon, budget_delta)
+        budget = the_budget  # type: ignore[assignment]
         p = Path(path)
         if not p.parent.is_dir():
             raise LedgerError(f"the directory of {str(p)!r} does not exist")

@@ -13,6 +13,7 @@ import numpy as np
 from distprivacy._json import jsonable
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.guarantee import Guarantee
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target, met_by
 
 #: The δ at which a μ budget's cumulative ε is reported (the library's default δ).
 DEFAULT_REPORT_DELTA = 1e-3
@@ -54,9 +55,39 @@ class Budget:
             return f"μ = {self.mu:.4g}"
         return f"(ε, δ) = ({self.epsilon:.4g}, {self.delta:.3g})"
 
+    @property
+    def target(self) -> GDP | EpsDelta:
+        """The budget as a typed target (:mod:`distprivacy.targets`)."""
+        if self.kind == "mu":
+            return GDP(float(self.mu))  # type: ignore[arg-type]
+        return EpsDelta(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
+
+    @classmethod
+    def of(cls, target: Target) -> Budget:
+        """The budget of a typed target: ``GDP(μ)``, ``EpsDelta(ε, δ)``, or
+        ``MaxAttackAccuracy(a)`` (the μ budget with Φ(μ/2) = a, its exact equivalent)."""
+        if isinstance(target, MaxAttackAccuracy):
+            target = target.to_gdp()
+        if isinstance(target, GDP):
+            return _budget(target.mu, None, None)
+        if isinstance(target, EpsDelta):
+            return _budget(None, target.epsilon, target.delta)
+        raise LedgerError(
+            "a budget is GDP(mu), EpsDelta(epsilon, delta) or MaxAttackAccuracy(a) from "
+            f"distprivacy.targets, got {type(target).__name__}"
+        )
+
     def exceeded_by(self, g: Guarantee) -> str | None:
-        """None if ``g`` is within the budget, else the refusal message (naming the budget
-        and the figure)."""
+        """None if ``g`` is within the budget (:func:`distprivacy.targets.met_by`, the one
+        test every target uses), else the refusal message (naming the budget and the
+        figure)."""
+        if met_by(self.target, g):
+            return None
+        return self._refusal(g) or (
+            f"the cumulative guarantee ({g.describe()}) would exceed the budget {self.describe()}"
+        )
+
+    def _refusal(self, g: Guarantee) -> str | None:
         if self.kind == "mu":
             if g.mu is None:
                 return (

@@ -44,6 +44,7 @@ from distprivacy.mechanisms.wasserstein import (
     WassersteinMechanism,
 )
 from distprivacy.models import FModel
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target
 
 #: The built-in mechanisms in the order ``distprivacy calibrate`` lists them.
 _BUILTIN_ORDER = (
@@ -105,13 +106,36 @@ def make_mechanism(
     max_accuracy: float | None = None,
     covariances: str = "fitted",
     utility: str = "scaled",
+    target: Target | None = None,
 ) -> Mechanism:
-    """A mechanism by shorthand (case-insensitive), e.g. ``make_mechanism("DauM-G", 1, 1e-3)``.
+    """A mechanism by shorthand (case-insensitive), e.g. ``make_mechanism("DauM-G", 1, 1e-3)``
+    or, typed, ``make_mechanism("DauM-G", target=GDP(0.5), delta=1e-3)``.
 
     Gaussian mechanisms also accept a target ``mu`` or ``max_accuracy`` instead of ε (exact rule;
     δ then picks the reported point of the (ε, δ) curve), ``covariances`` ("fitted" or
     "pooled") and ``utility`` ("scaled" or "l2"), see :class:`GaussianMechanism`.
+
+    ``target`` (a :mod:`distprivacy.targets` value: ``EpsDelta``, ``GDP`` or
+    ``MaxAttackAccuracy``) states the same thing as one typed value and replaces ``epsilon``,
+    ``mu`` and ``max_accuracy`` (an ``EpsDelta`` also gives δ); ``calibration`` may be a
+    :class:`~distprivacy.targets.Rule`.
     """
+    if target is not None:
+        if epsilon is not None or mu is not None or max_accuracy is not None:
+            raise DistPrivacyError(
+                "give the target once: target=..., or epsilon / mu / max_accuracy, not both"
+            )
+        if isinstance(target, EpsDelta):
+            epsilon, delta = target.epsilon, target.delta
+        elif isinstance(target, GDP):
+            mu = target.mu
+        elif isinstance(target, MaxAttackAccuracy):
+            max_accuracy = target.accuracy
+        else:
+            raise DistPrivacyError(
+                f"target must be EpsDelta, GDP or MaxAttackAccuracy (distprivacy.targets), got "
+                f"{type(target).__name__}"
+            )
     if not isinstance(name, str):
         raise DistPrivacyError(
             f"the mechanism name must be a string, got {type(name).__name__}; "
