@@ -238,7 +238,7 @@ def check_positive(value: float, name: str) -> float:
 
 def check_epsilon(epsilon: float) -> float:
     """Validate ε > 0 (finite)."""
-    return check_number(epsilon, "epsilon", low=0, low_open=True, hint="; e.g. --epsilon 1")
+    return check_number(epsilon, "epsilon", low=0, low_open=True, hint="; e.g. `epsilon=1`")
 
 
 def check_delta(delta: float, *, allow_zero: bool = False) -> float:
@@ -250,7 +250,7 @@ def check_delta(delta: float, *, allow_zero: bool = False) -> float:
         high=1,
         low_open=not allow_zero,
         high_open=True,
-        hint="; e.g. --delta 0.001",
+        hint="; e.g. `delta=0.001`",
     )
 
 

@@ -14,6 +14,7 @@ import warnings
 import click
 
 from distprivacy._version import __version__
+from distprivacy.commands._flags import to_flags
 from distprivacy.exceptions import EXTRAS, DistPrivacyError, MissingExtraError
 
 #: Every command: the module and name that define it, and the line `distprivacy --help` shows
@@ -84,7 +85,7 @@ def _one_line(text: str) -> str:
 
 
 def _error(message: str) -> int:
-    click.echo(f"error: {_one_line(message)}", err=True)
+    click.echo(f"error: {_one_line(to_flags(message))}", err=True)
     return 2
 
 
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         text = _one_line(str(w.message))
         if text not in seen and not issubclass(w.category, DeprecationWarning):
             seen.add(text)
-            click.echo(f"warning: {text}", err=True)
+            click.echo(f"warning: {to_flags(text)}", err=True)
     return rv if isinstance(rv, int) else 0
 
 

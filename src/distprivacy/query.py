@@ -97,7 +97,7 @@ class Statistic(ABC):
         ``d.is_finite``); refuses a statistic with no SQL form."""
         raise NoSQLFormError(
             f"statistic {self.name!r} is arbitrary Python and runs only on the pandas engine; "
-            "use --engine pandas (engine='pandas') or the built-in statistics mean, sum, "
+            "use `engine='pandas'` or the built-in statistics mean, sum, "
             "count, proportion"
         )
 

@@ -260,7 +260,7 @@ class ProtectionSpec:
             pair_idx = tuple((i, j) for i in range(len(vals)) for j in range(len(vals)) if i != j)
         if not pair_idx:
             raise DistPrivacyError(
-                "the set of protected pairs Ψ is empty; widen --pairs-within or list pairs"
+                "the set of protected pairs Ψ is empty; widen `pairs_within` or list `pairs`"
             )
         object.__setattr__(self, "predicate", pred)
         object.__setattr__(self, "n", int(n))
@@ -281,8 +281,7 @@ class ProtectionSpec:
         """
         if self.n > len(data):
             raise DistPrivacyError(
-                f"subset size n={self.n} is larger than the data ({len(data)} records); "
-                "lower --subset-size"
+                f"subset size n={self.n} is larger than the data ({len(data)} records); lower `n`"
             )
         mask = self.predicate.evaluate(data)
         pos = np.flatnonzero(mask)

@@ -417,7 +417,7 @@ def test_bad_sources(tmp_path):
         resolve_engine("auto", str(tmp_path / "x.xlsx"))
     with pytest.raises(DistPrivacyError, match="unknown engine 'polars'"):
         resolve_engine("polars", pd.DataFrame({"a": [1]}))
-    with pytest.raises(DistPrivacyError, match="--spark-master applies to --engine spark only"):
+    with pytest.raises(DistPrivacyError, match="`spark_master` applies to `engine='spark'` only"):
         resolve_engine("duckdb", pd.DataFrame({"a": [1]}), spark_master="local[1]")
 
 

@@ -303,7 +303,7 @@ class APGMCalibration:
             exact_reason=(
                 f"{self.mechanism} adds no noise here (σ² = 0: the data's own variance gives the "
                 "guarantee, cf. Theorem 4.4 of Chen & Ohrimenko 2023), so the release would "
-                "publish F(X); pass allow_exact=True (--allow-exact) to release it exactly"
+                "publish F(X); pass `allow_exact=True` to release it exactly"
             ),
         )
 

@@ -109,7 +109,7 @@ def _problem_schema() -> Table:
             "rule": Field(Str(RULES)),
             "pair_distance": Field(Str(PAIR_READINGS)),
         },
-        noun="an object (see distprivacy attribute gaussian --help)",
+        noun="an object (the problem format of docs/attribute_privacy.md)",
     )
 
 
@@ -242,7 +242,7 @@ class GaussianProblem:
         eps = epsilon if epsilon is not None else s.get("epsilon")
         dlt = delta if delta is not None else s.get("delta")
         if eps is None or dlt is None:
-            raise DistPrivacyError("give epsilon and delta (e.g. --epsilon 1 --delta 0.001)")
+            raise DistPrivacyError("give epsilon and delta (e.g. `epsilon=1` `delta=0.001`)")
         mech = AttributeGaussianMechanism(
             epsilon=eps, delta=dlt, rule=rule or s.get("rule", "exact")
         )
@@ -263,7 +263,7 @@ class GaussianProblem:
 
         eps = epsilon if epsilon is not None else self.settings.get("epsilon")
         if eps is None:
-            raise DistPrivacyError("give epsilon (e.g. --epsilon 1)")
+            raise DistPrivacyError("give epsilon (e.g. `epsilon=1`)")
         reading = pair_distance or self.settings.get("pair_distance", "sup")
         if reading not in PAIR_READINGS:
             raise DistPrivacyError(f"pair_distance must be one of {PAIR_READINGS}")

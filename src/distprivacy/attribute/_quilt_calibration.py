@@ -300,7 +300,7 @@ class QuiltCalibration:
             exact_reason=(
                 "this calibration adds no noise (Laplace scale 0: the secrets do not influence "
                 "the query), so the release would publish F(X) (cf. Theorem 4.4 of Chen & "
-                "Ohrimenko 2023); pass allow_exact=True (--allow-exact) to release it exactly"
+                "Ohrimenko 2023); pass `allow_exact=True` to release it exactly"
             ),
         )
 

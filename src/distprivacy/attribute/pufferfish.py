@@ -256,8 +256,8 @@ class WassersteinCalibration:
             size=size,
             exact_reason=(
                 f"{self.mechanism} adds no noise here (W = 0), so the release would publish "
-                "F(X) (cf. Theorem 4.4 of Chen & Ohrimenko 2023); pass allow_exact=True "
-                "(--allow-exact) to release it exactly"
+                "F(X) (cf. Theorem 4.4 of Chen & Ohrimenko 2023); pass `allow_exact=True` "
+                "to release it exactly"
             ),
         )
 

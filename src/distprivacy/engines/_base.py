@@ -77,7 +77,7 @@ def check_strata(spec: ProtectionSpec, n_pos: int, n_neg: int) -> None:
     total = n_pos + n_neg
     if spec.n > total:
         raise DistPrivacyError(
-            f"subset size n={spec.n} is larger than the data ({total} records); lower --subset-size"
+            f"subset size n={spec.n} is larger than the data ({total} records); lower `n`"
         )
     if n_pos == 0:
         raise DistPrivacyError(

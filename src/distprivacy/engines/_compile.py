@@ -213,7 +213,7 @@ class Compiler:
             if math.isnan(rhs):
                 raise SQLCompileError(
                     f"the predicate {pred} does not compile to SQL (NaN comparisons differ "
-                    "between SQL and NumPy); use --engine pandas or a finite number"
+                    "between SQL and NumPy); use `engine='pandas'` or a finite number"
                 )
             return f"({self.number(pred.column)} {op} {self.d.double(rhs)})"
         if kind == "string":
@@ -233,7 +233,7 @@ class Compiler:
         raise SQLCompileError(
             f"the predicate {pred} does not compile to SQL: column {pred.column!r} has type "
             f"{self.column(pred.column).type}; compare a numeric or string column, or use "
-            "--engine pandas"
+            "`engine='pandas'`"
         )
 
     # -- statistics --------------------------------------------------------------------------

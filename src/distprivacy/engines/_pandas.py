@@ -72,8 +72,7 @@ class PandasEngine(Engine):
     ) -> np.ndarray:
         if n > len(self.data):
             raise DistPrivacyError(
-                f"subset size n={n} is larger than the data ({len(self.data)} records); "
-                "lower --subset-size"
+                f"subset size n={n} is larger than the data ({len(self.data)} records); lower `n`"
             )
         gen = check_random_state(random_state, secure=False)
         rows = gen.choice(len(self.data), size=n, replace=False)

@@ -57,7 +57,7 @@ def get_session(master: str | None = None, **config: str) -> Any:
         from pyspark.sql import SparkSession
     except ImportError:
         raise EngineUnavailableError(
-            f"the Spark engine needs pyspark: {_INSTALL}; or use --engine duckdb"
+            f"the Spark engine needs pyspark: {_INSTALL}; or use `engine='duckdb'`"
         ) from None
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -71,7 +71,7 @@ def get_session(master: str | None = None, **config: str) -> Any:
     if find_java() is None:
         raise EngineUnavailableError(
             f"the Spark engine needs a Java runtime (17 or 21) but none was found on PATH or in "
-            f"JAVA_HOME: {_JAVA}; or use --engine duckdb"
+            f"JAVA_HOME: {_JAVA}; or use `engine='duckdb'`"
         )
     builder = (
         SparkSession.builder.master(master or DEFAULT_MASTER)

@@ -471,7 +471,7 @@ class SQLEngine(Engine):
         total = sum(f[0] for f in first.values())
         if n > total:
             raise DistPrivacyError(
-                f"subset size n={n} is larger than the data ({total} records); lower --subset-size"
+                f"subset size n={n} is larger than the data ({total} records); lower `n`"
             )
         pos = check_random_state(random_state, secure=False).choice(total, size=n, replace=False)
         srt = np.sort(pos)

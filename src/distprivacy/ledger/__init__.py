@@ -506,8 +506,8 @@ class Ledger:
             if exhausted is not None:
                 raise BudgetExceededError(
                     f"release refused: release {exhausted.id} of this dataset published its "
-                    "exact statistics (--allow-exact), which exhausted its budget; nothing was "
-                    "recorded"
+                    "exact statistics (`allow_exact=True`), which exhausted its budget; nothing "
+                    "was recorded"
                 )
             if fresh.unbounded:
                 g = _unbounded_guarantee()

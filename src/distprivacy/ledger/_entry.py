@@ -132,7 +132,9 @@ def _budget(mu: float | None, epsilon: float | None, delta: float | None) -> Bud
     if mu is not None:
         return Budget("mu", mu=float(check_number(mu, "the budget μ", low=0, low_open=True)))
     if epsilon is None or delta is None:
-        raise LedgerError("give a budget: --budget-mu MU, or --budget-epsilon E --budget-delta D")
+        raise LedgerError(
+            "give a budget: `budget_mu=MU`, or `budget_epsilon=E` and `budget_delta=D`"
+        )
     eps = float(check_number(epsilon, "the budget ε", low=0, low_open=True))
     if math.isinf(eps):
         raise LedgerError("the budget ε must be finite")

@@ -121,7 +121,7 @@ class Mechanism(ABC):
         if self.needs_samples and model.samples_ is None:
             raise NotApplicableError(
                 f"{self.name} needs samples of F under each θ; fit a Monte-Carlo model "
-                "(--modeling auto or monte-carlo) or give samples in the model file"
+                "(`method='auto'` or `method='monte-carlo'`) or give samples in the model file"
             )
         model.check_finite()
         # Small-matrix numerics: one BLAS thread is 10-20x faster than a pool (measured on the

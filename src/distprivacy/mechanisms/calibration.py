@@ -407,7 +407,7 @@ class Calibration:
             raise ExactReleaseError(
                 f"the noise on {', '.join(lost)} is below the float resolution of the value "
                 f"(ε = {self.epsilon:g} asks for almost no noise): the release would publish "
-                "the true value; pass --allow-exact (allow_exact=True) to release it exactly"
+                "the true value; pass `allow_exact=True` to release it exactly"
             )
         gen = check_random_state(random_state, secure=True)
         noisy = v + self.noise.sample(None, gen)
@@ -595,5 +595,5 @@ def exact_release_reason(cal: Calibration) -> str:
     return (
         f"{cal.mechanism} adds no noise here: the release would publish the true statistics "
         "(Chen & Ohrimenko 2023, Theorem 4.4: the model's own randomness gives the guarantee); "
-        "pass --allow-exact (allow_exact=True) to release them exactly"
+        "pass `allow_exact=True` to release them exactly"
     )

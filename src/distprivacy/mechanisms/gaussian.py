@@ -232,7 +232,7 @@ class GaussianMechanism(Mechanism):
         if mu is not None or max_accuracy is not None:
             if self.calibration != "exact":
                 raise DistPrivacyError(
-                    "targets given as μ or as a maximum attack accuracy need --calibration exact"
+                    "targets given as μ or as a maximum attack accuracy need `calibration='exact'`"
                 )
             if mu is not None:
                 # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.

@@ -319,11 +319,11 @@ class Plan:
         missing = sorted(_KEYS - set(raw))
         if extra or missing:
             what = "unknown keys " + ", ".join(extra) if extra else "missing " + ", ".join(missing)
-            raise PlanError(f"{source}: {what}; calibrate again with --save")
+            raise PlanError(f"{source}: {what}; calibrate again and save a new plan (`save`)")
         if raw["format_version"] != PLAN_VERSION:
             raise PlanError(
                 f"{source} has format version {raw['format_version']!r}; this library reads "
-                f"{PLAN_VERSION}: calibrate again with --save"
+                f"{PLAN_VERSION}: calibrate again and save a new plan (`save`)"
             )
         from distprivacy.files import InvalidFileError
         from distprivacy.mechanisms._plan_schema import check_plan_schema, plan_schema_error
@@ -341,7 +341,7 @@ class Plan:
         if _digest(body) != raw["digest"]:
             raise PlanError(
                 f"{source} was modified after it was saved (its digest does not match its "
-                "content); calibrate again with --save"
+                "content); calibrate again and save a new plan (`save`)"
             )
         spec = raw["spec"]
         query = Query.parse(raw["query"]) if raw["query"] else None
@@ -417,7 +417,7 @@ class Plan:
         if self.query is None:
             raise PlanError(
                 "this plan has no query (a user's model or Python statistics): give the "
-                "statistics' values instead (--value a,b,…)"
+                "statistics' values instead (`values=[a, b, …]`)"
             )
         if not isinstance(target, pd.DataFrame):
             raise PlanError(f"the target must be a table, got {type(target).__name__}")
@@ -497,7 +497,8 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
     if bad:
         raise PlanError(
             f"{source}: its own model and noise give {'; '.join(bad)} — worse than the "
-            "guarantee it states; it was edited after calibration: calibrate again with --save"
+            "guarantee it states; it was edited after calibration: calibrate again and save a "
+            "new plan (`save`)"
         )
 
 
