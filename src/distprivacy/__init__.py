@@ -97,6 +97,9 @@ _LAZY: dict[str, str] = {
     "Rule": "distprivacy.targets",
     # the privacy ledger and plans
     "Ledger": "distprivacy.ledger",
+    # one release, start to finish
+    "release": "distprivacy.workflow",
+    "ReleaseOutcome": "distprivacy.workflow",
     "Plan": "distprivacy.mechanisms.plans",
     # checking a release
     "audit_model": "distprivacy.audit",
@@ -158,6 +161,7 @@ __all__ = [
     "ProtectionSpec",
     "Query",
     "Release",
+    "ReleaseOutcome",
     "ResourceLimitError",
     "Rule",
     "SecureGenerator",
@@ -176,6 +180,7 @@ __all__ = [
     "load_table",
     "make_mechanism",
     "register_mechanism",
+    "release",
 ]
 
 

@@ -1,0 +1,238 @@
+"""One release, start to finish, as a library call: :func:`release`.
+
+What ``distprivacy release`` decides — a saved plan or a fresh calibration, the statistics of a
+target dataset or given values, a ledger or not, seeded (experiments) or secure noise — is
+decided here, once, for Python users and for the command (which only parses and prints):
+
+* ``plan`` given: nothing is refitted; the plan's statistics are computed on ``target`` (the
+  n records) or taken from ``values``;
+* otherwise the model of f_θ is fitted on ``data`` for ``spec`` and ``query`` (any engine) and
+  ``mechanism`` calibrated to ``privacy`` (a :mod:`distprivacy.targets` value); the released
+  dataset is ``target``, or — a demonstration only — a random size-n dataset drawn from
+  ``data`` as a random θ of the spec says;
+* ``ledger`` given: the release is recorded before it is revealed (a fresh calibration becomes
+  an unsealed plan that the ledger checks and records; a loaded plan must be sealed by it),
+  seeds are refused, and the ledger's budget may refuse it (nothing recorded).
+
+Every refusal is a one-line :class:`~distprivacy.exceptions.DistPrivacyError` that names the
+API's arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.guarantee import Release
+from distprivacy.mechanisms import Calibration, make_mechanism
+from distprivacy.mechanisms.plans import Plan
+from distprivacy.models import FModel, fit_model
+from distprivacy.query import Query
+from distprivacy.randomness import RandomState, check_random_state
+from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import Target
+
+__all__ = ["ReleaseOutcome", "release"]
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    """What :func:`release` did.
+
+    Attributes
+    ----------
+    release : Release
+        The released values, the noise and the guarantee.
+    calibration : Calibration
+        The calibration that made it.
+    model : FModel
+        The model of f_θ it rests on (the plan's, or the one fitted).
+    plan : Plan or None
+        The plan released (loaded, or made for the ledger).
+    target : str
+        What was released, in words.
+    recorded : object or None
+        The ledger's record (:class:`~distprivacy.ledger.RecordedRelease`) when recorded.
+    """
+
+    release: Release
+    calibration: Calibration
+    model: FModel
+    plan: Plan | None
+    target: str
+    recorded: Any = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _check(flag: bool, message: str) -> None:
+    if not flag:
+        raise DistPrivacyError(message)
+
+
+def release(
+    *,
+    plan: Plan | None = None,
+    data: Any = None,
+    spec: ProtectionSpec | None = None,
+    query: Query | str | None = None,
+    mechanism: str = "DauM-G",
+    privacy: Target | None = None,
+    target: pd.DataFrame | None = None,
+    values: Any = None,
+    ledger: Any = None,
+    allow_exact: bool = False,
+    random_state: RandomState = None,
+    modeling: str = "auto",
+    n_samples: int = 1000,
+    engine: str | None = "auto",
+    model_seed: int = 0,
+    **mechanism_options: Any,
+) -> ReleaseOutcome:
+    """Release statistics with a plan, or with a fresh calibration on ``data``.
+
+    Parameters
+    ----------
+    plan : Plan, optional
+        A saved plan (:meth:`Plan.load`): fixes the model and the mechanism; ``data``,
+        ``spec``, ``query``, ``mechanism`` and ``privacy`` must then be left out.
+    data, spec, query
+        Without a plan: the population (DataFrame, path or engine), what to protect, and the
+        statistics (a Query or its text, e.g. ``"mean:age,count:sex==Female"``).
+    mechanism : str
+        The mechanism's name (``"DauM-G"``, ``"ExpM-L"``, ...), without a plan.
+    privacy : EpsDelta, GDP or MaxAttackAccuracy
+        The privacy target (:mod:`distprivacy.targets`), without a plan.
+    target : DataFrame, optional
+        The n records to release.
+    values : array, optional
+        With a plan: the statistics' values instead of ``target``.
+    ledger : Ledger, optional
+        Record the release (record, then reveal); needs ``target`` (a release is keyed on its
+        dataset) and secure noise (``random_state=None``).
+    allow_exact : bool
+        Release even when the calibration adds no noise (the true statistics).
+    random_state : None, int or Generator
+        None: cryptographically secure noise. A seed: reproducible noise, for experiments only.
+    modeling, n_samples, engine, model_seed
+        How the model is fitted without a plan (:func:`distprivacy.models.fit_model`).
+    **mechanism_options
+        ``covariances``, ``utility`` or ``calibration`` (the rule) for a Gaussian mechanism.
+    """
+    if plan is not None:
+        _check(
+            isinstance(plan, Plan), f"plan must be a Plan (Plan.load), got {type(plan).__name__}"
+        )
+        given = [
+            k
+            for k, v in (("data", data), ("spec", spec), ("query", query), ("privacy", privacy))
+            if v is not None
+        ] + (["mechanism_options"] if mechanism_options else [])
+        _check(not given, f"a plan fixes the model and the mechanism; drop {', '.join(given)}")
+        _check(
+            (target is None) != (values is None),
+            "a plan releases the statistics of `target` (the n records) or given `values`; "
+            "give one",
+        )
+        cal, model = plan.calibration, plan.model
+        if ledger is not None:
+            return _recorded(ledger, plan, cal, model, target, allow_exact, random_state, True)
+        if target is not None:
+            vals = plan.target_values(target)
+            what = f"the {len(target)} records given"
+        else:
+            vals = np.asarray(values, dtype=float)
+            names = cal.statistic_names
+            _check(
+                vals.shape == (len(names),),
+                f"values has shape {vals.shape}; the plan releases {len(names)} statistics "
+                f"({', '.join(names)})",
+            )
+            what = "the values given"
+        rel = cal.release(vals, random_state, allow_exact=allow_exact)
+        return ReleaseOutcome(rel, cal, model, plan, what)
+
+    _check(values is None, "`values` needs a plan; without one, give `target`")
+    _check(
+        data is not None and spec is not None and query is not None,
+        "without a plan, give the population `data`, the `spec` and the `query`",
+    )
+    _check(privacy is not None, "state the privacy target: privacy=EpsDelta(1, 1e-3) (or GDP, ...)")
+    _check(
+        isinstance(spec, ProtectionSpec),
+        f"spec must be a ProtectionSpec, got {type(spec).__name__}",
+    )
+    q = Query.parse(query) if isinstance(query, str) else query
+    _check(isinstance(q, Query), f"query must be a Query or its text, got {type(query).__name__}")
+    delta = getattr(privacy, "delta", None)
+    mech = make_mechanism(
+        mechanism,
+        target=privacy,
+        **({} if delta is not None else {"delta": mechanism_options.pop("delta", 1e-3)}),
+        **mechanism_options,
+    )
+    from distprivacy.engines import resolve_engine
+
+    eng = resolve_engine(engine, data)
+    model = fit_model(
+        eng, spec, q, engine=eng, method=modeling, n_samples=n_samples, random_state=model_seed
+    )
+    cal = mech.calibrate(model)
+    if ledger is not None:
+
+        def refit(text: str) -> FModel:
+            return fit_model(
+                eng, spec, Query.parse(text), engine=eng, method=modeling, n_samples=n_samples,
+                random_state=model_seed,
+            )  # fmt: skip
+
+        made = Plan.from_calibration(cal, model, data=eng)
+        out = _recorded(ledger, made, cal, model, target, allow_exact, random_state, False, refit)
+        return out
+    if target is not None:
+        _check(
+            len(target) == spec.n,
+            f"the target has {len(target)} records but the spec's n is {spec.n}; they must agree",
+        )
+        q.validate(target)
+        vals, what = q.evaluate(target), f"the {len(target)} records given"
+    else:
+        gen = check_random_state(random_state, secure=False)
+        t = int(gen.integers(len(spec.values)))
+        vals = eng.subset_statistics(spec, q, [spec.counts[t]], 1, gen)[0][0]
+        what = (
+            f"a random {spec.n}-record dataset drawn from the data with {spec.values[t]:g} of "
+            f"its records satisfying {spec.predicate} (demonstration)"
+        )
+    rel = cal.release(vals, random_state, allow_exact=allow_exact)
+    return ReleaseOutcome(rel, cal, model, None, what)
+
+
+def _recorded(
+    ledger: Any,
+    plan: Plan,
+    cal: Calibration,
+    model: FModel,
+    target: pd.DataFrame | None,
+    allow_exact: bool,
+    random_state: RandomState,
+    sealed: bool,
+    fit: Any = None,
+) -> ReleaseOutcome:
+    from distprivacy.ledger import Ledger
+
+    _check(isinstance(ledger, Ledger), f"ledger must be a Ledger, got {type(ledger).__name__}")
+    _check(
+        target is not None,
+        "a ledger keys each release on the dataset it is about: give the `target` records",
+    )
+    rec = ledger.release(
+        plan, target, random_state=random_state, allow_exact=allow_exact, require_seal=sealed,
+        fit=fit,
+    )  # fmt: skip
+    return ReleaseOutcome(
+        rec.release, cal, model, plan, f"the {len(target)} records given", recorded=rec
+    )

@@ -1,0 +1,84 @@
+"""dp.release: one release, start to finish, as the command line does it (issue 22.5)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import distprivacy as dp
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.ledger import BudgetExceededError
+from distprivacy.targets import GDP, EpsDelta, met_by
+
+STATS = "mean:age,count:sex==Female"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+
+
+def test_a_fresh_release_is_the_command_lines(adult, adult_dir, spec):
+    """Seeded (an experiment), the library's release is the CLI's to the last bit: the same
+    model, the same demonstration dataset, the same noise; its guarantee meets the target."""
+    from click.testing import CliRunner
+
+    from distprivacy.cli import cli
+
+    out = dp.release(
+        data=adult, spec=spec, query=STATS, mechanism="DauM-G", privacy=EpsDelta(1.0, 1e-3),
+        modeling="exact", random_state=7, model_seed=7,
+    )  # fmt: skip
+    assert met_by(EpsDelta(1.0, 1e-3), out.release.guarantee)
+    assert out.plan is None and "demonstration" in out.target
+    run = CliRunner().invoke(
+        cli,
+        ["release", "--data", str(adult_dir), "--statistics", STATS, "--modeling", "exact",
+         "--epsilon", "1", "--delta", "0.001", "--seed", "7", "--json"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    cli_values = list(json.loads(run.output)["statistics"].values())
+    np.testing.assert_array_equal(out.release.values, cli_values)
+
+
+def test_plans_targets_values_and_refusals(adult, spec, tmp_path):
+    records = adult.sample(n=100, random_state=1)
+    fresh = dp.release(
+        data=adult, spec=spec, query=STATS, privacy=GDP(0.5), modeling="exact", target=records,
+        random_state=3,
+    )  # fmt: skip
+    plan = dp.Plan.from_calibration(fresh.calibration, fresh.model)
+    a = dp.release(plan=plan, target=records, random_state=3)
+    b = dp.release(plan=plan, values=fresh.calibration.evaluate(records), random_state=3)
+    np.testing.assert_array_equal(a.release.values, fresh.release.values)
+    np.testing.assert_array_equal(b.release.values, fresh.release.values)
+    for bad, match in (
+        (dict(plan=plan, target=records, data=adult), "drop data"),
+        (dict(plan=plan), "give one"),
+        (dict(plan=plan, values=[1.0]), "releases 2 statistics"),
+        (dict(data=adult, spec=spec, query=STATS, values=[1.0, 2.0]), "`values` needs a plan"),
+        (dict(data=adult, spec=spec, query=STATS), "state the privacy target"),
+        (dict(data=adult, spec=spec, query=STATS, privacy=GDP(0.5), mechanism="ExpM-L"), "μ"),
+        (dict(plan="plan.json", values=[1.0, 2.0]), "must be a Plan"),
+    ):
+        with pytest.raises(DistPrivacyError, match=match):
+            dp.release(**bad)
+
+
+def test_a_ledger_records_then_reveals_and_its_budget_refuses(adult, spec, tmp_path):
+    records = adult.sample(n=100, random_state=2)
+    kw = dict(data=adult, spec=spec, query=STATS, privacy=GDP(0.4), modeling="exact")
+    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(0.5)) as led:
+        out = dp.release(**kw, target=records, ledger=led)
+        assert out.recorded is not None and out.release.secure
+        assert len(led.releases()) == 1
+        with pytest.raises(BudgetExceededError):
+            dp.release(**kw, target=records, ledger=led)  # √2·0.4 > 0.5
+        with pytest.raises(DistPrivacyError, match="seed"):
+            dp.release(**kw, target=adult.sample(n=100, random_state=9), ledger=led,
+                       random_state=1)  # fmt: skip
+        with pytest.raises(DistPrivacyError, match="`target`"):
+            dp.release(**kw, ledger=led)
+        assert len(led.releases()) == 1
