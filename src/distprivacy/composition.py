@@ -314,23 +314,27 @@ def _epsilon_at(joint: JointGaussianModel, mu: float, delta: float) -> float:
         p, fail = _profile(joint, eps, delta_target=delta, accuracy=False)
         return fail is None and not p.get("violated") and p["delta_at_epsilon"] <= delta
 
+    from distprivacy.mechanisms._calibrator import bisect, expand
+
+    def feasible(eps: float) -> tuple[bool, None]:
+        return ok(eps), None
+
     lo = float(gdp_epsilon(delta, mu)) if mu > 0 else 0.0
     if ok(lo):
         return lo
-    hi = max(2.0 * lo, 1e-3)
-    while not ok(hi):
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e6:
-            return math.inf
-    for _ in range(80):
-        if hi - lo <= 1e-6 * hi:
-            break
-        mid = (lo + hi) / 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    start = max(2.0 * lo, 1e-3)
+    found = expand(feasible, start, 1e6, factor=2.0)  # the calibrations' own bracket
+    if found is None:
+        return math.inf
+    hi = found[0]
+    lo = hi / 2 if hi > start else lo
+
+    def done(a: float, b: float) -> bool:
+        return b - a <= 1e-6 * b
+
+    if done(lo, hi):
+        return hi
+    return bisect(feasible, lo, hi, feasible_high=True, done=done, max_iter=80)[1]
 
 
 def _as_releases(releases: Sequence[Any]) -> tuple[list[Sequence[int]], list[Any]]:
