@@ -54,3 +54,26 @@ def test_the_cli_opens_with_the_words(capsys, adult_dir, command):
     first = out.strip().splitlines()[0]
     assert first.startswith("This release publishes" if command == "release" else "Releasing")
     assert "where 50 % is a coin flip" in " ".join(out.split())
+
+
+def test_audit_and_ledger_statements_say_what_happened():
+    from types import SimpleNamespace as NS
+
+    from distprivacy.ledger import Budget
+    from distprivacy.spec import ProtectionSpec
+    from distprivacy.wording import audit_statement, ledger_statement
+
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    held = [NS(mechanism="DauM-G", refuted=False, best_accuracy=0.531)]
+    text = audit_statement(spec, held, 2000)
+    assert "2,000 real datasets of 100 records" in text and "53.1 %" in text
+    assert "kept its promise" in text and "never prove" in text
+    broken = [*held, NS(mechanism="NoNoise", refuted=True, best_accuracy=0.97)]
+    text = audit_statement(spec, broken, 2000)
+    assert (
+        "NoNoise did worse than promised" in text and "97.0 % of the time (against NoNoise)" in text
+    )
+    text = ledger_statement(Budget("mu", mu=0.5), 3, 1)
+    assert "3 releases of 1 dataset;" in text and "59.9 % accuracy (μ = 0.5)" in text
+    text = ledger_statement(Budget("epsilon-delta", epsilon=2.0, delta=1e-5), 1, 2)
+    assert "1 release of 2 datasets" in text and "(2, 1e-05)" in text

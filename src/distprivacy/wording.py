@@ -16,7 +16,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["guarantee_sentence", "protected_sentence", "released_sentence", "statement"]
+__all__ = [
+    "audit_statement",
+    "guarantee_sentence",
+    "ledger_statement",
+    "protected_sentence",
+    "released_sentence",
+    "statement",
+]
 
 
 def _pct(p: float) -> str:
@@ -94,3 +101,53 @@ def statement(spec: Any, names: Sequence[str], g: Any, *, released: bool) -> str
         tail = guarantee_sentence(g)
         return f"{head}{'' if released else '.'} {tail[0].upper()}{tail[1:]}."
     return f"{head} {verb} {protected_sentence(spec)}: {guarantee_sentence(g)}."
+
+
+def audit_statement(spec: Any, results: Sequence[Any], samples: int) -> str:
+    """What an audit did and found, in words: the game it played on real data and, per the
+    mechanisms' own promises, which held (``results``: :class:`~distprivacy.audit.AuditResult`)."""
+    head = (
+        f"This audit draws {samples:,} real datasets of {spec.n} records at each of two shares "
+        f"of records with `{spec.predicate}`, releases each with every mechanism, and attacks "
+        "the releases to guess the share"
+    )
+    if not results:
+        return head + "."
+    refuted = [r.mechanism for r in results if r.refuted]
+    best = max(results, key=lambda r: r.best_accuracy)
+    found = (
+        f"the best attack guessed right {100 * best.best_accuracy:.1f} % of the time "
+        f"(against {best.mechanism}), where 50 % is a coin flip"
+    )
+    if refuted:
+        verdict = (
+            f"{_join(refuted, 'and')} did worse than promised: the attacks beat "
+            "the accuracy its guarantee allows — do not rely on it for these data"
+        )
+    else:
+        verdict = (
+            f"every mechanism ({len(results)}) kept its promise: no attack beat the accuracy "
+            "its guarantee allows (an audit can refute a promise, never prove one)"
+        )
+    return f"{head}: {found}; {verdict}."
+
+
+def ledger_statement(budget: Any, releases: int, datasets: int) -> str:
+    """A ledger in words: what it has recorded and what its budget promises for each dataset
+    (``budget``: the ledger's :class:`~distprivacy.ledger.Budget`)."""
+    from distprivacy.profiles import gdp_accuracy
+
+    if getattr(budget, "kind", None) == "mu":
+        acc = float(gdp_accuracy(budget.mu))
+        promise = (
+            f"all releases of one dataset together let no one guess its protected share with "
+            f"more than {100 * acc:.1f} % accuracy (μ = {budget.mu:.3g})"
+        )
+    else:
+        promise = (
+            f"all releases of one dataset together stay within (ε, δ) = "
+            f"({budget.epsilon:.3g}, {budget.delta:.3g})"
+        )
+    what = f"{releases} release{'s' if releases != 1 else ''} of {datasets} dataset"
+    what += "s" if datasets != 1 else ""
+    return f"This ledger has recorded {what}; its budget promises that {promise}."
