@@ -3,14 +3,105 @@ words, the header naming what is protected, and the per-statistic table."""
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 
 from distprivacy.mechanisms import Calibration
 from distprivacy.models import FModel
+
+#: Short forms of the long mechanism names, used (with a legend) where a table would not fit.
+ABBREVIATIONS = {
+    "Wasserstein": "Wass",
+    "ApproxWasserstein": "AWass",
+    "ApproxWasserstein-Bounded": "AWass-B",
+    "GroupDP-L": "GrpDP-L",
+    "GroupDP-G": "GrpDP-G",
+}
+
+#: The narrowest a folded text column (a statistic's name) may become before a table is
+#: rearranged instead.
+MIN_TEXT_WIDTH = 12
+
+
+def short_name(name: str, abbreviate: bool) -> str:
+    """A mechanism's name, abbreviated (:data:`ABBREVIATIONS`) when ``abbreviate``."""
+    return ABBREVIATIONS.get(name, name) if abbreviate else name
+
+
+def legend(names: Iterable[str]) -> str | None:
+    """The line explaining the abbreviations used for ``names`` (None when none was)."""
+    used = dict.fromkeys(n for n in names if n in ABBREVIATIONS)
+    if not used:
+        return None
+    return "Abbreviations: " + "; ".join(f"{ABBREVIATIONS[n]} = {n}" for n in used)
+
+
+def text_column(table: Table, header: str, **kw: Any) -> None:
+    """A column of names or words: wrapped, and a name longer than the column folded onto
+    the next line (never cut short with an ellipsis)."""
+    table.add_column(header, overflow="fold", min_width=MIN_TEXT_WIDTH, **kw)
+
+
+def name_column(table: Table, header: str, **kw: Any) -> None:
+    """A column of short names (mechanisms, attacks): never cut; a layout where one does not
+    fit is rejected by :func:`print_fitted` for the next (abbreviated or stacked) one."""
+    table.add_column(header, no_wrap=True, **kw)
+
+
+_ROW_START = tuple("┏┃┡│├└╭╰┌")
+_ROW_END = tuple("┓┃┩│┤┘╮╯┐")
+
+
+def renders_whole(renderable: RenderableType, width: int) -> bool:
+    """Whether ``renderable`` printed ``width`` columns wide keeps every cell whole: rich cuts
+    a word that does not fit its column with an ellipsis, and crops a table wider than the
+    console (its rows then lose their right border)."""
+    console = Console(
+        width=width, file=io.StringIO(), color_system=None, force_terminal=False, highlight=False
+    )
+    console.print(renderable)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    if "…" in text:
+        return False
+    rows = [ln.rstrip() for ln in text.splitlines() if ln.lstrip().startswith(_ROW_START)]
+    return all(r.endswith(_ROW_END) for r in rows)
+
+
+Layout = Callable[[], Sequence[RenderableType]]
+
+
+def print_fitted(console: Console, layouts: Sequence[Layout]) -> int:
+    """Print the first of ``layouts`` (richest first) whose tables fit the console's width
+    with every cell whole (the last one if none does); return its index."""
+    index, chosen = 0, ()
+    for k, layout in enumerate(layouts):
+        index, chosen = k, layout()
+        if all(renders_whole(r, console.width) for r in chosen if isinstance(r, Table)):
+            break
+    for r in chosen:
+        console.print(r)
+    return index
+
+
+def column_chunks(make: Callable[[Sequence[int]], Table], count: int, width: int) -> list[Table]:
+    """Tables holding the data columns ``0 … count−1`` in consecutive groups, each group as
+    large as fits ``width`` (``make(indices)`` builds the table of one group); a column too
+    wide even alone gets a table of its own."""
+    tables: list[Table] = []
+    group: list[int] = []
+    for k in range(count):
+        if group and not renders_whole(make([*group, k]), width):
+            tables.append(make(group))
+            group = []
+        group.append(k)
+    if group:
+        tables.append(make(group))
+    return tables
 
 
 def fmt(x: float) -> str:
@@ -39,20 +130,38 @@ def noise_summary(c: Calibration) -> str:
     return f"{n.family} {what}∈[{fmt(n.scales.min())}, {fmt(n.scales.max())}] on {dirs}"
 
 
-def per_statistic_table(cals: list[Calibration]) -> Table:
-    """Noise SD per statistic and mechanism, with the relative error (SD / |typical value|)."""
-    table = Table(title="Noise per statistic: SD (relative error = SD / |typical value|)")
-    table.add_column("statistic")
-    for c in cals:
-        table.add_column(c.mechanism, justify="right")
-    for k, name in enumerate(cals[0].statistic_names):
-        cells = []
-        for c in cals:
-            sd, rel = float(c.noise_sd[k]), float(c.relative_error[k])
-            r = "—" if not np.isfinite(rel) else (f"{rel:.1%}" if rel < 10 else f"{rel:.3g}×")
-            cells.append(f"{fmt(sd)} ({r})")
-        table.add_row(name, *cells)
-    return table
+def _relative_text(rel: float) -> str:
+    return "—" if not np.isfinite(rel) else (f"{rel:.1%}" if rel < 10 else f"{rel:.3g}×")
+
+
+def per_statistic_tables(
+    cals: list[Calibration], width: int, abbreviate: bool = False
+) -> list[Table]:
+    """Noise SD per statistic and mechanism, with the relative error (SD / |typical value|):
+    one table, or the mechanisms' columns spread over several stacked tables where one would
+    not fit ``width``."""
+    title = "Noise per statistic: SD (relative error = SD / |typical value|)"
+
+    def make(group: Sequence[int]) -> Table:
+        table = Table(title=title)
+        text_column(table, "statistic")
+        for j in group:
+            table.add_column(short_name(cals[j].mechanism, abbreviate), justify="right")
+        for k, name in enumerate(cals[0].statistic_names):
+            cells = [
+                f"{fmt(float(cals[j].noise_sd[k]))} "
+                f"({_relative_text(float(cals[j].relative_error[k]))})"
+                for j in group
+            ]
+            table.add_row(name, *cells)
+        return table
+
+    tables = column_chunks(make, len(cals), width)
+    for k, t in enumerate(tables[1:], 2):
+        t.title = f"{title}, part {k} of {len(tables)}"
+    if len(tables) > 1:
+        tables[0].title = f"{title}, part 1 of {len(tables)}"
+    return tables
 
 
 def print_header(console: Console, model: FModel, info: dict[str, Any], p: dict[str, Any]) -> None:
