@@ -8,8 +8,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from distprivacy.mechanisms import Calibration
 from distprivacy.models import FModel
@@ -44,7 +46,7 @@ def legend(names: Iterable[str]) -> str | None:
 def text_column(table: Table, header: str, **kw: Any) -> None:
     """A column of names or words: wrapped, and a name longer than the column folded onto
     the next line (never cut short with an ellipsis)."""
-    table.add_column(header, overflow="fold", min_width=MIN_TEXT_WIDTH, **kw)
+    table.add_column(header, overflow="fold", **kw)
 
 
 def name_column(table: Table, header: str, **kw: Any) -> None:
@@ -57,10 +59,34 @@ _ROW_START = tuple("┏┃┡│├└╭╰┌")
 _ROW_END = tuple("┓┃┩│┤┘╮╯┐")
 
 
+def _plain(cell: Any) -> str:
+    return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+
+
+def min_table_width(table: Table) -> int:
+    """The narrowest ``table`` can be with every cell whole: per column its longest word
+    (its longest line if it never wraps; at most :data:`MIN_TEXT_WIDTH` where long words
+    fold), plus padding and borders."""
+    total = 0
+    for col in table.columns:
+        texts = [_plain(col.header), *(_plain(c) for c in col._cells)]
+        lines = [ln for t in texts for ln in t.splitlines()] or [""]
+        if col.no_wrap:
+            need = max(cell_len(ln) for ln in lines)
+        else:
+            need = max((cell_len(w) for ln in lines for w in ln.split()), default=0)
+            if col.overflow == "fold":
+                need = min(need, MIN_TEXT_WIDTH)
+        total += max(need, col.min_width or 0) + 2
+    return total + len(table.columns) + 1
+
+
 def renders_whole(renderable: RenderableType, width: int) -> bool:
-    """Whether ``renderable`` printed ``width`` columns wide keeps every cell whole: rich cuts
-    a word that does not fit its column with an ellipsis, and crops a table wider than the
-    console (its rows then lose their right border)."""
+    """Whether ``renderable`` printed ``width`` columns wide keeps every cell whole: wide
+    enough for every column (:func:`min_table_width`), and, as rendered, no word cut with an
+    ellipsis and no row cropped (it would lose its right border)."""
+    if isinstance(renderable, Table) and min_table_width(renderable) > width:
+        return False
     console = Console(
         width=width, file=io.StringIO(), color_system=None, force_terminal=False, highlight=False
     )
@@ -226,3 +252,35 @@ def spec_of(model: Any, plan_spec: dict[str, Any] | None = None) -> Any:
 def print_statement(console: Console, text: str) -> None:
     """The words a steward signs, first, in bold."""
     console.print(f"[bold]{text}[/]")
+
+
+def print_columns(
+    console: Console,
+    title: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    groups: Sequence[Sequence[int]],
+    left: Sequence[int] = (),
+) -> None:
+    """Rows whose first cell names them (``headers[0]``), on one table if it fits the
+    console, else stacked: one table per group of column indices, each repeating the name
+    column. Numbers are right-aligned (the columns ``left`` left-aligned); a name too long
+    for its column folds onto the next line."""
+
+    def make(cols: Sequence[int], part: str = "") -> Table:
+        table = Table(title=title + part)
+        text_column(table, headers[0])
+        for c in cols:
+            table.add_column(headers[c], justify="left" if c in left else "right")
+        for row in rows:
+            table.add_row(row[0], *(row[c] for c in cols))
+        return table
+
+    n = len(groups)
+    print_fitted(
+        console,
+        [
+            lambda: [make(range(1, len(headers)))],
+            lambda: [make(g, f" ({k} of {n})") for k, g in enumerate(groups, 1)],
+        ],
+    )

@@ -29,6 +29,7 @@ from distprivacy.commands._display import (
     print_header,
     print_statement,
     spec_of,
+    text_column,
 )
 from distprivacy.commands.config import config_option
 from distprivacy.datasets import load_table
@@ -54,7 +55,7 @@ def _target_value(target_df: pd.DataFrame, spec: ProtectionSpec, query: Query) -
 def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
     """The released values, the noise, the guarantee and its caveats."""
     table = Table(title=f"Release by {cal.mechanism} ({cal.theorem})")
-    table.add_column("statistic")
+    text_column(table, "statistic")
     table.add_column("released value", justify="right")
     table.add_column("noise std", justify="right")
     table.add_column("relative error", justify="right")
