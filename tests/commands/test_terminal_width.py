@@ -29,15 +29,40 @@ TABLES: dict[str, tuple[list[str], str]] = {
     "ledger show": (["ledger", "show", "{ledger}"], "Releases (oldest first"),
     "ledger verify": (["ledger", "verify", "{ledger}"], "verified 1 release(s)"),
     "models attack": (
-        ["models", "attack", "--adversary", "{a0}", "{a1}", "--victim", "{v0}", "{v1}",
-         "--attack", "sorted-weights", "--attack", "threshold", "--n-test", "50"],
+        [
+            "models",
+            "attack",
+            "--adversary",
+            "{a0}",
+            "{a1}",
+            "--victim",
+            "{v0}",
+            "{v1}",
+            "--attack",
+            "sorted-weights",
+            "--attack",
+            "threshold",
+            "--n-test",
+            "50",
+        ],
         "Distinguishing",
-    ),  # fmt: skip
+    ),
     "models graph": (
-        ["models", "graph", "--degrees", "3,4", "--no-split", "--n-models", "4", "--epochs",
-         "2", "--hidden", "4"],
+        [
+            "models",
+            "graph",
+            "--degrees",
+            "3,4",
+            "--no-split",
+            "--n-models",
+            "4",
+            "--epochs",
+            "2",
+            "--hidden",
+            "4",
+        ],
         "Mean degree 3 (G0) vs 4 (G1)",
-    ),  # fmt: skip
+    ),
 }
 
 #: The other commands and why they are not rendered here.
