@@ -22,6 +22,7 @@ from distprivacy.commands import (
     parse_float,
     parse_floats,
 )
+from distprivacy.commands._display import with_spread_warning
 from distprivacy.engines import ENGINES, load_source, resolve_engine
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_mechanism
@@ -454,13 +455,14 @@ def calibrate_many(
     model: FModel, names: list[str], p: dict[str, Any], show: bool
 ) -> tuple[list[Calibration], dict[str, str]]:
     """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
-    is listed as not applicable with the reason (:func:`calibrate_all`)."""
+    is listed as not applicable with the reason (:func:`calibrate_all`). Each one's "swamped"
+    caveat compares the noise with the statistic's spread (:func:`with_spread_warning`)."""
     t = _target_options(p)
     bar = LazyProgress("calibrating", enabled=show)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
-            return calibrate_all(
+            cals, skipped = calibrate_all(
                 model,
                 _epsilon(p, t),
                 p["delta"],
@@ -473,3 +475,4 @@ def calibrate_many(
             )
     finally:
         bar.close()
+    return [with_spread_warning(c) for c in cals], skipped

@@ -18,6 +18,7 @@ from distprivacy.commands._common import (
     settings,
 )
 from distprivacy.commands._display import (
+    SWAMPED,
     fmt,
     legend,
     model_dict,
@@ -31,9 +32,10 @@ from distprivacy.commands._display import (
     short_name,
     short_theorem,
     spec_of,
+    swamped_summary,
 )
 from distprivacy.commands.config import config_option
-from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
+from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError, SwampedWarning
 from distprivacy.mechanisms import Calibration
 from distprivacy.mechanisms.plans import Plan
 from distprivacy.outputs import check_output_file
@@ -59,13 +61,18 @@ def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
 
 def _print_warnings(console: Console, cals: list[Calibration]) -> None:
     """Each calibration's caveats; the classic rule's, the same for every Gaussian mechanism,
-    once."""
+    once; the swamped statistics under one explanation."""
     notes = [(c.mechanism, w) for c in cals for w in c.warnings]
     if not notes:
         return
     console.print("[bold yellow]Warnings[/]")
     seen: set = set()
+    swamped = []
     for name, w in notes:
+        if getattr(w, "category", None) is SwampedWarning and str(w).startswith(SWAMPED):
+            cal = next(c for c in cals if c.mechanism == name)
+            swamped.append(f"  {name}: {swamped_summary(cal) or str(w)[len(SWAMPED) + 2 :]}")
+            continue
         shared = getattr(w, "category", None) is ClassicRuleWarning
         key = str(w) if shared else (name, str(w))
         if key in seen:
@@ -73,6 +80,10 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
         seen.add(key)
         who = "Gaussian mechanisms" if shared else name
         console.print(f"  {who}: {w}")
+    if swamped:
+        console.print(f"  {SWAMPED[0].upper()}{SWAMPED[1:]}:")
+        for line in swamped:
+            console.print(f"  {line}")
 
 
 def _save_plan(
