@@ -57,18 +57,18 @@ def test_the_cli_opens_with_the_words(capsys, adult_dir, command):
 
 
 def test_audit_and_ledger_statements_say_what_happened():
-    from types import SimpleNamespace as NS
+    from types import SimpleNamespace as Result
 
     from distprivacy.ledger import Budget
     from distprivacy.spec import ProtectionSpec
     from distprivacy.wording import audit_statement, ledger_statement
 
     spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
-    held = [NS(mechanism="DauM-G", refuted=False, best_accuracy=0.531)]
+    held = [Result(mechanism="DauM-G", refuted=False, best_accuracy=0.531)]
     text = audit_statement(spec, held, 2000)
     assert "2,000 real datasets of 100 records" in text and "53.1 %" in text
     assert "kept its promise" in text and "never prove" in text
-    broken = [*held, NS(mechanism="NoNoise", refuted=True, best_accuracy=0.97)]
+    broken = [*held, Result(mechanism="NoNoise", refuted=True, best_accuracy=0.97)]
     text = audit_statement(spec, broken, 2000)
     assert (
         "NoNoise did worse than promised" in text and "97.0 % of the time (against NoNoise)" in text

@@ -22,6 +22,7 @@ from distprivacy.commands import (
     parse_float,
     parse_floats,
 )
+from distprivacy.commands._display import with_spread_warning
 from distprivacy.commands._names import ADULT_DEFAULT_STATISTICS, ENGINE_NAMES
 from distprivacy.exceptions import DistPrivacyError
 
@@ -300,6 +301,43 @@ PLAN_FIXES = (
 )
 
 
+def _columns(data: Any) -> list[tuple[str, bool]]:
+    """The data's columns, each with whether it is numeric (for a CSV scanned by DuckDB, one
+    typing scan)."""
+    frame = getattr(data, "data", None)
+    if frame is not None and hasattr(frame, "columns"):
+        import pandas as pd
+
+        return [(str(c), pd.api.types.is_numeric_dtype(frame[c])) for c in frame.columns]
+    try:
+        names = data.compiler().order
+        comp = data.compiler(names)  # one scan types a CSV's columns
+    except (AttributeError, DistPrivacyError):
+        return []
+    return [(n, comp.kind(n) == "numeric") for n in names]
+
+
+def _require_choices(ctx: click.Context, path: str, data: Any) -> None:
+    """A user's file has no default property or statistics (those of Adult would name columns
+    it may not have): refuse, listing its columns, unless both are given."""
+    missing = [f for k, f in (("protect", "--protect"), ("statistics", "--statistics"))
+               if not given(ctx, k)]  # fmt: skip
+    if not missing:
+        return
+    cols = _columns(data)
+    names = [c for c, _ in cols]
+    shown = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
+    listing = f" (columns: {shown})" if names else ""
+    numeric = [c for c, num in cols if num] or names[1:] or names or ["COLUMN"]
+    other = [c for c, num in cols if not num] or [c for c in names if c != numeric[0]]
+    other = other or ["COLUMN"]
+    example = f"--protect '{other[0]}==VALUE' --statistics mean:{numeric[0]}"
+    need = " and ".join(missing)
+    raise DistPrivacyError(
+        f"--data {path} needs {need}: the defaults are the Adult data's{listing}; e.g. {example}"
+    )
+
+
 def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any], Any]:
     """Validate the options, load the data and fit the model.
 
@@ -333,9 +371,10 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
         pairs_within=p["pairs_within"],
     )
     query = Query.parse(p["statistics"])
-    data = resolve_engine(
-        p["engine"].lower(), load_source(p["data"]), spark_master=p["spark_master"]
-    )
+    source = load_source(p["data"])
+    data = resolve_engine(p["engine"].lower(), source, spark_master=p["spark_master"])
+    if isinstance(source, str):
+        _require_choices(ctx, p["data"], data)
     bar = LazyProgress("modelling f_θ", enabled=not p["as_json"])
     data.progress = bar  # long scans and draws on the engine report here
     try:
@@ -475,7 +514,8 @@ def calibrate_many(
     model: FModel, names: list[str], p: dict[str, Any], show: bool
 ) -> tuple[list[Calibration], dict[str, str]]:
     """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
-    is listed as not applicable with the reason (:func:`calibrate_all`)."""
+    is listed as not applicable with the reason (:func:`calibrate_all`). Each one's "swamped"
+    caveat compares the noise with the statistic's spread (:func:`with_spread_warning`)."""
     from distprivacy.mechanisms import calibrate_all
 
     t = _target_options(p)
@@ -483,7 +523,7 @@ def calibrate_many(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
-            return calibrate_all(
+            cals, skipped = calibrate_all(
                 model,
                 _epsilon(p, t),
                 p["delta"],
@@ -496,3 +536,4 @@ def calibrate_many(
             )
     finally:
         bar.close()
+    return [with_spread_warning(c) for c in cals], skipped

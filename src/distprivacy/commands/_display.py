@@ -3,15 +3,133 @@ words, the header naming what is protected, and the per-statistic table."""
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from distprivacy.mechanisms import Calibration
     from distprivacy.models import FModel
+
+#: Short forms of the long mechanism names, used (with a legend) where a table would not fit.
+ABBREVIATIONS = {
+    "Wasserstein": "Wass",
+    "ApproxWasserstein": "AWass",
+    "ApproxWasserstein-Bounded": "AWass-B",
+    "GroupDP-L": "GrpDP-L",
+    "GroupDP-G": "GrpDP-G",
+}
+
+#: The narrowest a folded text column (a statistic's name) may become before a table is
+#: rearranged instead.
+MIN_TEXT_WIDTH = 12
+
+
+def short_name(name: str, abbreviate: bool) -> str:
+    """A mechanism's name, abbreviated (:data:`ABBREVIATIONS`) when ``abbreviate``."""
+    return ABBREVIATIONS.get(name, name) if abbreviate else name
+
+
+def legend(names: Iterable[str]) -> str | None:
+    """The line explaining the abbreviations used for ``names`` (None when none was)."""
+    used = dict.fromkeys(n for n in names if n in ABBREVIATIONS)
+    if not used:
+        return None
+    return "Abbreviations: " + "; ".join(f"{ABBREVIATIONS[n]} = {n}" for n in used)
+
+
+def text_column(table: Table, header: str, **kw: Any) -> None:
+    """A column of names or words: wrapped, and a name longer than the column folded onto
+    the next line (never cut short with an ellipsis)."""
+    table.add_column(header, overflow="fold", **kw)
+
+
+def name_column(table: Table, header: str, **kw: Any) -> None:
+    """A column of short names (mechanisms, attacks): never cut; a layout where one does not
+    fit is rejected by :func:`print_fitted` for the next (abbreviated or stacked) one."""
+    table.add_column(header, no_wrap=True, **kw)
+
+
+_ROW_START = tuple("┏┃┡│├└╭╰┌")
+_ROW_END = tuple("┓┃┩│┤┘╮╯┐")
+
+
+def _plain(cell: Any) -> str:
+    return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
+
+
+def min_table_width(table: Table) -> int:
+    """The narrowest ``table`` can be with every cell whole: per column its longest word
+    (its longest line if it never wraps; at most :data:`MIN_TEXT_WIDTH` where long words
+    fold), plus padding and borders."""
+    total = 0
+    for col in table.columns:
+        texts = [_plain(col.header), *(_plain(c) for c in col._cells)]
+        lines = [ln for t in texts for ln in t.splitlines()] or [""]
+        if col.no_wrap:
+            need = max(cell_len(ln) for ln in lines)
+        else:
+            need = max((cell_len(w) for ln in lines for w in ln.split()), default=0)
+            if col.overflow == "fold":
+                need = min(need, MIN_TEXT_WIDTH)
+        total += max(need, col.min_width or 0) + 2
+    return total + len(table.columns) + 1
+
+
+def renders_whole(renderable: RenderableType, width: int) -> bool:
+    """Whether ``renderable`` printed ``width`` columns wide keeps every cell whole: wide
+    enough for every column (:func:`min_table_width`), and, as rendered, no word cut with an
+    ellipsis and no row cropped (it would lose its right border)."""
+    if isinstance(renderable, Table) and min_table_width(renderable) > width:
+        return False
+    console = Console(
+        width=width, file=io.StringIO(), color_system=None, force_terminal=False, highlight=False
+    )
+    console.print(renderable)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    if "…" in text:
+        return False
+    rows = [ln.rstrip() for ln in text.splitlines() if ln.lstrip().startswith(_ROW_START)]
+    return all(r.endswith(_ROW_END) for r in rows)
+
+
+Layout = Callable[[], Sequence[RenderableType]]
+
+
+def print_fitted(console: Console, layouts: Sequence[Layout]) -> int:
+    """Print the first of ``layouts`` (richest first) whose tables fit the console's width
+    with every cell whole (the last one if none does); return its index."""
+    index, chosen = 0, ()
+    for k, layout in enumerate(layouts):
+        index, chosen = k, layout()
+        if all(renders_whole(r, console.width) for r in chosen if isinstance(r, Table)):
+            break
+    for r in chosen:
+        console.print(r)
+    return index
+
+
+def column_chunks(make: Callable[[Sequence[int]], Table], count: int, width: int) -> list[Table]:
+    """Tables holding the data columns ``0 … count−1`` in consecutive groups, each group as
+    large as fits ``width`` (``make(indices)`` builds the table of one group); a column too
+    wide even alone gets a table of its own."""
+    tables: list[Table] = []
+    group: list[int] = []
+    for k in range(count):
+        if group and not renders_whole(make([*group, k]), width):
+            tables.append(make(group))
+            group = []
+        group.append(k)
+    if group:
+        tables.append(make(group))
+    return tables
 
 
 def fmt(x: float) -> str:
@@ -40,20 +158,38 @@ def noise_summary(c: Calibration) -> str:
     return f"{n.family} {what}∈[{fmt(n.scales.min())}, {fmt(n.scales.max())}] on {dirs}"
 
 
-def per_statistic_table(cals: list[Calibration]) -> Table:
-    """Noise SD per statistic and mechanism, with the relative error (SD / |typical value|)."""
-    table = Table(title="Noise per statistic: SD (relative error = SD / |typical value|)")
-    table.add_column("statistic")
-    for c in cals:
-        table.add_column(c.mechanism, justify="right")
-    for k, name in enumerate(cals[0].statistic_names):
-        cells = []
-        for c in cals:
-            sd, rel = float(c.noise_sd[k]), float(c.relative_error[k])
-            r = "—" if not np.isfinite(rel) else (f"{rel:.1%}" if rel < 10 else f"{rel:.3g}×")
-            cells.append(f"{fmt(sd)} ({r})")
-        table.add_row(name, *cells)
-    return table
+def _relative_text(rel: float) -> str:
+    return "—" if not np.isfinite(rel) else (f"{rel:.1%}" if rel < 10 else f"{rel:.3g}×")
+
+
+def per_statistic_tables(
+    cals: list[Calibration], width: int, abbreviate: bool = False
+) -> list[Table]:
+    """Noise SD per statistic and mechanism, with the relative error (SD / |typical value|):
+    one table, or the mechanisms' columns spread over several stacked tables where one would
+    not fit ``width``."""
+    title = "Noise per statistic: SD (relative error = SD / |typical value|)"
+
+    def make(group: Sequence[int]) -> Table:
+        table = Table(title=title)
+        text_column(table, "statistic")
+        for j in group:
+            table.add_column(short_name(cals[j].mechanism, abbreviate), justify="right")
+        for k, name in enumerate(cals[0].statistic_names):
+            cells = [
+                f"{fmt(float(cals[j].noise_sd[k]))} "
+                f"({_relative_text(float(cals[j].relative_error[k]))})"
+                for j in group
+            ]
+            table.add_row(name, *cells)
+        return table
+
+    tables = column_chunks(make, len(cals), width)
+    for k, t in enumerate(tables[1:], 2):
+        t.title = f"{title}, part {k} of {len(tables)}"
+    if len(tables) > 1:
+        tables[0].title = f"{title}, part 1 of {len(tables)}"
+    return tables
 
 
 def print_header(console: Console, model: FModel, info: dict[str, Any], p: dict[str, Any]) -> None:
@@ -118,3 +254,169 @@ def spec_of(model: Any, plan_spec: dict[str, Any] | None = None) -> Any:
 def print_statement(console: Console, text: str) -> None:
     """The words a steward signs, first, in bold."""
     console.print(f"[bold]{text}[/]")
+
+
+def print_columns(
+    console: Console,
+    title: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    groups: Sequence[Sequence[int]],
+    left: Sequence[int] = (),
+) -> None:
+    """Rows whose first cell names them (``headers[0]``), on one table if it fits the
+    console, else stacked: one table per group of column indices, each repeating the name
+    column. Numbers are right-aligned (the columns ``left`` left-aligned); a name too long
+    for its column folds onto the next line."""
+
+    def make(cols: Sequence[int], part: str = "") -> Table:
+        table = Table(title=title + part)
+        text_column(table, headers[0])
+        for c in cols:
+            table.add_column(headers[c], justify="left" if c in left else "right")
+        for row in rows:
+            table.add_row(row[0], *(row[c] for c in cols))
+        return table
+
+    n = len(groups)
+    print_fitted(
+        console,
+        [
+            lambda: [make(range(1, len(headers)))],
+            lambda: [make(g, f" ({k} of {n})") for k, g in enumerate(groups, 1)],
+        ],
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Noise against the statistic's spread; post-processing into the statistic's range
+# --------------------------------------------------------------------------------------------
+
+#: A bounded statistic is swamped when its noise's ±2 SD interval is at least this share of
+#: its range (the interval then covers every possible value).
+RANGE_SHARE = 1.0
+
+
+#: The start of the "swamped" caveat (the statistics and their noise SD over spread follow).
+SWAMPED = (
+    "noise swamps the statistic (noise SD × its spread across the datasets the model "
+    "describes, ≥ 1: the release says less about this dataset than the population does; or "
+    "±2 SD covering a proportion's or count's whole range)"
+)
+
+
+def statistic_ranges(cal: Calibration) -> list[tuple[float, float] | None]:
+    """Each statistic's possible values: [0, 1] for a proportion, [0, n] for a count (n the
+    dataset size), None otherwise or when the query is not known (a user's model file)."""
+    query = getattr(cal, "query", None)
+    stats = getattr(query, "statistics", None)
+    if stats is None or len(stats) != len(cal.statistic_names):
+        return [None] * len(cal.statistic_names)
+    out: list[tuple[float, float] | None] = []
+    for s in stats:
+        kind = getattr(s, "kind", None)
+        if kind == "proportion":
+            out.append((0.0, 1.0))
+        elif kind == "count" and cal.n is not None:
+            out.append((0.0, float(cal.n)))
+        else:
+            out.append(None)
+    return out
+
+
+def range_text(r: tuple[float, float]) -> str:
+    return f"[{r[0]:g}, {r[1]:g}]"
+
+
+def _swamp_items(cal: Calibration) -> list[tuple[str, float, str]]:
+    """Per swamped statistic: its name, noise SD over spread, and what covers its range."""
+    ratio = np.asarray(cal.noise_to_sampling, dtype=float)
+    sd = np.asarray(cal.noise_sd, dtype=float)
+    out = []
+    for name, r, s, rng in zip(cal.statistic_names, ratio, sd, statistic_ranges(cal), strict=True):
+        share = None if rng is None or rng[1] <= rng[0] else 4 * s / (rng[1] - rng[0])
+        whole = share is not None and share >= RANGE_SHARE
+        if (np.isfinite(r) and r >= 1) or whole:
+            note = f"±2 SD covers all of {range_text(rng)}" if whole else ""  # type: ignore[arg-type]
+            out.append((name, float(r), note))
+    return out
+
+
+def _item_text(name: str, r: float, note: str) -> str:
+    ratio = f" {r:.3g}×" if np.isfinite(r) and r >= 1 else ""
+    return f"{name}{ratio}" + (f" ({note})" if note else "")
+
+
+def swamped_statistics(cal: Calibration) -> list[str]:
+    """The statistics whose noise swamps them, each with by how much: noise SD at least the
+    statistic's spread across the datasets the model describes (its SD under f_θ averaged over
+    θ: the root of the mean diagonal of the fitted covariances, :meth:`FModel.
+    statistic_scales`), or, for a proportion or a count, a ±2 SD noise interval as wide as
+    its whole range."""
+    return [_item_text(*item) for item in _swamp_items(cal)]
+
+
+def swamped_summary(cal: Calibration) -> str | None:
+    """:func:`swamped_statistics` in short: "every statistic (1.4× to 2.3×)" when all are."""
+    items = _swamp_items(cal)
+    if not items:
+        return None
+    if len(items) < len(cal.statistic_names) or any(note for *_, note in items):
+        return ", ".join(_item_text(*item) for item in items)
+    r = [x for _, x, _ in items]
+    return f"every statistic ({min(r):.3g}× to {max(r):.3g}×)"
+
+
+def with_spread_warning(cal: Calibration) -> Calibration:
+    """``cal`` with its "swamped" caveat measured against each statistic's spread (and the
+    range of a proportion or count) instead of its mean (:func:`swamped_statistics`); the
+    same test for every mechanism."""
+    import dataclasses
+
+    from distprivacy.exceptions import Notice, SwampedWarning
+
+    kept = tuple(w for w in cal.warnings if getattr(w, "category", None) is not SwampedWarning)
+    bad = swamped_statistics(cal)
+    if bad:
+        kept += (Notice(f"{SWAMPED}: {', '.join(bad)}", SwampedWarning),)
+    return dataclasses.replace(cal, warnings=kept)
+
+
+@dataclass(frozen=True)
+class Clip:
+    """Released values post-processed into their statistics' ranges.
+
+    Attributes
+    ----------
+    values : ndarray
+        What is published: clipped (a proportion into [0, 1], a count into [0, n]) when
+        ``enabled``, else the raw noisy values.
+    ranges : list of (low, high) or None
+        Each statistic's range (:func:`statistic_ranges`).
+    enabled : bool
+        Whether clipping was asked for (``release`` clips unless ``--no-clip``).
+    moved : list of int
+        The statistics whose value was clipped.
+    outside : list of int
+        With clipping off, the statistics whose raw value lies outside its range.
+    """
+
+    values: np.ndarray
+    ranges: list[tuple[float, float] | None]
+    enabled: bool
+    moved: list[int] = field(default_factory=list)
+    outside: list[int] = field(default_factory=list)
+
+
+def clip_release(values: np.ndarray, cal: Calibration, enabled: bool = True) -> Clip:
+    """Post-process released ``values`` into their statistics' ranges (post-processing a
+    release keeps its guarantee), or only note the values outside them (``enabled`` False)."""
+    raw = np.asarray(values, dtype=float).reshape(-1)
+    ranges = statistic_ranges(cal)
+    if raw.size != len(ranges):
+        return Clip(raw, [None] * raw.size, enabled)
+    out = np.clip(raw, *np.array([r if r else (-np.inf, np.inf) for r in ranges]).T)
+    changed = [k for k in range(raw.size) if out[k] != raw[k]]
+    if enabled:
+        return Clip(out, ranges, True, moved=changed)
+    return Clip(raw, ranges, False, outside=changed)

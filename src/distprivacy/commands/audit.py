@@ -17,7 +17,14 @@ from distprivacy.commands._common import (
     mechanism_names,
     settings,
 )
-from distprivacy.commands._display import print_header, print_not_applicable
+from distprivacy.commands._display import (
+    legend,
+    name_column,
+    print_fitted,
+    print_header,
+    print_not_applicable,
+    short_name,
+)
 from distprivacy.commands._names import AUDIT_ATTACKS
 from distprivacy.commands._names import DEFAULT_AUDIT_ATTACKS as DEFAULT_ATTACKS
 from distprivacy.commands._report import report_option, write_audit
@@ -27,31 +34,70 @@ if TYPE_CHECKING:  # the library is imported when the command runs, not for its 
     from distprivacy.audit import AuditResult
 
 
-def _print_audit(console: Console, results: list[AuditResult]) -> None:
-    """One row per mechanism: claimed ε, the lower bound, the strongest attack, the verdict."""
-    table = Table(title="Empirical lower bounds on ε (strongest attack)")
-    numeric = ("claimed ε", "δ", "ε lower bound", "best acc. [CI]", "acc. bound")
-    for col in ("mechanism", *numeric, "strongest attack", "verdict"):
-        table.add_column(col, justify="right" if col in numeric else "left")
+def _audit_rows(r: AuditResult) -> dict[str, str]:
+    """The cells of one mechanism's audit."""
+    best = max(r.attacks, key=lambda a: a.epsilon_lower_bound)
+    top = max(r.attacks, key=lambda a: a.accuracy)
+    lb = r.epsilon_lower_bound
+    low, high = top.accuracy_interval
+    verdict = "[red]REFUTED[/]" if r.refuted else "consistent"
+    if r.accuracy_exceeded:
+        verdict += " [red](accuracy above bound)[/]"
+    return {
+        "claimed ε": f"{r.claimed_epsilon:.4g}",
+        "δ": f"{r.delta:g}",
+        "ε lower bound": f"{lb:.3f}" if lb > 0 else "none (≤ 0)",
+        "best acc. [CI]": f"{top.accuracy:.3f} [{low:.3f}, {high:.3f}]",
+        "acc. bound": f"{r.accuracy_bound:.3f}",
+        "strongest attack": best.attack,
+        "verdict": verdict,
+    }
+
+
+_NUMERIC = ("claimed ε", "δ", "ε lower bound", "best acc. [CI]", "acc. bound")
+
+
+def _audit_table(
+    results: list[AuditResult], title: str, columns: tuple[str, ...], abbreviate: bool
+) -> Table:
+    table = Table(title=title)
+    name_column(table, "mechanism")
+    for col in columns:
+        if col == "strongest attack":
+            name_column(table, col)
+        else:
+            table.add_column(col, justify="right" if col in _NUMERIC else "left")
     for r in results:
-        best = max(r.attacks, key=lambda a: a.epsilon_lower_bound)
-        top = max(r.attacks, key=lambda a: a.accuracy)
-        lb = r.epsilon_lower_bound
-        low, high = top.accuracy_interval
-        verdict = "[red]REFUTED[/]" if r.refuted else "consistent"
-        if r.accuracy_exceeded:
-            verdict += " [red](accuracy above bound)[/]"
-        table.add_row(
-            r.mechanism,
-            f"{r.claimed_epsilon:.4g}",
-            f"{r.delta:g}",
-            f"{lb:.3f}" if lb > 0 else "none (≤ 0)",
-            f"{top.accuracy:.3f} [{low:.3f}, {high:.3f}]",
-            f"{r.accuracy_bound:.3f}",
-            best.attack,
-            verdict,
-        )
-    console.print(table)
+        cells = _audit_rows(r)
+        table.add_row(short_name(r.mechanism, abbreviate), *(cells[c] for c in columns))
+    return table
+
+
+def _print_audit(console: Console, results: list[AuditResult]) -> None:
+    """One row per mechanism: claimed ε, the lower bound, the strongest attack, the verdict
+    (in two stacked tables, or with abbreviated names, where one does not fit)."""
+    title = "Empirical lower bounds on ε (strongest attack)"
+    full = (*_NUMERIC, "strongest attack", "verdict")
+    first = ("claimed ε", "ε lower bound", "verdict")
+    second = ("best acc. [CI]", "acc. bound", "strongest attack")
+
+    def split(abbreviate: bool) -> list[Table]:
+        return [
+            _audit_table(results, title, first, abbreviate),
+            _audit_table(results, "The attacks' accuracy and its bound", second, abbreviate),
+        ]
+
+    chosen = print_fitted(
+        console,
+        [
+            lambda: [_audit_table(results, title, full, False)],
+            lambda: [_audit_table(results, title, full, True)],
+            lambda: split(False),
+            lambda: split(True),
+        ],
+    )
+    if chosen % 2 == 1 and (words := legend(r.mechanism for r in results)):
+        console.print(words)
     console.print(
         "ε lower bound: holds with probability ≥ 1 − α; a bound above the claimed ε refutes "
         "the claim (the model behind it fails on the real data)."

@@ -18,19 +18,25 @@ from distprivacy.commands._common import (
     settings,
 )
 from distprivacy.commands._display import (
+    SWAMPED,
     fmt,
+    legend,
     model_dict,
+    name_column,
     noise_summary,
-    per_statistic_table,
+    per_statistic_tables,
+    print_fitted,
     print_header,
     print_not_applicable,
     print_statement,
+    short_name,
     short_theorem,
     spec_of,
+    swamped_summary,
 )
 from distprivacy.commands._report import report_option, write_calibrate
 from distprivacy.commands.config import config_option
-from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError
+from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError, SwampedWarning
 from distprivacy.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
@@ -57,13 +63,18 @@ def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
 
 def _print_warnings(console: Console, cals: list[Calibration]) -> None:
     """Each calibration's caveats; the classic rule's, the same for every Gaussian mechanism,
-    once."""
+    once; the swamped statistics under one explanation."""
     notes = [(c.mechanism, w) for c in cals for w in c.warnings]
     if not notes:
         return
     console.print("[bold yellow]Warnings[/]")
     seen: set = set()
+    swamped = []
     for name, w in notes:
+        if getattr(w, "category", None) is SwampedWarning and str(w).startswith(SWAMPED):
+            cal = next(c for c in cals if c.mechanism == name)
+            swamped.append(f"  {name}: {swamped_summary(cal) or str(w)[len(SWAMPED) + 2 :]}")
+            continue
         shared = getattr(w, "category", None) is ClassicRuleWarning
         key = str(w) if shared else (name, str(w))
         if key in seen:
@@ -71,6 +82,10 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
         seen.add(key)
         who = "Gaussian mechanisms" if shared else name
         console.print(f"  {who}: {w}")
+    if swamped:
+        console.print(f"  {SWAMPED[0].upper()}{SWAMPED[1:]}:")
+        for line in swamped:
+            console.print(f"  {line}")
 
 
 def _save_plan(
@@ -87,6 +102,54 @@ def _save_plan(
         "digest": plan.digest,
         "reads": "--target DATA" if plan.query else "--value a,b,…",
     }
+
+
+def _calibrations_table(cals: list[Calibration], abbreviate: bool) -> Table:
+    """Every calibration on one row: noise, error, (ε, δ), μ, δ achieved, accuracy, proof."""
+    table = Table(title="Calibrations (expected L2 error = E‖Z‖₂, exact)")
+    numeric = ("E‖Z‖₂", "ε", "δ", "μ", "δ achieved", "max acc.")
+    name_column(table, "mechanism")
+    table.add_column("noise")
+    for col in numeric:
+        table.add_column(col, justify="right")
+    table.add_column("proof")
+    for c in cals:
+        table.add_row(
+            short_name(c.mechanism, abbreviate),
+            noise_summary(c),
+            fmt(c.expected_l2_error),
+            f"{c.epsilon:.4g}",
+            f"{c.delta:g}",
+            "—" if c.mu is None else f"{c.mu:.4g}",
+            f"{c.delta_achieved:.3g}",
+            f"{c.max_attack_accuracy:.4f}",
+            short_theorem(c.theorem),
+        )
+    return table
+
+
+def _calibrations_split(cals: list[Calibration], abbreviate: bool) -> list[Table]:
+    """The calibrations as two narrower tables: the figures (ε and δ are the header's), then
+    the noise and the proof."""
+    figures = Table(title="Calibrations (expected L2 error = E‖Z‖₂, exact)")
+    name_column(figures, "mechanism")
+    for col in ("E‖Z‖₂", "μ", "δ achieved", "max acc."):
+        figures.add_column(col, justify="right")
+    how = Table(title="The noise of each mechanism and its proof")
+    name_column(how, "mechanism")
+    how.add_column("noise")
+    how.add_column("proof")
+    for c in cals:
+        name = short_name(c.mechanism, abbreviate)
+        figures.add_row(
+            name,
+            fmt(c.expected_l2_error),
+            "—" if c.mu is None else f"{c.mu:.4g}",
+            f"{c.delta_achieved:.3g}",
+            f"{c.max_attack_accuracy:.4f}",
+        )
+        how.add_row(name, noise_summary(c), short_theorem(c.theorem))
+    return [figures, how]
 
 
 @click.command()
@@ -152,34 +215,23 @@ def calibrate(
         words = statement(spec_of(model), model.statistic_names_, first.guarantee, released=False)
         print_statement(console, f"{words} (with {first.mechanism}, the best below).")
     print_header(console, model, info, p)
-    table = Table(title="Calibrations (expected L2 error = E‖Z‖₂, exact)")
-    numeric = ("E‖Z‖₂", "ε", "δ", "μ", "δ achieved", "max acc.")
-    for col in ("mechanism", "noise", *numeric, "proof"):
-        table.add_column(
-            col,
-            justify="right" if col in numeric else "left",
-            no_wrap=col in ("mechanism", "E‖Z‖₂"),
-        )
-    for c in cals:
-        table.add_row(
-            c.mechanism,
-            noise_summary(c),
-            fmt(c.expected_l2_error),
-            f"{c.epsilon:.4g}",
-            f"{c.delta:g}",
-            "—" if c.mu is None else f"{c.mu:.4g}",
-            f"{c.delta_achieved:.3g}",
-            f"{c.max_attack_accuracy:.4f}",
-            short_theorem(c.theorem),
-        )
-    console.print(table)
+    layouts = [
+        lambda: [_calibrations_table(cals, False)],
+        lambda: [_calibrations_table(cals, True)],
+        lambda: _calibrations_split(cals, False),
+        lambda: _calibrations_split(cals, True),
+    ]
+    abbreviate = print_fitted(console, layouts) % 2 == 1
     console.print(
         "μ: the μ-GDP parameter; δ achieved: exact δ at ε (worse of the shared-covariance and "
         "the fitted unequal-covariance Gaussians); max acc.: the best any attacker can do "
         "between two equally likely θ."
     )
     if cals:
-        console.print(per_statistic_table(cals))
+        for t in per_statistic_tables(cals, console.width, abbreviate):
+            console.print(t)
+        if abbreviate and (words := legend(c.mechanism for c in cals)):
+            console.print(words)
         best = _best(cals, p["utility"].lower())
         if best is not None:
             console.print(

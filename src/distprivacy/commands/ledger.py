@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from distprivacy.commands import DELTA, POSITIVE, dumps_json
+from distprivacy.commands._display import print_columns
 from distprivacy.commands._report import report_option, write_ledger
 
 
@@ -56,9 +56,10 @@ def verify(path: str, as_json: bool) -> None:
     if as_json:
         click.echo(dumps_json(dict(report.__dict__)))
     elif report.ok:
-        click.echo(
+        Console(highlight=False).print(
             f"verified {report.releases} release(s) of {path}: chain, guarantees and running "
-            f"totals hold; head {report.head[:16]}… (keep it elsewhere to notice a roll-back)"
+            f"totals hold; head {report.head[:16]}… (keep it elsewhere to notice a roll-back)",
+            markup=False,
         )
     else:
         where = f"release {report.first_bad}" if report.first_bad else "the ledger's head"
@@ -117,22 +118,29 @@ def show(path: str, as_json: bool, report: str | None) -> None:
         return
     console = Console()
     console.print(f"Ledger {path}: budget {budget}; {len(shown['releases'])} release(s)")
-    table = Table(title="Releases (oldest first; the dataset is its fingerprint's start)")
-    for col in ("id", "time (UTC)", "dataset", "mechanism", "μ", "ε", "δ", "stats"):
-        table.add_column(col, justify="left" if col in ("time (UTC)", "dataset") else "right")
+    rows = []
     for r in shown["releases"]:
         g = r["guarantee"]
-        table.add_row(
-            str(r["id"]),
-            str(r["time"]).replace("T", " ")[:19],
-            str(r["fingerprint"]).split(":")[-1][:10],
-            str(r["mechanism"]),
-            "—" if g.get("mu") is None else f"{g['mu']:.4g}",
-            f"{g['epsilon']:.4g}",
-            f"{g['delta']:.3g}",
-            str(len(r["statistics"])),
+        rows.append(
+            (
+                str(r["id"]),
+                str(r["time"]).replace("T", " ")[:19],
+                str(r["fingerprint"]).split(":")[-1][:10],
+                str(r["mechanism"]),
+                "—" if g.get("mu") is None else f"{g['mu']:.4g}",
+                f"{g['epsilon']:.4g}",
+                f"{g['delta']:.3g}",
+                str(len(r["statistics"])),
+            )
         )
-    console.print(table)
+    print_columns(
+        console,
+        "Releases (oldest first; the dataset is its fingerprint's start)",
+        ("id", "time (UTC)", "dataset", "mechanism", "μ", "ε", "δ", "stats"),
+        rows,
+        [(1, 2, 3), (4, 5, 6, 7)],
+        left=(1, 2, 3),
+    )
     for c in shown["cumulative"]:
         mu = "—" if c["mu"] is None else f"{c['mu']:.4g}"
         verdict = "within budget" if c["within_budget"] else "[red]OVER BUDGET[/]"

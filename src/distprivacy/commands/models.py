@@ -282,20 +282,26 @@ def attack(
         )
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(title=f"Distinguishing {victim[0]} (G0) from {victim[1]} (G1)")
-    for col in ("attack", "accuracy", "95 % CI", "advantage", "victim models"):
-        table.add_column(col)
-    for r in results:
-        table.add_row(
+    from distprivacy.commands._display import print_columns
+
+    rows = [
+        (
             r.name,
             f"{r.accuracy:.3f}",
             f"[{r.interval[0]:.3f}, {r.interval[1]:.3f}]",
             f"{r.advantage:.3f}",
             str(r.n),
         )
-    Console().print(table)
+        for r in results
+    ]
+    print_columns(
+        Console(),
+        f"Distinguishing {victim[0]} (G0) from {victim[1]} (G1)",
+        ("attack", "accuracy", "95 % CI", "advantage", "victim models"),
+        rows,
+        [(1, 2), (3, 4)],
+    )
 
 
 @models.command(name="info")

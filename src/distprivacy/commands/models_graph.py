@@ -96,19 +96,19 @@ def graph(
         click.echo(dumps_json(out))
         return
     from rich.console import Console
-    from rich.table import Table
+
+    from distprivacy.commands._display import print_columns
 
     n = result.nodes
-    click.echo(
+    console = Console(highlight=False)
+    console.print(
         f"{result.graph}: victim {n['victim']} nodes, adversary {n['adversary']} nodes"
         f"{'' if n['split'] else ' (shared: --no-split)'}; G0 mean degree {d[0]:g}, G1 {d[1]:g}; "
-        f"{2 * (result.n_models + result.n_shadow)} GCNs trained in {result.train_seconds:.1f} s"
+        f"{2 * (result.n_models + result.n_shadow)} GCNs trained in {result.train_seconds:.1f} s",
+        markup=False,
     )
-    table = Table(title=f"Mean degree {d[0]:g} (G0) vs {d[1]:g} (G1)")
-    for col in ("attack", "accuracy", "95 % CI", "advantage", "95 % CI", "victim models"):
-        table.add_column(col)
-    for name, o in result.outcomes.items():
-        table.add_row(
+    rows = [
+        (
             name,
             f"{o.accuracy:.3f}",
             f"[{o.accuracy_ci[0]:.3f}, {o.accuracy_ci[1]:.3f}]",
@@ -116,4 +116,12 @@ def graph(
             f"[{o.advantage_ci[0]:.3f}, {o.advantage_ci[1]:.3f}]",
             str(o.n0 + o.n1),
         )
-    Console().print(table)
+        for name, o in result.outcomes.items()
+    ]
+    print_columns(
+        console,
+        f"Mean degree {d[0]:g} (G0) vs {d[1]:g} (G1)",
+        ("attack", "accuracy", "95 % CI", "advantage", "95 % CI", "victim models"),
+        rows,
+        [(1, 2), (3, 4, 5)],
+    )

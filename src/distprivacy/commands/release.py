@@ -24,11 +24,16 @@ from distprivacy.commands._common import (
     settings,
 )
 from distprivacy.commands._display import (
+    Clip,
+    clip_release,
     fmt,
     noise_summary,
     print_header,
     print_statement,
+    range_text,
     spec_of,
+    text_column,
+    with_spread_warning,
 )
 from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
@@ -56,19 +61,34 @@ def _target_value(target_df: pd.DataFrame, spec: ProtectionSpec, query: Query) -
     return query.evaluate(target_df)
 
 
-def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
-    """The released values, the noise, the guarantee and its caveats."""
+def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip) -> None:
+    """The released values (post-processed into their ranges unless --no-clip), the noise,
+    the guarantee and its caveats."""
     table = Table(title=f"Release by {cal.mechanism} ({cal.theorem})")
-    table.add_column("statistic")
+    text_column(table, "statistic")
     table.add_column("released value", justify="right")
     table.add_column("noise std", justify="right")
     table.add_column("relative error", justify="right")
-    for name, v, sd, re in zip(
-        rel.statistic_names, rel.values, cal.noise_sd, cal.relative_error, strict=True
+    for k, (name, v, sd, re) in enumerate(
+        zip(rel.statistic_names, clip.values, cal.noise_sd, cal.relative_error, strict=True)
     ):
         relative = "—" if not np.isfinite(re) else f"{re:.2%}"
-        table.add_row(name, f"{v:.4f}", fmt(float(sd)), relative)
+        table.add_row(
+            name, f"{v:.4f}" + (" *" if k in clip.moved else ""), fmt(float(sd)), relative
+        )
     console.print(table)
+    for k in clip.moved:
+        console.print(
+            f"* {rel.statistic_names[k]}: the noisy value {rel.values[k]:.4f} was clipped to "
+            f"{range_text(clip.ranges[k])}; post-processing keeps the guarantee (--no-clip "
+            "keeps the raw value)",
+            markup=False,
+        )
+    for k in clip.outside:
+        console.print(
+            f"[yellow]warning:[/] {rel.statistic_names[k]} = {rel.values[k]:.4f} lies outside "
+            f"its range {range_text(clip.ranges[k])} (kept raw: --no-clip)"
+        )
     console.print(f"Noise: {noise_summary(cal)}; expected L2 error {fmt(cal.expected_l2_error)}")
     mu = "" if cal.mu is None else f"μ = {cal.mu:.4g}-GDP, "
     console.print(
@@ -209,6 +229,13 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
     "refused (exit 2, nothing recorded) when the cumulative guarantee of every release of "
     "this dataset would exceed the ledger's budget.",
 )
+@click.option(
+    "--no-clip",
+    "no_clip",
+    is_flag=True,
+    help="Publish the raw noisy values: by default a proportion is clipped into [0, 1] and a "
+    "count into [0, n] (post-processing, which keeps the guarantee).",
+)
 @allow_exact_option
 @report_option
 @click.pass_context
@@ -219,6 +246,7 @@ def release(
     plan_path: str | None,
     value_text: str | None,
     ledger_path: str | None,
+    no_clip: bool,
     allow_exact: bool,
     report: str | None,
     **p: Any,
@@ -248,7 +276,7 @@ def release(
             raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}")
         plan = Plan.load(plan_path)
         value = _plan_values(plan, target_df, value_text)
-        cal = plan.calibration
+        cal = with_spread_warning(plan.calibration)
         model = plan.model
         info: dict[str, Any] = {
             "plan": str(plan_path),
@@ -288,7 +316,7 @@ def release(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cal = mech.calibrate(model)
+                cal = with_spread_warning(mech.calibrate(model))
         finally:
             bar.close()
         if ledger_path is not None and built is not None:
@@ -302,8 +330,16 @@ def release(
         rel = cal.release(value, p["seed"], allow_exact=allow_exact)
     plan_spec = plan.spec if plan_path is not None else None
     context = {**info, **(plan.modelling if plan_path is not None else settings(p))}
+    clip = clip_release(rel.values, cal, enabled=not no_clip)
     if p["as_json"]:
-        click.echo(dumps_json({**info, **rel.to_dict()}))
+        out = rel.to_dict()
+        names = list(rel.statistic_names)
+        if clip.values.size == len(names):
+            out["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
+            out["raw_statistics"] = dict(zip(names, np.ravel(rel.values).tolist(), strict=True))
+        out["clipped_to_range"] = clip.enabled
+        out["clipped"] = [names[k] for k in clip.moved]
+        click.echo(dumps_json({**info, **out}))
         write_release(report, cal, rel, model, plan_spec, context, show=False)
         return
     console = Console()
@@ -316,7 +352,7 @@ def release(
     else:
         console.print(f"Plan {plan_path} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['target']}")
-    _print_release(console, cal, rel)
+    _print_release(console, cal, rel, clip)
     if ledger_path is not None:
         _print_ledger(console, info["ledger"])
     write_release(report, cal, rel, model, plan_spec, context, show=True)

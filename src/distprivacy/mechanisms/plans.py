@@ -423,16 +423,22 @@ class Plan:
             raise PlanError(f"the target must be a table, got {type(target).__name__}")
         query = Query.parse(self.query)
         needed = list(query_columns(query, None))
-        if require_property and self.spec is not None:
-            from distprivacy.spec import Predicate
-
-            needed.append(Predicate.parse(str(self.spec["property"])).column)
         missing = [c for c in dict.fromkeys(needed) if c not in target.columns]
         if missing:
             raise PlanError(
                 f"the target lacks column{'s' if len(missing) > 1 else ''} "
                 f"{', '.join(missing)} that the plan's statistics read"
             )
+        if require_property and self.spec is not None:
+            from distprivacy.spec import Predicate
+
+            column = Predicate.parse(str(self.spec["property"])).column
+            if column not in target.columns:
+                raise PlanError(
+                    f"the target lacks column {column}, the protected property's: no statistic "
+                    "reads it, but a ledger needs it to identify the dataset (release without "
+                    "--ledger needs only the statistics' columns)"
+                )
         if self.n is not None and len(target) != self.n:
             raise PlanError(
                 f"the target has {len(target)} records but the plan was calibrated for n = "
