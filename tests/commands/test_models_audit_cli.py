@@ -55,7 +55,7 @@ def test_the_null_game_reveals_nothing(table, capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--label", "three"], "binary"),
+        (["--label", "x"], "class label"),
         (["--label", "y", "--protect", "y==yes"], "protected"),
         (["--label", "y", "--features", "nope"], "unknown"),
         (["--label", "y", "--estimator", "sklearn:sklearn.svm:LinearSVC"], "predict_proba"),
