@@ -134,7 +134,12 @@ class AuditData:
 
 
 def _design(
-    data: pd.DataFrame, label: str, features: Sequence[str] | None, *, binary: bool = False
+    data: pd.DataFrame,
+    label: str,
+    features: Sequence[str] | None,
+    *,
+    binary: bool = False,
+    drop_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, list[str], list[Any]]:
     if label not in data.columns:
         raise DistPrivacyError(f"label column {label!r} not in the table; columns: {list(data)}")
@@ -164,7 +169,7 @@ def _design(
         )
     code = {c: i for i, c in enumerate(classes)}
     y = values.map(code).to_numpy(dtype=int)
-    frame = pd.get_dummies(data[cols], dtype=float)
+    frame = pd.get_dummies(data[cols], dtype=float, drop_first=drop_first)
     if frame.isna().any().any():
         bad = [c for c in cols if data[c].isna().any()]
         raise DistPrivacyError(
@@ -185,8 +190,13 @@ def prepare_audit(
     features: Sequence[str] | None = None,
     random_state: RandomState = None,
     binary: bool = False,
+    drop_first: bool = False,
 ) -> AuditData:
-    """Check the table, build the design matrix and split the rows into two halves."""
+    """Check the table, build the design matrix and split the rows into two halves.
+
+    ``binary``: refuse a label of more than two values. ``drop_first``: one-hot text columns
+    without their first level (no column is then a linear function of the others: the
+    coefficients of a linear model have a non-singular covariance across training sets)."""
     prop = RatioTransformer(protect, 0.5, preserve_label_ratio=False).property
     if prop.column == label:
         raise DistPrivacyError(f"the label {label!r} cannot be the protected column")
@@ -194,7 +204,7 @@ def prepare_audit(
         raise DistPrivacyError(
             f"protected column {prop.column!r} not in the table; columns: {list(data)}"
         )
-    X, y, names, classes = _design(data, label, features, binary=binary)
+    X, y, names, classes = _design(data, label, features, binary=binary, drop_first=drop_first)
     gen = check_random_state(random_state, secure=False)
     halves = tuple(np.sort(h) for h in np.array_split(gen.permutation(len(data)), 2))
     return AuditData(data, protect, X, y, names, classes, (halves[0], halves[1]))
