@@ -226,6 +226,11 @@ class DefendResult:
     rows: list[dict[str, Any]]
     query_rows: np.ndarray | None = None
     eval_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    #: The true releases of the adversary's shadow models and of the released models, (G0, G1)
+    #: each, and the task accuracy of releases: :func:`evaluate_release` again, other noise.
+    adversary_values: tuple[np.ndarray, np.ndarray] | None = None
+    released_values: tuple[np.ndarray, np.ndarray] | None = None
+    task_accuracy: Callable[[np.ndarray], np.ndarray] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -265,8 +270,12 @@ def defend_game(
     random_state: RandomState = None,
     n_jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    level: float = 0.95,
 ) -> DefendResult:
     """Train, fit, calibrate and re-attack (see the module docstring).
+
+    ``level``: confidence of the attacks' Clopper–Pearson intervals (checking several
+    defences against their bounds at once calls for a Bonferroni-corrected level).
 
     ``n_models`` models per ratio for each of: the adversary's shadows, the defender's shadows
     (they fit the Gaussian model) and the released models (scored): 6 · ``n_models`` in all.
@@ -337,12 +346,14 @@ def defend_game(
     )
     defences: dict[str, Calibration | None] = {"none": None}
     defences.update({c.mechanism: c for c in cals})
+    seed = int(gen.integers(2**31))
     rows = evaluate_release(
-        (adv[0], adv[1]), released, task, defences, random_state=int(gen.integers(2**31))
+        (adv[0], adv[1]), released, task, defences, random_state=seed, level=level
     )
     return DefendResult(
-        prep, (a0, a1), release, stat, model, cals, skipped, rows, query_rows, eval_rows
-    )
+        prep, (a0, a1), release, stat, model, cals, skipped, rows, query_rows, eval_rows,
+        (adv[0], adv[1]), (released[0], released[1]), task,
+    )  # fmt: skip
 
 
 #: The ``format`` field of a file written by :func:`save_defended`.
