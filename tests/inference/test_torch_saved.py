@@ -182,7 +182,7 @@ def test_multiclass_models_give_every_class_and_mixed_class_sets_are_refused():
     two = LogisticRegression().fit(X, y % 2)
     with pytest.raises(DistPrivacyError, match="different sets of classes"):
         EstimatorPopulation([three, two]).predict_proba(X)
-    with pytest.raises(DistPrivacyError, match="label 0..2"):
+    with pytest.raises(DistPrivacyError, match=r"label 0\.\.2"):
         pop.loss(X, y + 1)
 
 
