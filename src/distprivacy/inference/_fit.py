@@ -116,11 +116,18 @@ def newton_logistic(
 
 
 def _fit_chunk(estimator: Any, X: np.ndarray, y: np.ndarray, rows: np.ndarray, seeds: list) -> list:
+    """Fit one clone per training set, BLAS on one thread; scikit-learn's ConvergenceWarning
+    (an MLP stopped at ``max_iter``) is silenced: a shadow model is the model the user's
+    settings train, converged or not."""
+    import warnings
+
     from sklearn.base import clone
+    from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
     out = []
-    with threadpool_limits(limits=1):
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
         for r, seed in zip(rows, seeds, strict=True):
             m = clone(estimator)
             if seed is not None:
