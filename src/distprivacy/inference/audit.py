@@ -51,7 +51,7 @@ __all__ = [
 
 def make_estimator(spec: str) -> Any:
     """An unfitted classifier from ``spec``: ``logistic``, ``mlp`` (scikit-learn's
-    ``MLPClassifier``, 32-16 hidden units), ``tree``, ``sklearn:MODULE:CLASS`` (imported; must
+    ``MLPClassifier``, 32-16 hidden units, 100 epochs of Adam), ``tree``, ``sklearn:MODULE:CLASS`` (imported; must
     have ``fit`` and ``predict_proba``) or ``torch:FILE.py:make``
     (:class:`~distprivacy.inference.torch_estimator.TorchEstimator`)."""
     if spec == "logistic":
@@ -61,7 +61,7 @@ def make_estimator(spec: str) -> Any:
     if spec == "mlp":
         from sklearn.neural_network import MLPClassifier
 
-        return MLPClassifier(hidden_layer_sizes=(32, 16), max_iter=300)
+        return MLPClassifier(hidden_layer_sizes=(32, 16), max_iter=100)
     if spec.startswith("torch:"):
         try:
             import torch  # noqa: F401
