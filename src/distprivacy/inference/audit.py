@@ -51,8 +51,9 @@ __all__ = [
 
 def make_estimator(spec: str) -> Any:
     """An unfitted classifier from ``spec``: ``logistic``, ``mlp`` (scikit-learn's
-    ``MLPClassifier``, 32-16 hidden units, 100 epochs of Adam), ``tree``, ``sklearn:MODULE:CLASS`` (imported; must
-    have ``fit`` and ``predict_proba``) or ``torch:FILE.py:make``
+    ``MLPClassifier``, 32-16 hidden units, 100 epochs of Adam), ``tree``,
+    ``sklearn:MODULE:CLASS`` (imported; must have ``fit`` and ``predict_proba``) or
+    ``torch:FILE.py:make``
     (:class:`~distprivacy.inference.torch_estimator.TorchEstimator`)."""
     if spec == "logistic":
         from sklearn.linear_model import LogisticRegression
