@@ -166,6 +166,7 @@ def test_bad_seed_python(seed):
 # (command, option, bad values, words one of which the message names: the option or, where
 # the library's own check answers, the parameter as the library calls it).
 AUDIT = ["models", "audit", "--data", "t.csv", "--label", "y", "--protect", "a==b"]
+DEFEND = ["models", "defend", "--data", "t.csv", "--label", "y", "--protect", "a==b"]
 TRAIN = ["models", "train", "--property", "sex", "--ratio", "0.5", "--out", "m.npz"]
 NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["calibrate"], "--epsilon", ["nan", "inf", "-inf", "-1", "0", "1e400", "abc", ""], ()),
@@ -228,6 +229,13 @@ NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["models", "reproduce", "--out", "o"], "--alphas", ["nan"], ()),
     (AUDIT, "--n-models", ["0"], ()),
     (AUDIT, "--n-train", ["0", "nan"], ()),
+    (AUDIT, "--n-jobs", ["0", "-1", "1.5"], ()),
+    (DEFEND, "--n-models", ["0"], ()),
+    (DEFEND, "--n-train", ["0", "nan"], ()),
+    (DEFEND, "--n-jobs", ["0"], ()),
+    (DEFEND, "--n-query", ["0", "1.5"], ()),
+    (DEFEND, "--epsilon", ["0", "-1", "nan", "inf"], ()),
+    (DEFEND, "--delta", ["-0.1", "1", "nan"], ()),
 ]
 NUMERIC_CASES = [
     pytest.param(cmd, opt, v, words, id=f"{' '.join(cmd[:2])} {opt}={v}")

@@ -289,7 +289,7 @@ def test_bad_inputs_have_one_line_errors(leaky_linear, leaky_mlp):
         (lambda: SortedWeightsMetaClassifier().fit(a0, leaky_linear["adv"][0]), "architectures"),
         (lambda: SortedWeightsMetaClassifier().fit(a0, "x"), "must be a ModelPopulation"),
         (lambda: LossTest(d0, (d1[0], d1[1][:-1])).fit(), "one label per row"),
-        (lambda: LossTest(d0, (d1[0], d1[1] + 2)).fit(), "labels y must be 0 or 1"),
+        (lambda: LossTest(d0, (d1[0], d1[1] - 0.5)).fit(), "class indices"),
         (lambda: LossTest(d0, d1).fit(a0, a1), "features but the models take"),
         (lambda: ThresholdTest(d0, d1, statistic="auc").fit(*leaky_linear["adv"]), "statistic"),
         (lambda: ThresholdTest(d0, d1, n_select=0).fit(*leaky_linear["adv"]), "n_select"),

@@ -167,12 +167,23 @@ def test_saved_populations_feed_the_attacks(tmp_path):
         attack_features(victim0)
 
 
-def test_population_of_non_binary_models_is_refused():
+def test_multiclass_models_give_every_class_and_mixed_class_sets_are_refused():
     gen = check_random_state(0, secure=False)
     X = gen.standard_normal((60, 2))
-    three = LogisticRegression().fit(X, np.arange(60) % 3)
-    with pytest.raises(DistPrivacyError, match="binary"):
-        EstimatorPopulation([three]).predict_proba(X)
+    y = np.arange(60) % 3
+    three = LogisticRegression().fit(X, y)
+    pop = EstimatorPopulation([three, three])
+    P = three.predict_proba(X)
+    # (m, N·K) probabilities, row by row; loss = cross-entropy; accuracy = arg-max's.
+    np.testing.assert_allclose(pop.predict_proba(X)[0], P.ravel())
+    np.testing.assert_allclose(pop.logits(X)[1], np.log(P).ravel())
+    np.testing.assert_allclose(pop.loss(X, y), -np.log(P[np.arange(60), y]).mean())
+    np.testing.assert_allclose(pop.accuracy(X, y), (P.argmax(1) == y).mean())
+    two = LogisticRegression().fit(X, y % 2)
+    with pytest.raises(DistPrivacyError, match="different sets of classes"):
+        EstimatorPopulation([three, two]).predict_proba(X)
+    with pytest.raises(DistPrivacyError, match=r"label 0\.\.2"):
+        pop.loss(X, y + 1)
 
 
 def test_the_cli_loader_reads_every_kind(tmp_path):

@@ -455,75 +455,17 @@ def render(out_dir: str) -> None:
     click.echo(f"Wrote {rebuild(out_dir)}")
 
 
-def _register_graph() -> None:
-    """``distprivacy models graph`` (the graph game, :mod:`distprivacy.commands.models_graph`)."""
+def _register() -> None:
+    """The commands kept in their own modules: ``models audit``
+    (:mod:`distprivacy.commands.models_audit`), ``models defend``
+    (:mod:`distprivacy.commands.models_defend`) and ``models graph`` (the graph game,
+    :mod:`distprivacy.commands.models_graph`)."""
+    from distprivacy.commands.models_audit import audit
+    from distprivacy.commands.models_defend import defend
     from distprivacy.commands.models_graph import graph as models_graph
 
-    models.add_command(models_graph)
+    for command in (audit, defend, models_graph):
+        models.add_command(command)
 
 
-_register_graph()
-
-
-@models.command(name="audit")
-@click.option("--data", "data_path", type=click.Path(), required=True, help="CSV/Parquet table.")
-@click.option("--label", required=True, help="The binary label column the models predict.")
-@click.option(
-    "--features", default=None, help="Comma-separated feature columns (default: all but --label)."
-)
-@click.option("--protect", required=True, help="The protected property, e.g. 'sex==Female'.")
-@click.option("--ratios", default="0.3,0.5", show_default=True, help="α0,α1 of the game.")
-@click.option(
-    "--estimator",
-    default="logistic",
-    show_default=True,
-    help="logistic, mlp, tree, sklearn:MODULE:CLASS or torch:FILE.py:make.",
-)
-@click.option("--n-models", type=POSITIVE_INT, default=100, show_default=True)
-@click.option("--n-train", type=POSITIVE_INT, default=500, show_default=True)
-@click.option("--seed", type=SEED, default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def audit(
-    data_path: str,
-    label: str,
-    features: str | None,
-    protect: str,
-    ratios: str,
-    estimator: str,
-    n_models: int,
-    n_train: int,
-    seed: int,
-    as_json: bool,
-) -> None:
-    """How well do models trained on your table reveal the share of protected rows?
-    (Suri & Evans' game: accuracy of every applicable attack with its 95 % interval.)"""
-    import sys
-
-    from distprivacy.commands._common import LazyProgress
-    from distprivacy.datasets import load_table
-    from distprivacy.inference.audit import audit_game, make_estimator, run_attacks
-
-    alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
-    if len(alphas) != 2:
-        raise DistPrivacyError(f"--ratios takes two values α0,α1, got {ratios!r}")
-    est = make_estimator(estimator)
-    table = load_table(data_path)
-    cols = None if features is None else [c.strip() for c in features.split(",") if c.strip()]
-    game = audit_game(
-        table, label=label, protect=protect, ratios=(alphas[0], alphas[1]), estimator=est,
-        n_models=n_models, n_train=n_train, features=cols, random_state=seed,
-        progress=LazyProgress("training shadow models", sys.stderr.isatty() and not as_json),
-    )  # fmt: skip
-    results = run_attacks(game, random_state=seed)
-    if as_json:
-        out = {"protect": protect, "ratios": list(alphas), "estimator": estimator}
-        click.echo(dumps_json({**out, "attacks": [r.to_dict() for r in results]}))
-        return
-    pct = [f"{100 * a:g} %" for a in alphas]
-    for r in results:
-        lo, hi = r.interval
-        click.echo(
-            f"{r.name}: a model trained on your data reveals whether `{protect}` records are "
-            f"{pct[0]} or {pct[1]} of it with {100 * r.accuracy:.0f} % accuracy "
-            f"[{100 * lo:.0f} %, {100 * hi:.0f} %] ({r.n} victim models)"
-        )
+_register()

@@ -109,26 +109,35 @@ def model_parameters(model: Any) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
-def _positive_column(model: Any) -> int:
+def _classes(model: Any) -> np.ndarray:
     classes = np.asarray(getattr(model, "classes_", []))
-    if classes.size != 2:
+    if classes.size < 2:
         raise DistPrivacyError(
-            f"the attacks read binary classifiers; a model has {classes.size} classes "
-            f"({classes.tolist()[:5]}); train on a 0/1 label"
+            f"the attacks read classifiers of at least two classes; a model has {classes.size} "
+            f"({classes.tolist()[:5]}); train on a label with two or more values"
         )
-    return 1
+    return classes
+
+
+#: Arrays of inputs whose outputs a population keeps (the pairwise games of ``models audit``
+#: query each population on the same test sets again and again).
+_CACHE_SIZE = 8
 
 
 @dataclass
 class EstimatorPopulation:
-    """A list of fitted binary classifiers seen as a model population.
+    """A list of fitted classifiers seen as a model population.
 
     It implements what :class:`~distprivacy.inference.attacks.LossTest`,
     :class:`~distprivacy.inference.attacks.ThresholdTest`,
     :class:`~distprivacy.inference.attacks.BlackBoxMetaClassifier` and
     :class:`~distprivacy.inference.attacks.SortedWeightsMetaClassifier` call: ``predict_proba``,
     ``logits`` (log-odds), ``loss`` (mean log loss), ``accuracy`` on (X, y) with labels 0/1 for
-    ``classes_[0]``/``classes_[1]``; ``weights``/``biases`` are the flat parameter vectors as one
+    ``classes_[0]``/``classes_[1]`` — or, for models of K > 2 classes (every model with the same
+    ``classes_``), labels 0..K−1 for the classes in that order: ``predict_proba`` and
+    ``logits`` then give the K probabilities / log-probabilities of each query row side by
+    side (m, N·K), the loss is the cross-entropy and the accuracy that of the arg-max;
+    ``weights``/``biases`` are the flat parameter vectors as one
     linear "layer" (:func:`model_parameters`), so the sorted-weights meta-classifier reads them
     as they are (there are no hidden neurons to sort). The permutation-invariant network needs a
     real layer structure and is not meant for these.
@@ -136,7 +145,8 @@ class EstimatorPopulation:
     Parameters
     ----------
     models
-        Fitted classifiers with ``predict_proba`` and ``classes_`` (two classes).
+        Fitted classifiers with ``predict_proba`` and ``classes_`` (two classes or more, the
+        same for every model).
     meta
         The population's JSON description.
     """
@@ -152,6 +162,12 @@ class EstimatorPopulation:
             if not hasattr(m, "predict_proba"):
                 raise DistPrivacyError(f"{type(m).__name__} has no predict_proba; give classifiers")
         self._params: np.ndarray | None = None
+        self._cache: dict[tuple, np.ndarray] = {}
+
+    @property
+    def n_classes(self) -> int:
+        """Classes of the models (2: binary)."""
+        return int(_classes(self.models[0]).size)
 
     @property
     def n_models(self) -> int:
@@ -205,36 +221,62 @@ class EstimatorPopulation:
     def flat_parameters(self) -> np.ndarray:
         return self.parameter_matrix()
 
+    def probabilities(self, X: np.ndarray) -> np.ndarray:
+        """(m, N, K): each model's probabilities of its K classes (cached per input array)."""
+        X = np.ascontiguousarray(X)
+        import hashlib
+
+        key = (X.shape, str(X.dtype), hashlib.blake2b(X.tobytes(), digest_size=16).digest())
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        K = self.n_classes
+        for m in self.models:
+            if _classes(m).size != K:
+                raise DistPrivacyError(
+                    "the models of a population were trained on different sets of classes; "
+                    "train every model on data holding every label value"
+                )
+        P = np.stack([np.asarray(m.predict_proba(X), dtype=np.float64) for m in self.models])
+        if len(self._cache) >= _CACHE_SIZE:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[key] = P
+        return P
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """(m, N): each model's probability of ``classes_[1]``."""
-        X = np.asarray(X)
-        return np.stack(
-            [np.asarray(m.predict_proba(X), dtype=np.float64)[:, _positive_column(m)]
-             for m in self.models]
-        )  # fmt: skip
+        """(m, N): each model's probability of ``classes_[1]`` — or (m, N·K), every class's
+        probability, for K > 2 classes."""
+        P = self.probabilities(X)
+        return P[:, :, 1] if P.shape[2] == 2 else P.reshape(P.shape[0], -1)
 
     def logits(self, X: np.ndarray) -> np.ndarray:
-        """(m, N): log-odds of ``classes_[1]`` (probabilities clipped to [1e-12, 1 − 1e-12])."""
-        p = np.clip(self.predict_proba(X), 1e-12, 1 - 1e-12)
+        """(m, N): log-odds of ``classes_[1]`` (probabilities clipped to [1e-12, 1 − 1e-12]) —
+        or (m, N·K), every class's log-probability, for K > 2 classes."""
+        P = self.probabilities(X)
+        if P.shape[2] > 2:
+            return np.log(np.clip(P, 1e-12, 1.0)).reshape(P.shape[0], -1)
+        p = np.clip(P[:, :, 1], 1e-12, 1 - 1e-12)
         return np.log(p) - np.log1p(-p)
 
     def _labels(self, y: np.ndarray, n: int) -> np.ndarray:
         y = np.asarray(y, dtype=float)
-        if y.shape != (n,) or not np.isin(y, (0, 1)).all():
-            raise DistPrivacyError(f"y must hold one 0/1 label per row ({n})")
-        return y
+        K = self.n_classes
+        if y.shape != (n,) or not np.isin(y, np.arange(K)).all():
+            raise DistPrivacyError(f"y must hold one label 0..{K - 1} per row ({n})")
+        return y.astype(int)
 
     def loss(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """(m,): each model's mean log loss on (X, y)."""
-        p = np.clip(self.predict_proba(X), 1e-12, 1 - 1e-12)
-        y = self._labels(y, p.shape[1])
-        return -(y * np.log(p) + (1 - y) * np.log1p(-p)).mean(axis=1)
+        """(m,): each model's mean log loss (cross-entropy) on (X, y)."""
+        P = self.probabilities(X)
+        y = self._labels(y, P.shape[1])
+        p = np.clip(P[:, np.arange(P.shape[1]), y], 1e-12, 1.0)
+        return -np.log(p).mean(axis=1)
 
     def accuracy(self, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """(m,): each model's accuracy on (X, y) (threshold 1/2)."""
-        p = self.predict_proba(X)
-        y = self._labels(y, p.shape[1])
-        return ((p > 0.5) == (y == 1)).mean(axis=1)
+        """(m,): each model's accuracy on (X, y) (the most probable class)."""
+        P = self.probabilities(X)
+        y = self._labels(y, P.shape[1])
+        return (P.argmax(axis=2) == y[None, :]).mean(axis=1)
 
 
 def attack_features(

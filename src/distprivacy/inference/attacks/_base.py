@@ -161,8 +161,14 @@ def _check_data(data: Any, name: str, d_in: int | None = None) -> tuple[np.ndarr
         raise DistPrivacyError(f"{name}: X must be a non-empty 2-D array, got shape {X.shape}")
     if y.shape != (X.shape[0],):
         raise DistPrivacyError(f"{name}: y must have one label per row of X ({X.shape[0]})")
-    if not np.isin(y, (0, 1)).all():
-        raise DistPrivacyError(f"{name}: labels y must be 0 or 1")
+    if (
+        y.dtype.kind not in "biuf"
+        or not (np.isfinite(y).all() and (y >= 0).all())
+        or not (np.mod(y, 1) == 0).all()
+    ):
+        raise DistPrivacyError(
+            f"{name}: labels y must be class indices 0, 1, ... (0/1 for a binary label)"
+        )
     if not np.isfinite(X).all():
         raise DistPrivacyError(f"{name}: X has NaN or infinite entries")
     if d_in is not None and X.shape[1] != d_in:

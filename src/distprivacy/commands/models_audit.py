@@ -1,0 +1,186 @@
+"""``distprivacy models audit``: the distribution-inference game on the user's own table.
+
+Thin: parse, call :mod:`distprivacy.inference.audit`, print. :func:`game_options` are the
+options ``models defend`` (:mod:`distprivacy.commands.models_defend`) shares. Registered under
+the ``models`` group by :mod:`distprivacy.commands.models`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from distprivacy.commands import POSITIVE_INT, SEED, dumps_json, parse_floats
+from distprivacy.exceptions import DistPrivacyError
+
+
+def game_options(ratios_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The options of the game every ``models`` command on a user's table takes."""
+    options = [
+        click.option(
+            "--data", "data_path", type=click.Path(), required=True, help="CSV/Parquet table."
+        ),
+        click.option("--label", required=True, help="The label column the models predict."),
+        click.option(
+            "--features",
+            default=None,
+            help="Comma-separated feature columns (default: all but --label).",
+        ),
+        click.option(
+            "--protect", required=True, help="The protected property, e.g. 'sex==Female'."
+        ),
+        click.option("--ratios", default="0.3,0.5", show_default=True, help=ratios_help),
+        click.option(
+            "--estimator",
+            default="logistic",
+            show_default=True,
+            help="logistic, mlp, tree, sklearn:MODULE:CLASS or torch:FILE.py:make.",
+        ),
+        click.option(
+            "--n-models",
+            type=POSITIVE_INT,
+            default=100,
+            show_default=True,
+            help="Models per ratio and population.",
+        ),
+        click.option(
+            "--n-train",
+            type=POSITIVE_INT,
+            default=500,
+            show_default=True,
+            help="Rows per training set.",
+        ),
+        click.option(
+            "--n-jobs",
+            type=POSITIVE_INT,
+            default=None,
+            help="Parallel workers for estimators fitted one by one (default: every "
+            "CPU available).",
+        ),
+        click.option("--seed", type=SEED, default=0, show_default=True),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+    ]
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def read_game(
+    data_path: str, features: str | None, estimator: str
+) -> tuple[Any, list[str] | None, Any]:
+    """The table, the feature list and the unfitted estimator (bad input: one line)."""
+    from distprivacy.datasets import load_table
+    from distprivacy.inference.audit import make_estimator
+
+    est = make_estimator(estimator)
+    cols = None if features is None else [c.strip() for c in features.split(",") if c.strip()]
+    return load_table(data_path), cols, est
+
+
+def progress_bar(as_json: bool) -> Any:
+    from distprivacy.commands._common import LazyProgress
+
+    return LazyProgress("training shadow models", sys.stderr.isatty() and not as_json)
+
+
+@click.command(name="audit")
+@game_options("α0,α1 of the game; more values: one game per pair and the regression of α.")
+def audit(
+    data_path: str,
+    label: str,
+    features: str | None,
+    protect: str,
+    ratios: str,
+    estimator: str,
+    n_models: int,
+    n_train: int,
+    n_jobs: int | None,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """How well do models trained on your table reveal the share of protected rows?
+    (Suri & Evans' game: accuracy of every applicable attack with its 95 % interval; with
+    three ratios or more, every pair and the regression of α.)"""
+    from distprivacy.inference.audit import (
+        audit_ratios,
+        pairwise_attacks,
+        ratio_regression,
+        run_attacks,
+    )
+
+    alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
+    if len(alphas) < 2:
+        raise DistPrivacyError(f"--ratios takes two values α0,α1 or more, got {ratios!r}")
+    table, cols, est = read_game(data_path, features, estimator)
+    result = audit_ratios(
+        table, label=label, protect=protect, ratios=alphas, estimator=est,
+        n_models=n_models, n_train=n_train, features=cols, random_state=seed, n_jobs=n_jobs,
+        progress=progress_bar(as_json),
+    )  # fmt: skip
+    if len(alphas) == 2:  # seeded as `models audit` of two ratios always was
+        games = [{"ratios": list(alphas), "attacks": run_attacks(result.game(0, 1), seed)}]
+    else:
+        games = pairwise_attacks(result, random_state=seed)
+    regression = ratio_regression(result, random_state=seed) if len(set(alphas)) > 2 else []
+    if as_json:
+        out: dict[str, Any] = {"protect": protect, "ratios": list(alphas), "estimator": estimator}
+        out["label_classes"] = [str(c) for c in result.prep.classes]
+        if len(alphas) == 2:
+            out["attacks"] = [r.to_dict() for r in games[0]["attacks"]]
+        else:
+            out["pairs"] = [
+                {"ratios": g["ratios"], "attacks": [r.to_dict() for r in g["attacks"]]}
+                for g in games
+            ]
+            out["regression"] = [r.to_dict() for r in regression]
+        click.echo(dumps_json(out))
+        return
+    if len(alphas) == 2:
+        for r in games[0]["attacks"]:
+            click.echo(_verdict(protect, alphas, r))
+        return
+    _print_pairs(protect, games, n_models)
+    for r in regression:
+        lo, hi = r.mae_interval
+        glo, ghi = r.gain_interval
+        reveals = "reveals α" if glo > 0 else "does not reveal α beyond guessing the mean"
+        click.echo(
+            f"{r.name}: predicts the share of `{protect}` records with mean absolute error "
+            f"{r.mae:.3f} [{lo:.3f}, {hi:.3f}] against {r.baseline_mae:.3f} for always "
+            f"guessing the mean (gain [{glo:.3f}, {ghi:.3f}]): {reveals} ({r.n} victim models)"
+        )
+
+
+def _verdict(protect: str, alphas: Any, r: Any) -> str:
+    lo, hi = r.interval
+    pct = [f"{100 * a:g} %" for a in alphas]
+    return (
+        f"{r.name}: a model trained on your data reveals whether `{protect}` records are "
+        f"{pct[0]} or {pct[1]} of it with {100 * r.accuracy:.0f} % accuracy "
+        f"[{100 * lo:.0f} %, {100 * hi:.0f} %] ({r.n} victim models)"
+    )
+
+
+def _print_pairs(protect: str, games: list[dict[str, Any]], n_models: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Telling apart shares of `{protect}` records, every pair of ratios")
+    for col in ("α0 vs α1", "attack", "accuracy", "95 % CI"):
+        table.add_column(col)
+    for g in games:
+        a0, a1 = g["ratios"]
+        for r in g["attacks"]:
+            lo, hi = r.interval
+            table.add_row(f"{a0:g} vs {a1:g}", r.name, f"{r.accuracy:.3f}", f"[{lo:.3f}, {hi:.3f}]")
+    Console(width=120).print(table)
+    for g in games:
+        best = max(g["attacks"], key=lambda r: r.interval[0])
+        click.echo(_verdict(protect, g["ratios"], best))

@@ -1,0 +1,140 @@
+"""`distprivacy models defend`: Gaussian mechanisms on what a model releases, re-attacked by
+adversaries who know the noise."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from distprivacy.cli import main
+from distprivacy.inference.audit import make_estimator
+from distprivacy.inference.defend import defend_game, evaluate_release, with_noise_scaled
+from distprivacy.randomness import check_random_state
+
+
+def _frame() -> pd.DataFrame:
+    """4,000 rows; women (40 %) have a lower positive rate, so the share of women in a
+    training set moves every model's intercept and outputs (as in test_models_audit_cli)."""
+    gen = check_random_state(0, secure=False)
+    n = 4000
+    sex = np.where(gen.random(n) < 0.4, "Female", "Male")
+    x = gen.standard_normal(n)
+    z = gen.standard_normal(n)
+    logit = 1.5 * x + 0.5 * z + np.where(sex == "Female", -2.0, 1.0)
+    y = np.where(gen.random(n) < 1 / (1 + np.exp(-logit)), "yes", "no")
+    return pd.DataFrame({"x": x, "z": z, "sex": sex, "y": y, "tree": np.arange(n) % 3})
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    path = tmp_path_factory.mktemp("defend") / "t.csv"
+    _frame().to_csv(path, index=False)
+    return path
+
+
+GAME = dict(label="y", protect="sex==Female", ratios=(0.1, 0.7), features=["x", "z", "sex"],
+            epsilon=1.0, delta=1e-5, n_models=60, n_train=300, n_jobs=1)  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=["outputs", "parameters"])
+def defended(request):
+    # 3 mechanisms × 2 attacks = 6 checks per release: Bonferroni level 1 − 0.05/6, so that
+    # if every guarantee holds the chance that any interval lies wholly above its bound is at
+    # most 5 % / 2 = 2.5 % per release (one-sided); with the fixed seed it is deterministic.
+    return defend_game(
+        _frame(), estimator=make_estimator("logistic"), release=request.param, n_query=4,
+        random_state=3, level=1 - 0.05 / 6, **GAME,
+    )  # fmt: skip
+
+
+def test_defence_aware_attacks_stay_within_the_bound(defended):
+    rows = {r["defence"]: r for r in defended.rows}
+    # The undefended release leaks: the likelihood-ratio test's interval excludes 1/2.
+    assert rows["none"]["attacks"][0]["ci95"][0] > 0.5
+    for name in ("ExpM-G", "DauM-G", "OptM-G"):
+        assert name in rows, defended.skipped
+        r = rows[name]
+        assert r["verified"] and 0.5 < r["max_attack_accuracy"] < 1
+        assert r["within_bound"], r
+        for a in r["attacks"]:
+            assert a["ci95"][0] <= r["max_attack_accuracy"], (name, a)
+
+
+def test_too_small_noise_is_caught(defended):
+    # The DauM-G noise ×0.01 with DauM-G's claim unchanged: the release is then almost the
+    # undefended one, whose likelihood-ratio test is far above the claimed bound (checked at
+    # 95 %: a true bound is exceeded so with probability ≤ 2.5 %).
+    cal = next(c for c in defended.calibrations if c.mechanism == "DauM-G")
+    wrong = with_noise_scaled(cal, 0.01)
+    assert wrong.max_attack_accuracy == cal.max_attack_accuracy
+    (row,) = evaluate_release(
+        defended.adversary_values, defended.released_values, defended.task_accuracy,
+        {"wrong": wrong}, random_state=0,
+    )  # fmt: skip
+    assert row["attacks"][0]["ci95"][0] > cal.max_attack_accuracy
+    assert row["attacks"][0]["exceeds_bound"] and row["within_bound"] is False
+
+
+def test_defended_release_still_predicts(defended):
+    rows = {r["defence"]: r for r in defended.rows}
+    # The label is predictable (logit slope 1.5 on x): the undefended release beats a coin by
+    # far; the noise is sized to the G0/G1 gap of the release (bounds ≈ 0.54), which is small
+    # against the spread of the outputs across rows, so the defended release still predicts.
+    assert rows["none"]["task_accuracy"] > 0.7
+    for name in ("ExpM-G", "DauM-G", "OptM-G"):
+        assert rows[name]["task_accuracy"] > 0.6
+
+
+def _defend(table, *extra):
+    return ["models", "defend", "--data", str(table), "--label", "y", "--features", "x,z,sex",
+            "--protect", "sex==Female", "--ratios", "0.1,0.7", "--n-models", "30",
+            "--n-train", "200", "--n-query", "4", "--n-jobs", "1", *extra]  # fmt: skip
+
+
+def test_cli_json_and_save(table, tmp_path, capsys):
+    out_file = tmp_path / "release.json"
+    assert main(_defend(table, "--json", "--save", str(out_file))) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["release"] == "outputs" and out["dimension"] == 4
+    assert out["defences"][0]["defence"] == "none"
+    saved = json.loads(out_file.read_text())
+    assert stat.S_IMODE(os.stat(out_file).st_mode) == 0o600
+    assert saved["format"] == "distprivacy-defended-release" and saved["secure_noise"]
+    first = next(r for r in out["defences"] if r["mechanism"] == "DauM-G")
+    assert saved["calibration"]["name"] == "DauM-G"
+    assert saved["guarantee"]["max_attack_accuracy"] == pytest.approx(first["max_attack_accuracy"])
+    assert len(saved["values"]) == len(saved["query_rows"]) == 4
+    import hashlib
+
+    body = {k: v for k, v in saved.items() if k != "digest"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    assert hashlib.sha256(canonical.encode()).hexdigest() == saved["digest"]
+
+
+def test_cli_human_output_parameters(table, capsys):
+    assert main(_defend(table, "--release", "parameters", "--mechanism", "OptM-G")) == 0
+    out = capsys.readouterr().out
+    assert "OptM-G" in out and "likelihood-ratio test" in out and "parameters" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--ratios", "0.4,0.4"], "equal"),
+        (["--ratios", "0.1,0.4,0.7"], "two values"),
+        (["--release", "parameters", "--estimator", "tree"], "linear model"),
+        (["--mechanism", "ExpM-L"], "non-Gaussian"),
+        (["--label", "tree"], "binary"),
+        (["--n-query", "40"], "--n-models"),
+        (["--save", "."], "directory"),
+    ],
+)
+def test_bad_input_is_one_line(table, capsys, extra, message):
+    assert main(_defend(table, *extra)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err and len(err.strip().splitlines()) == 1
