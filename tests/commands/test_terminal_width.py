@@ -9,6 +9,7 @@ import json
 import re
 
 import click
+import numpy as np
 import pandas as pd
 import pytest
 from rich.cells import cell_len
@@ -46,6 +47,33 @@ TABLES: dict[str, tuple[list[str], str]] = {
             "50",
         ],
         "Distinguishing",
+    ),
+    "models defend": (
+        [
+            "models",
+            "defend",
+            "--data",
+            "{defend}",
+            "--label",
+            "y",
+            "--features",
+            "x,z,sex",
+            "--protect",
+            "sex==Female",
+            "--ratios",
+            "0.1,0.7",
+            "--n-models",
+            "30",
+            "--n-train",
+            "200",
+            "--n-query",
+            "4",
+            "--n-jobs",
+            "1",
+            "--seed",
+            "3",
+        ],
+        "Defending the model",
     ),
     "models graph": (
         [
@@ -129,7 +157,15 @@ def files(tmp_path_factory, adult_dir, adult):
             assert main([*args, "--out", str(out)]) == 0
     finally:
         env.undo()
-    return {"target": target, "ledger": ledger, **{k: d / f"{k}.npz" for k in pops}}
+    gen = np.random.default_rng(0)  # a table for models defend: y depends on x, z and sex
+    sex = np.where(gen.random(2000) < 0.4, "Female", "Male")
+    x, z = gen.standard_normal(2000), gen.standard_normal(2000)
+    logit = 1.5 * x + 0.5 * z + np.where(sex == "Female", -2.0, 1.0)
+    y = np.where(gen.random(2000) < 1 / (1 + np.exp(-logit)), "yes", "no")
+    defend = d / "defend.csv"
+    pd.DataFrame({"x": x, "z": z, "sex": sex, "y": y}).to_csv(defend, index=False)
+    pops_ = {k: d / f"{k}.npz" for k in pops}
+    return {"target": target, "ledger": ledger, "defend": defend, **pops_}
 
 
 @pytest.fixture(scope="module")

@@ -116,7 +116,7 @@ def _print(result: Any, out: dict[str, Any]) -> None:
         f"{a0:g} vs {a1:g} of `{result.prep.protect}` records"
     )
     for col in ("defence", "task accuracy", "bound", "attack", "accuracy", "95 % CI", "check"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # narrow terminals: folded, never cut
     for row in out["defences"]:
         bound = row["max_attack_accuracy"]
         for k, a in enumerate(row["attacks"]):
@@ -131,7 +131,7 @@ def _print(result: Any, out: dict[str, Any]) -> None:
                 f"[{lo:.3f}, {hi:.3f}]",
                 check,
             )
-    Console(width=140).print(table)
+    Console().print(table)
     for name, why in out["skipped"].items():
         click.echo(f"{name}: not calibrated ({why})")
     for row in out["defences"][1:]:

@@ -168,7 +168,7 @@ def fit_models(
         if len(np.unique(y[r])) < n_classes:
             raise DistPrivacyError(
                 f"a training set of {rows.shape[1]} rows lacked one of the {n_classes} label "
-                "values; raise --n-train"
+                "values; raise `n_train`"
             )
     takes_seed = "random_state" in estimator.get_params()
     # Drawn whichever path fits the models, so the generator's stream does not depend on it.

@@ -155,7 +155,7 @@ def _design(
     if label in cols:
         raise DistPrivacyError(f"the label {label!r} cannot also be a feature")
     if not cols:
-        raise DistPrivacyError("no feature columns are left; give --features")
+        raise DistPrivacyError("no feature columns are left; give `features`")
     values = data[label]
     if values.isna().any():
         raise DistPrivacyError(f"label {label!r} has missing values; drop those rows first")
@@ -179,7 +179,7 @@ def _design(
         bad = [c for c in cols if data[c].isna().any()]
         raise DistPrivacyError(
             f"the features {bad} have missing values; drop or impute them first (or leave them "
-            "out with --features)"
+            "out with `features`)"
         )
     X = frame.to_numpy(dtype=float)
     scale = X.std(axis=0)

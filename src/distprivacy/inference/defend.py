@@ -89,9 +89,9 @@ class ParameterStatistic:
         inter = np.atleast_1d(np.asarray(getattr(model, "intercept_", np.zeros(1)), dtype=float))
         if coef.ndim != 2 or coef.shape != (1, self.dim - 1) or inter.shape != (1,):
             raise DistPrivacyError(
-                f"--release parameters needs a binary linear model (coef_ of shape (1, "
+                f"`release='parameters'` needs a binary linear model (coef_ of shape (1, "
                 f"{self.dim - 1}) and one intercept); {type(model).__name__} has none — use "
-                "--estimator logistic or --release outputs"
+                "`estimator='logistic'` or `release='outputs'`"
             )
         return np.r_[coef[0], inter]
 
@@ -281,7 +281,7 @@ def defend_game(
     (they fit the Gaussian model) and the released models (scored): 6 · ``n_models`` in all.
     """
     if release not in RELEASES:
-        raise DistPrivacyError(f"--release must be one of {', '.join(RELEASES)}, got {release!r}")
+        raise DistPrivacyError(f"`release` must be one of {', '.join(RELEASES)}, got {release!r}")
     a0, a1 = (float(r) for r in ratios)
     if a0 == a1:
         raise DistPrivacyError(
@@ -295,7 +295,7 @@ def defend_game(
     stat: Any
     if release == "outputs":
         if n_query < 1 or n_query > prep.halves[0].size:
-            raise DistPrivacyError(f"--n-query must be between 1 and {prep.halves[0].size}")
+            raise DistPrivacyError(f"`n_query` must be between 1 and {prep.halves[0].size}")
         query_rows = np.sort(gen.choice(prep.halves[0], size=n_query, replace=False))
         stat = OutputStatistic(prep.X[query_rows])
         y_query = prep.y[query_rows]
@@ -319,8 +319,8 @@ def defend_game(
     k = len(stat.names)
     if n_models < k + 1:
         raise DistPrivacyError(
-            f"the release has {k} numbers; fitting its covariance needs --n-models of at least "
-            f"{k + 1} (or a smaller --n-query / fewer --features)"
+            f"the release has {k} numbers; fitting its covariance needs `n_models` of at least "
+            f"{k + 1} (or a smaller `n_query` / fewer `features`)"
         )
     total, done = 6 * n_models, 0
 
@@ -394,13 +394,13 @@ def save_defended(
     from distprivacy._version import __version__
     from distprivacy.outputs import atomic_write, check_output_file
 
-    target = check_output_file(path, option="--save")
+    target = check_output_file(path, option="`save`")
     by_name = {c.mechanism: c for c in result.calibrations}
     chosen = next((by_name[m] for m in mechanisms if m in by_name and by_name[m].verified), None)
     if chosen is None:
         raise DistPrivacyError(
             "no mechanism was calibrated with a verified guarantee; nothing saved (raise "
-            "--epsilon or --n-models, or try another --mechanism)"
+            "`epsilon` or `n_models`, or try another `mechanism`)"
         )
     prep = result.prep
     gen = check_random_state(random_state, secure=False)
@@ -410,7 +410,7 @@ def save_defended(
         if len(np.unique(prep.y[rows])) == prep.n_classes:
             break
     else:
-        raise DistPrivacyError("every draw of --n-train rows held one label only; raise --n-train")
+        raise DistPrivacyError("every draw of `n_train` rows held one label only; raise `n_train`")
     shipped = EstimatorPopulation([clone(estimator).fit(prep.X[rows], prep.y[rows])])
     value = result.statistic(shipped)[0]
     released = chosen.release(value)  # secure noise

@@ -436,8 +436,8 @@ class Plan:
             if column not in target.columns:
                 raise PlanError(
                     f"the target lacks column {column}, the protected property's: no statistic "
-                    "reads it, but a ledger needs it to identify the dataset (release without "
-                    "--ledger needs only the statistics' columns)"
+                    "reads it, but a ledger needs it to identify the dataset (a release without "
+                    "a `ledger` needs only the statistics' columns)"
                 )
         if self.n is not None and len(target) != self.n:
             raise PlanError(
