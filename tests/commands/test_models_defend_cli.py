@@ -116,7 +116,8 @@ def test_cli_json_and_save(table, tmp_path, capsys):
     assert hashlib.sha256(canonical.encode()).hexdigest() == saved["digest"]
 
 
-def test_cli_human_output_parameters(table, capsys):
+def test_cli_human_output_parameters(table, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # wide enough that no name folds (80: see width tests)
     assert main(_defend(table, "--release", "parameters", "--mechanism", "OptM-G")) == 0
     out = capsys.readouterr().out
     assert "OptM-G" in out and "likelihood-ratio test" in out and "parameters" in out

@@ -23,6 +23,7 @@ from distprivacy.commands._display import (
     print_fitted,
     print_header,
     print_not_applicable,
+    print_statement,
     short_name,
 )
 from distprivacy.commands._names import AUDIT_ATTACKS
@@ -193,7 +194,10 @@ def audit(
             )
         )
     else:
+        from distprivacy.wording import audit_statement
+
         console = Console()
+        print_statement(console, audit_statement(spec, results, audit_samples))
         print_header(console, model, info, p)
         console.print(
             f"Audit: {audit_samples} real datasets per value of the hardest pair, seed {seed}, "

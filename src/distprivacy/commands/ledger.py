@@ -111,12 +111,17 @@ def show(path: str, as_json: bool, report: str | None) -> None:
 
     with Ledger(path) as led:
         shown = led.show()
-        budget = led.budget.describe()
+        the_budget = led.budget
+        budget = the_budget.describe()
         write_ledger(report, led, shown, not as_json)
     if as_json:
         click.echo(dumps_json(shown))
         return
+    from distprivacy.wording import ledger_statement
+
     console = Console()
+    datasets = len({r["fingerprint"] for r in shown["releases"]})
+    console.print(f"[bold]{ledger_statement(the_budget, len(shown['releases']), datasets)}[/]")
     console.print(f"Ledger {path}: budget {budget}; {len(shown['releases'])} release(s)")
     rows = []
     for r in shown["releases"]:
