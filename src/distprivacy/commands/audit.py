@@ -18,6 +18,7 @@ from distprivacy.commands._common import (
     common_options,
     mechanism_names,
     settings,
+    warn_large_delta,
 )
 from distprivacy.commands._display import (
     legend,
@@ -28,6 +29,7 @@ from distprivacy.commands._display import (
     short_name,
 )
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.mechanisms import MECHANISMS
 
 
 def _audit_rows(r: AuditResult) -> dict[str, str]:
@@ -149,6 +151,8 @@ def audit(
             "the audit needs real samples of F: give the data options (--data …) instead of --model"
         )
     data, spec, query = built
+    if any(MECHANISMS[n].uses_delta for n in names):
+        warn_large_delta(p["delta"], spec.n)
     seed = 0 if p["seed"] is None else p["seed"]
     cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
     bar = LazyProgress("auditing", enabled=not p["as_json"])

@@ -15,7 +15,9 @@ from distprivacy.commands._common import (
     common_options,
     mechanism_names,
     modelling,
+    released_size,
     settings,
+    warn_large_delta,
 )
 from distprivacy.commands._display import (
     SWAMPED,
@@ -36,7 +38,7 @@ from distprivacy.commands._display import (
 )
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError, SwampedWarning
-from distprivacy.mechanisms import Calibration
+from distprivacy.mechanisms import MECHANISMS, Calibration
 from distprivacy.mechanisms.plans import Plan
 from distprivacy.outputs import check_output_file
 
@@ -176,6 +178,8 @@ def calibrate(ctx: click.Context, mechanisms: tuple[str, ...], save: str | None,
         check_output_file(save)
     names = mechanism_names(ctx, mechanisms, p)
     model, info, built = build(ctx, p)
+    if any(MECHANISMS[n].uses_delta for n in names):
+        warn_large_delta(p["delta"], released_size(model))
     cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
     if save is not None:
         if not cals:
