@@ -63,11 +63,14 @@ class LazyProgress:
     enabled : bool
         Whether to show it at all (never when stderr is not a terminal: there rich would leave
         blank lines before an error line).
+    delay : float
+        Seconds of work before it appears (0: at the first report, for work known to be long).
     """
 
-    def __init__(self, description: str, enabled: bool) -> None:
+    def __init__(self, description: str, enabled: bool, delay: float = 1.0) -> None:
         self.description = description
         self.enabled = enabled and err_console.is_terminal
+        self.delay = delay
         self.start = time.monotonic()
         self.progress: Progress | None = None
         self.task: Any = None
@@ -76,7 +79,7 @@ class LazyProgress:
         """Report ``done`` of ``total`` steps (a ``progress`` callback of the library)."""
         if not self.enabled:
             return
-        if self.progress is None and time.monotonic() - self.start > 1.0:
+        if self.progress is None and time.monotonic() - self.start >= self.delay:
             self.progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -89,6 +92,13 @@ class LazyProgress:
             self.task = self.progress.add_task(self.description, total=total)
         if self.progress is not None:
             self.progress.update(self.task, completed=done, total=total)
+
+    def describe(self, text: str) -> None:
+        """Change the text before the bar (the step under way)."""
+        self.description = text
+        if self.progress is not None:
+            self.progress.update(self.task, description=text)
+            self.progress.refresh()  # each step is shown, however short
 
     def close(self) -> None:
         """Remove the bar, if it was shown."""

@@ -155,7 +155,15 @@ def audit(
         warn_large_delta(p["delta"], spec.n)
     seed = 0 if p["seed"] is None else p["seed"]
     cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
-    bar = LazyProgress("auditing", enabled=not p["as_json"])
+    chosen = [a.lower() for a in attacks] or list(DEFAULT_ATTACKS)
+    total = len(cals) * (1 + len(chosen))  # per mechanism: its datasets, then each attack
+    bar = LazyProgress("auditing", enabled=not p["as_json"], delay=0.0)  # minutes, not seconds
+    steps = iter(range(total))
+
+    def on_step(text: str) -> None:
+        bar(next(steps, total), total)
+        bar.describe(f"auditing {text}")
+
     try:
         results = audit_calibrations(
             cals,
@@ -164,10 +172,10 @@ def audit(
             spec,
             query,
             samples_per_value=audit_samples,
-            attacks=[a.lower() for a in attacks] or DEFAULT_ATTACKS,
+            attacks=chosen,
             alpha=alpha,
             random_state=seed,
-            progress=bar,
+            on_step=on_step,
         )
     finally:
         bar.close()
