@@ -6,7 +6,6 @@ import click
 from rich.console import Console
 
 from distprivacy.commands import DELTA, POSITIVE, dumps_json
-from distprivacy.commands._display import print_columns
 
 
 @click.group()
@@ -113,6 +112,8 @@ def show(path: str, as_json: bool) -> None:
     if as_json:
         click.echo(dumps_json(shown))
         return
+    from distprivacy.commands._display import print_columns  # (not for --help: lazy)
+
     console = Console()
     console.print(f"Ledger {path}: budget {budget}; {len(shown['releases'])} release(s)")
     rows = []
