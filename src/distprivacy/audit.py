@@ -370,6 +370,7 @@ def audit(
     alpha: float = 0.05,
     knn_neighbors: int | None = None,
     random_state: RandomState = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> AuditResult:
     """Audit ``calibration`` on real clean samples of F under the two members of a pair.
 
@@ -395,6 +396,8 @@ def audit(
     random_state : None, int, SeedSequence or Generator
         Seed of the noise and the splits (audits are experiments: pass a seed to reproduce
         them; None is fresh OS entropy, see :func:`distprivacy.randomness.check_random_state`).
+    on_step : callable (text), optional
+        Told before each attack starts (``"boosting attack"``), for a progress display.
 
     Returns
     -------
@@ -434,6 +437,8 @@ def audit(
     a_each = alpha / len(attacks)
     results = []
     for attack in attacks:
+        if on_step is not None:
+            on_step(f"{attack} attack")
         sA2, sB2, sA3, sB3 = _scores(
             attack, (A1, B1), [A2, B2, A3, B3], model_moments,
             calibration.noise_covariance, knn_neighbors,
@@ -482,13 +487,16 @@ def audit_model(
     samples_per_value: int = 20_000,
     pair: tuple[int, int] | None = None,
     random_state: RandomState = None,
+    on_step: Callable[[str], None] | None = None,
     **kwargs: Any,
 ) -> AuditResult:
     """Audit on the data: draw ``samples_per_value`` real datasets at each value of the pair
     (default: :func:`worst_pair`), give the likelihood-ratio attack the model's moments, and run
-    :func:`audit` (``random_state`` seeds both the datasets and the audit; ``kwargs`` go to
-    :func:`audit`)."""
+    :func:`audit` (``random_state`` seeds both the datasets and the audit; ``on_step`` is told
+    before the drawing and each attack; ``kwargs`` go to :func:`audit`)."""
     gen = check_random_state(random_state, secure=False)
+    if on_step is not None:
+        on_step(f"drawing {samples_per_value:,} datasets at each value")
     i, j = worst_pair(model, calibration) if pair is None else pair
     samples = draw_pair_samples(data, spec, query, (i, j), samples_per_value, gen)
     moments = ([model.means_[i], model.means_[j]], [model.covariances_[i], model.covariances_[j]])
@@ -498,6 +506,7 @@ def audit_model(
         pair=(spec.values[i], spec.values[j]),
         model_moments=moments,
         random_state=gen,
+        on_step=on_step,
         **kwargs,
     )
 
@@ -521,6 +530,10 @@ def mechanism_random_state(seed: int, mechanism: str) -> np.random.SeedSequence:
     return np.random.SeedSequence([seed, zlib.crc32(str(mechanism).encode())])
 
 
+def _prefixed(on_step: Callable[[str], None], name: str) -> Callable[[str], None]:
+    return lambda text: on_step(f"{name}: {text}")
+
+
 def audit_calibrations(
     calibrations: Sequence[Calibration],
     model: FModel,
@@ -533,6 +546,7 @@ def audit_calibrations(
     alpha: float = 0.05,
     random_state: int | None = 0,
     progress: Callable[[int, int], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
     **kwargs: Any,
 ) -> list[AuditResult]:
     """Audit several calibrations on the data, each with its own seed, as the command line does.
@@ -559,6 +573,10 @@ def audit_calibrations(
         experiment, reproducible by default).
     progress : callable (done, total), optional
         Called after each calibration's audit.
+    on_step : callable (text), optional
+        Told before each long step — drawing a calibration's datasets, each attack — what it
+        is (``"DauM-G: boosting attack"``), for a progress display: a calibration's audit
+        takes 1 + len(attacks) steps.
     **kwargs
         Passed on to :func:`audit_model` (``pair``) and :func:`audit` (``split``,
         ``knn_neighbors``).
@@ -577,6 +595,7 @@ def audit_calibrations(
     attacks = _installed_attacks(tuple(attacks))  # before any sampling
     results = []
     for k, cal in enumerate(cals):
+        step = None if on_step is None else _prefixed(on_step, cal.mechanism)
         results.append(
             audit_model(
                 cal,
@@ -588,6 +607,7 @@ def audit_calibrations(
                 attacks=attacks,
                 alpha=alpha,
                 random_state=mechanism_random_state(seed, cal.mechanism),
+                on_step=step,
                 **kwargs,
             )
         )

@@ -463,6 +463,8 @@ def test_delta_zero_is_fine_for_a_pure_epsilon_release(capsys, small_csv):
         "release",
         "--data",
         small_csv,
+        "--protect",
+        "income==>50K",
         "--statistics",
         "mean:age",
         "--mechanism",
@@ -479,8 +481,8 @@ def test_delta_zero_is_fine_for_a_pure_epsilon_release(capsys, small_csv):
     "args",
     [
         ("--protect", "nosuch==1", "--statistics", "mean:age"),
-        ("--statistics", "mean:age,mean:nosuch"),
-        ("--statistics", "count:nosuch==1"),
+        ("--protect", "income==>50K", "--statistics", "mean:age,mean:nosuch"),
+        ("--protect", "income==>50K", "--statistics", "count:nosuch==1"),
     ],
     ids=["protect", "statistics-mean", "statistics-count"],
 )
@@ -522,6 +524,8 @@ def test_count_larger_than_property_group(capsys, tmp_path):
         "calibrate",
         "--data",
         str(path),
+        "--protect",
+        "income==>50K",
         "--subset-size",
         "10",
         "--values",
@@ -538,6 +542,8 @@ def test_subset_size_larger_than_data(capsys, small_csv):
         "calibrate",
         "--data",
         small_csv,
+        "--protect",
+        "income==>50K",
         "--subset-size",
         "100000",
         "--statistics",
@@ -596,6 +602,8 @@ def test_singular_covariance_release_from_data_with_other_statistics(capsys, sma
         "release",
         "--data",
         small_csv,
+        "--protect",
+        "income==>50K",
         "--statistics",
         "mean:age,count:income==>50K",
         "--mechanism",
@@ -654,7 +662,10 @@ def test_nan_in_queried_column(capsys, tmp_path):
     path = tmp_path / "nan.csv"
     df.to_csv(path, index=False)
     assert ",," in path.read_text()  # the empty cell
-    rc, out, err = run(capsys, "calibrate", "--data", str(path), "--statistics", "mean:hours")
+    rc, out, err = run(
+        capsys, "calibrate", "--data", str(path), "--protect", "income==>50K", "--statistics",
+        "mean:hours",
+    )  # fmt: skip
     assert_one_line_error(rc, out, err, "'hours' has 1 missing or non-finite")
 
 
@@ -715,7 +726,10 @@ def test_pair_not_among_values(capsys, small_csv):
     ],
 )
 def test_unparseable_or_invalid_statistics(capsys, small_csv, statistics, keyword):
-    rc, out, err = run(capsys, "calibrate", "--data", small_csv, "--statistics", statistics)
+    rc, out, err = run(
+        capsys, "calibrate", "--data", small_csv, "--protect", "income==>50K", "--statistics",
+        statistics,
+    )  # fmt: skip
     assert_one_line_error(rc, out, err, keyword)
 
 
@@ -809,7 +823,8 @@ def test_calibrate_to_a_maximum_attack_accuracy(capsys, small_csv):
     from scipy.stats import norm
 
     d = run_json(
-        capsys, "calibrate", "--data", small_csv, "--max-attack-accuracy", "0.55",
+        capsys, "calibrate", "--data", small_csv, "--protect", "income==>50K",
+        "--max-attack-accuracy", "0.55",
         "--mechanism", "ExpM-G", "--modeling", "exact", "--statistics", SMALL_STATISTICS,
     )  # fmt: skip
     [m] = d["mechanisms"]
@@ -820,7 +835,8 @@ def test_calibrate_to_a_maximum_attack_accuracy(capsys, small_csv):
 
 def test_calibrate_to_a_target_mu(capsys, small_csv):
     d = run_json(
-        capsys, "calibrate", "--data", small_csv, "--target-mu", "0.5",
+        capsys, "calibrate", "--data", small_csv, "--protect", "income==>50K",
+        "--target-mu", "0.5",
         "--mechanism", "ExpM-G", "--modeling", "exact", "--statistics", SMALL_STATISTICS,
     )  # fmt: skip
     [m] = d["mechanisms"]

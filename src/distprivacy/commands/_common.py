@@ -3,6 +3,7 @@ progress bar, loading the data and fitting the model, and the mechanisms asked f
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -62,11 +63,14 @@ class LazyProgress:
     enabled : bool
         Whether to show it at all (never when stderr is not a terminal: there rich would leave
         blank lines before an error line).
+    delay : float
+        Seconds of work before it appears (0: at the first report, for work known to be long).
     """
 
-    def __init__(self, description: str, enabled: bool) -> None:
+    def __init__(self, description: str, enabled: bool, delay: float = 1.0) -> None:
         self.description = description
         self.enabled = enabled and err_console.is_terminal
+        self.delay = delay
         self.start = time.monotonic()
         self.progress: Progress | None = None
         self.task: Any = None
@@ -76,7 +80,7 @@ class LazyProgress:
         None: unknown, e.g. records read from a file)."""
         if not self.enabled:
             return
-        if self.progress is None and time.monotonic() - self.start > 1.0:
+        if self.progress is None and time.monotonic() - self.start >= self.delay:
             self.progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -90,6 +94,13 @@ class LazyProgress:
         if self.progress is not None:
             shown = f"{int(done):,}" if total is None else f"{int(done):,}/{total:,}"
             self.progress.update(self.task, completed=done, total=total, shown=shown)
+
+    def describe(self, text: str) -> None:
+        """Change the text before the bar (the step under way)."""
+        self.description = text
+        if self.progress is not None:
+            self.progress.update(self.task, description=text)
+            self.progress.refresh()  # each step is shown, however short
 
     def close(self) -> None:
         """Remove the bar, if it was shown."""
@@ -399,6 +410,33 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
         "modeling": model.method_,
     }
     return model, info, (data, spec, query)
+
+
+def released_size(model: Any) -> int | None:
+    """n, the size of the released dataset: the specification's, or a model file's."""
+    spec = getattr(model, "spec_", None)
+    n = getattr(spec, "n", None) if spec is not None else getattr(model, "n_", None)
+    try:
+        return int(n) if n is not None and int(n) >= 1 else None
+    except (TypeError, ValueError):
+        return None
+
+
+def warn_large_delta(delta: float, n: int | None) -> None:
+    """One warning line (printed by the CLI after the output) when δ ≥ 1/n: an (ε, δ)
+    guarantee that may fail with probability 1/n can leave one of n records unprotected."""
+    if n is None or not delta > 0 or delta < 1 / n:
+        return
+    from distprivacy.exceptions import WeakGuaranteeWarning
+
+    suggest = 10 ** math.floor(math.log10(0.1 / n))
+    warnings.warn(
+        f"δ = {delta:g} is at least 1/n = {1 / n:.3g} (n = {n} records): a guarantee allowed "
+        f"to fail with probability δ ≥ 1/n can leave a record unprotected; choose δ well "
+        f"below 1/n, e.g. --delta {suggest:g}",
+        WeakGuaranteeWarning,
+        stacklevel=2,
+    )
 
 
 def modelling(p: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from distprivacy.commands._common import (
     common_options,
     mechanism_names,
     settings,
+    warn_large_delta,
 )
 from distprivacy.commands._display import (
     legend,
@@ -30,6 +31,7 @@ from distprivacy.commands._names import AUDIT_ATTACKS
 from distprivacy.commands._names import DEFAULT_AUDIT_ATTACKS as DEFAULT_ATTACKS
 from distprivacy.commands._report import report_option, write_audit
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.mechanisms import MECHANISMS
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
     from distprivacy.audit import AuditResult
@@ -158,9 +160,19 @@ def audit(
             "the audit needs real samples of F: give the data options (--data …) instead of --model"
         )
     data, spec, query = built
+    if any(MECHANISMS[n].uses_delta for n in names):
+        warn_large_delta(p["delta"], spec.n)
     seed = 0 if p["seed"] is None else p["seed"]
     cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
-    bar = LazyProgress("auditing", enabled=not p["as_json"])
+    chosen = [a.lower() for a in attacks] or list(DEFAULT_ATTACKS)
+    total = len(cals) * (1 + len(chosen))  # per mechanism: its datasets, then each attack
+    bar = LazyProgress("auditing", enabled=not p["as_json"], delay=0.0)  # minutes, not seconds
+    steps = iter(range(total))
+
+    def on_step(text: str) -> None:
+        bar(next(steps, total), total)
+        bar.describe(f"auditing {text}")
+
     try:
         results = audit_calibrations(
             cals,
@@ -169,10 +181,10 @@ def audit(
             spec,
             query,
             samples_per_value=audit_samples,
-            attacks=[a.lower() for a in attacks] or DEFAULT_ATTACKS,
+            attacks=chosen,
             alpha=alpha,
             random_state=seed,
-            progress=bar,
+            on_step=on_step,
         )
     finally:
         bar.close()

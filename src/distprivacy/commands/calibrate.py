@@ -15,7 +15,9 @@ from distprivacy.commands._common import (
     common_options,
     mechanism_names,
     modelling,
+    released_size,
     settings,
+    warn_large_delta,
 )
 from distprivacy.commands._display import (
     SWAMPED,
@@ -183,6 +185,10 @@ def calibrate(
         check_output_file(save)
     names = mechanism_names(ctx, mechanisms, p)
     model, info, built = build(ctx, p)
+    from distprivacy.mechanisms import MECHANISMS
+
+    if any(MECHANISMS[n].uses_delta for n in names):
+        warn_large_delta(p["delta"], released_size(model))
     cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
     if save is not None:
         if not cals:

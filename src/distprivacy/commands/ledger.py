@@ -6,7 +6,6 @@ import click
 from rich.console import Console
 
 from distprivacy.commands import DELTA, POSITIVE, dumps_json
-from distprivacy.commands._display import print_columns
 from distprivacy.commands._report import report_option, write_ledger
 
 
@@ -117,6 +116,7 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     if as_json:
         click.echo(dumps_json(shown))
         return
+    from distprivacy.commands._display import print_columns  # (not for --help: lazy)
     from distprivacy.wording import ledger_statement
 
     console = Console()

@@ -21,7 +21,9 @@ from distprivacy.commands._common import (
     mechanism,
     modelling,
     refitter,
+    released_size,
     settings,
+    warn_large_delta,
 )
 from distprivacy.commands._display import (
     Clip,
@@ -277,6 +279,7 @@ def release(
         plan = Plan.load(plan_path)
         value = _plan_values(plan, target_df, value_text)
         cal = with_spread_warning(plan.calibration)
+        warn_large_delta(cal.delta, plan.n)
         model = plan.model
         info: dict[str, Any] = {
             "plan": str(plan_path),
@@ -289,6 +292,8 @@ def release(
         check_targets(ctx, p)
         mech = mechanism(mechanism_name, p)
         model, info, built = build(ctx, p)
+        if mech.uses_delta:
+            warn_large_delta(p["delta"], released_size(model))
         if target_df is not None:
             if built is None:
                 raise DistPrivacyError("--target needs the data options, not --model")
