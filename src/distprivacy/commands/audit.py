@@ -31,7 +31,6 @@ from distprivacy.commands._names import AUDIT_ATTACKS
 from distprivacy.commands._names import DEFAULT_AUDIT_ATTACKS as DEFAULT_ATTACKS
 from distprivacy.commands._report import report_option, write_audit
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.mechanisms import MECHANISMS
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
     from distprivacy.audit import AuditResult
@@ -160,6 +159,8 @@ def audit(
             "the audit needs real samples of F: give the data options (--data …) instead of --model"
         )
     data, spec, query = built
+    from distprivacy.mechanisms import MECHANISMS  # not for --help: lazy
+
     if any(MECHANISMS[n].uses_delta for n in names):
         warn_large_delta(p["delta"], spec.n)
     seed = 0 if p["seed"] is None else p["seed"]
