@@ -219,3 +219,12 @@ def test_any_small_csv_gives_the_same_answer_on_pandas_and_duckdb(tmp_path_facto
     np.testing.assert_allclose(b.means_, a.means_, rtol=1e-9, atol=1e-9)
     for Sa, Sb in zip(a.covariances_, b.covariances_, strict=True):
         np.testing.assert_allclose(Sb, Sa, rtol=1e-7, atol=1e-6 * (1 + np.abs(Sa).max()))
+
+
+def test_a_plan_whose_guarantee_assumptions_are_null_is_refused_cleanly(plan_dict):
+    """Found by hypothesis on a fresh machine: ``guarantee.assumptions = null`` raised a
+    TypeError; it is the library's one-line error now."""
+    bad = copy.deepcopy(plan_dict)
+    bad["guarantee"]["assumptions"] = None
+    with pytest.raises(DistPrivacyError):
+        Plan.from_dict(bad)

@@ -269,7 +269,14 @@ class Guarantee:
         kw["epsilon"] = number(kw.get("epsilon"))
         if kw.get("mu") is not None:
             kw["mu"] = number(kw["mu"])
-        kw["assumptions"] = tuple(kw.get("assumptions", ()))
+        assumptions = kw.get("assumptions", ())
+        if not isinstance(assumptions, list | tuple) or not all(
+            isinstance(a, str) for a in assumptions
+        ):
+            raise DistPrivacyError(
+                f"a guarantee's assumptions must be a list of texts, got {assumptions!r}"
+            )
+        kw["assumptions"] = tuple(assumptions)
         try:
             return cls(**kw)
         except TypeError as e:
