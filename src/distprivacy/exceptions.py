@@ -137,9 +137,17 @@ class MoreNoiseWarning(DistPrivacyWarning):
 
 
 class SwampedWarning(DistPrivacyWarning):
-    """The noise SD of a statistic exceeds its typical magnitude."""
+    """The noise swamps a statistic: its SD is at least the statistic's spread across the
+    datasets the model describes, or its ±2 SD interval covers a proportion's or count's whole
+    range (:mod:`distprivacy.mechanisms._swamped`)."""
 
     code = "swamped"
+    #: The start of the caveat's text (the statistics and their noise SD over spread follow).
+    prefix = (
+        "noise swamps the statistic (noise SD × its spread across the datasets the model "
+        "describes, ≥ 1: the release says less about this dataset than the population does; "
+        "or ±2 SD covering a proportion's or count's whole range)"
+    )
 
 
 class WeakGuaranteeWarning(DistPrivacyWarning):

@@ -11,16 +11,14 @@ import numpy as np
 import pytest
 
 from distprivacy.cli import main
-from distprivacy.commands._display import (
-    SWAMPED,
-    clip_release,
-    statistic_ranges,
-    swamped_statistics,
-    with_spread_warning,
-)
+from distprivacy.commands._display import clip_release
 from distprivacy.exceptions import SwampedWarning
 from distprivacy.mechanisms import make_mechanism
+from distprivacy.mechanisms._swamped import statistic_ranges, swamped_statistics
 from distprivacy.models import GaussianModel
+
+#: The caveat's opening words.
+SWAMPED = SwampedWarning.prefix
 
 STATS = "proportion:sex==Female,count:race==White,mean:age"
 
@@ -40,7 +38,7 @@ def _one_statistic(epsilon: float):
     """ExpM-G on one statistic whose mean moves by 1 between the two θ, sampling SD 1: the
     Gaussian noise must bring the Mahalanobis distance 1/√(1 + σ²) down to μ*(ε, δ)."""
     model = GaussianModel([0.4, 0.6], [[0.0], [1.0]], [[[1.0]], [[1.0]]], [(0.4, 0.6)], ["x"])
-    return with_spread_warning(make_mechanism("ExpM-G", epsilon, 1e-3).calibrate(model))
+    return make_mechanism("ExpM-G", epsilon, 1e-3).calibrate(model)  # the library flags it
 
 
 def test_swamped_when_the_noise_reaches_the_spread():
@@ -150,3 +148,24 @@ def test_counts_are_clipped_into_zero_to_n(tmp_path, capsys):
         pytest.fail("no seed gave a count above n")
     assert got["statistics"]["count(race==White)"] == 100.0
     assert "count(race==White)" in got["clipped"]
+
+
+def test_the_library_flags_swamping_by_spread_whatever_the_units():
+    """Python users get the same caveat as the command line (Mechanism.calibrate applies it,
+    a loaded plan recomputes it), and for a unit-free mechanism rescaling one statistic
+    (dollars → cents) moves nothing: the test is noise SD against the statistic's own spread."""
+    from distprivacy.mechanisms.plans import Plan
+
+    cov = np.diag([4.0, 0.01])
+    model = GaussianModel(["a", "b"], [[100.0, 0.30], [101.0, 0.35]], [cov, cov], [("a", "b")])
+    scaled = GaussianModel(
+        ["a", "b"], [[10000.0, 0.30], [10100.0, 0.35]], [np.diag([4e4, 0.01])] * 2, [("a", "b")]
+    )
+    for name in ("ExpM-G", "DauM-G", "EigM-G"):
+        cal = make_mechanism(name, 1.0, 1e-3).calibrate(model)
+        assert _swamped(cal) and all(s.startswith(SWAMPED) for s in _swamped(cal))
+        if name == "DauM-G":  # unit-free noise (ExpM-G/EigM-G are the paper's raw-unit shapes)
+            big = make_mechanism(name, 1.0, 1e-3).calibrate(scaled)
+            assert swamped_statistics(cal) == swamped_statistics(big), name
+        loaded = Plan.from_dict(Plan.from_calibration(cal, model).to_dict()).calibration
+        assert _swamped(loaded) == _swamped(cal)

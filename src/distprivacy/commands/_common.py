@@ -23,7 +23,6 @@ from distprivacy.commands import (
     parse_float,
     parse_floats,
 )
-from distprivacy.commands._display import with_spread_warning
 from distprivacy.commands._names import ADULT_DEFAULT_STATISTICS, ENGINE_NAMES
 from distprivacy.exceptions import DistPrivacyError
 
@@ -553,7 +552,7 @@ def calibrate_many(
 ) -> tuple[list[Calibration], dict[str, str]]:
     """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
     is listed as not applicable with the reason (:func:`calibrate_all`). Each one's "swamped"
-    caveat compares the noise with the statistic's spread (:func:`with_spread_warning`)."""
+    caveat is the library's (:mod:`distprivacy.mechanisms._swamped`)."""
     from distprivacy.mechanisms import calibrate_all
 
     t = _target_options(p)
@@ -574,4 +573,4 @@ def calibrate_many(
             )
     finally:
         bar.close()
-    return [with_spread_warning(c) for c in cals], skipped
+    return cals, skipped

@@ -292,94 +292,23 @@ def print_columns(
 # Noise against the statistic's spread; post-processing into the statistic's range
 # --------------------------------------------------------------------------------------------
 
-#: A bounded statistic is swamped when its noise's ±2 SD interval is at least this share of
-#: its range (the interval then covers every possible value).
-RANGE_SHARE = 1.0
-
-
-#: The start of the "swamped" caveat (the statistics and their noise SD over spread follow).
-SWAMPED = (
-    "noise swamps the statistic (noise SD × its spread across the datasets the model "
-    "describes, ≥ 1: the release says less about this dataset than the population does; or "
-    "±2 SD covering a proportion's or count's whole range)"
-)
-
-
-def statistic_ranges(cal: Calibration) -> list[tuple[float, float] | None]:
-    """Each statistic's possible values: [0, 1] for a proportion, [0, n] for a count (n the
-    dataset size), None otherwise or when the query is not known (a user's model file)."""
-    query = getattr(cal, "query", None)
-    stats = getattr(query, "statistics", None)
-    if stats is None or len(stats) != len(cal.statistic_names):
-        return [None] * len(cal.statistic_names)
-    out: list[tuple[float, float] | None] = []
-    for s in stats:
-        kind = getattr(s, "kind", None)
-        if kind == "proportion":
-            out.append((0.0, 1.0))
-        elif kind == "count" and cal.n is not None:
-            out.append((0.0, float(cal.n)))
-        else:
-            out.append(None)
-    return out
-
-
-def range_text(r: tuple[float, float]) -> str:
-    return f"[{r[0]:g}, {r[1]:g}]"
-
-
-def _swamp_items(cal: Calibration) -> list[tuple[str, float, str]]:
-    """Per swamped statistic: its name, noise SD over spread, and what covers its range."""
-    ratio = np.asarray(cal.noise_to_sampling, dtype=float)
-    sd = np.asarray(cal.noise_sd, dtype=float)
-    out = []
-    for name, r, s, rng in zip(cal.statistic_names, ratio, sd, statistic_ranges(cal), strict=True):
-        share = None if rng is None or rng[1] <= rng[0] else 4 * s / (rng[1] - rng[0])
-        whole = share is not None and share >= RANGE_SHARE
-        if (np.isfinite(r) and r >= 1) or whole:
-            note = f"±2 SD covers all of {range_text(rng)}" if whole else ""  # type: ignore[arg-type]
-            out.append((name, float(r), note))
-    return out
-
-
-def _item_text(name: str, r: float, note: str) -> str:
-    ratio = f" {r:.3g}×" if np.isfinite(r) and r >= 1 else ""
-    return f"{name}{ratio}" + (f" ({note})" if note else "")
-
-
-def swamped_statistics(cal: Calibration) -> list[str]:
-    """The statistics whose noise swamps them, each with by how much: noise SD at least the
-    statistic's spread across the datasets the model describes (its SD under f_θ averaged over
-    θ: the root of the mean diagonal of the fitted covariances, :meth:`FModel.
-    statistic_scales`), or, for a proportion or a count, a ±2 SD noise interval as wide as
-    its whole range."""
-    return [_item_text(*item) for item in _swamp_items(cal)]
-
 
 def swamped_summary(cal: Calibration) -> str | None:
-    """:func:`swamped_statistics` in short: "every statistic (1.4× to 2.3×)" when all are."""
-    items = _swamp_items(cal)
+    """The swamped statistics in short: "every statistic (1.4× to 2.3×)" when all are
+    (:mod:`distprivacy.mechanisms._swamped` decides which are)."""
+    from distprivacy.mechanisms._swamped import item_text, swamped_items
+
+    items = swamped_items(cal)
     if not items:
         return None
     if len(items) < len(cal.statistic_names) or any(note for *_, note in items):
-        return ", ".join(_item_text(*item) for item in items)
+        return ", ".join(item_text(*item) for item in items)
     r = [x for _, x, _ in items]
     return f"every statistic ({min(r):.3g}× to {max(r):.3g}×)"
 
 
-def with_spread_warning(cal: Calibration) -> Calibration:
-    """``cal`` with its "swamped" caveat measured against each statistic's spread (and the
-    range of a proportion or count) instead of its mean (:func:`swamped_statistics`); the
-    same test for every mechanism."""
-    import dataclasses
-
-    from distprivacy.exceptions import Notice, SwampedWarning
-
-    kept = tuple(w for w in cal.warnings if getattr(w, "category", None) is not SwampedWarning)
-    bad = swamped_statistics(cal)
-    if bad:
-        kept += (Notice(f"{SWAMPED}: {', '.join(bad)}", SwampedWarning),)
-    return dataclasses.replace(cal, warnings=kept)
+def range_text(r: tuple[float, float]) -> str:
+    return f"[{r[0]:g}, {r[1]:g}]"
 
 
 @dataclass(frozen=True)
@@ -392,7 +321,7 @@ class Clip:
         What is published: clipped (a proportion into [0, 1], a count into [0, n]) when
         ``enabled``, else the raw noisy values.
     ranges : list of (low, high) or None
-        Each statistic's range (:func:`statistic_ranges`).
+        Each statistic's range (:func:`distprivacy.mechanisms._swamped.statistic_ranges`).
     enabled : bool
         Whether clipping was asked for (``release`` clips unless ``--no-clip``).
     moved : list of int
@@ -412,6 +341,8 @@ def clip_release(values: np.ndarray, cal: Calibration, enabled: bool = True) -> 
     """Post-process released ``values`` into their statistics' ranges (post-processing a
     release keeps its guarantee), or only note the values outside them (``enabled`` False)."""
     raw = np.asarray(values, dtype=float).reshape(-1)
+    from distprivacy.mechanisms._swamped import statistic_ranges
+
     ranges = statistic_ranges(cal)
     if raw.size != len(ranges):
         return Clip(raw, [None] * raw.size, enabled)

@@ -20,7 +20,6 @@ from distprivacy.commands._common import (
     warn_large_delta,
 )
 from distprivacy.commands._display import (
-    SWAMPED,
     fmt,
     legend,
     model_dict,
@@ -73,9 +72,10 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
     seen: set = set()
     swamped = []
     for name, w in notes:
-        if getattr(w, "category", None) is SwampedWarning and str(w).startswith(SWAMPED):
+        if getattr(w, "category", None) is SwampedWarning:
             cal = next(c for c in cals if c.mechanism == name)
-            swamped.append(f"  {name}: {swamped_summary(cal) or str(w)[len(SWAMPED) + 2 :]}")
+            rest = str(w)[len(SwampedWarning.prefix) + 2 :]
+            swamped.append(f"  {name}: {swamped_summary(cal) or rest}")
             continue
         shared = getattr(w, "category", None) is ClassicRuleWarning
         key = str(w) if shared else (name, str(w))
@@ -85,7 +85,8 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
         who = "Gaussian mechanisms" if shared else name
         console.print(f"  {who}: {w}")
     if swamped:
-        console.print(f"  {SWAMPED[0].upper()}{SWAMPED[1:]}:")
+        text = SwampedWarning.prefix
+        console.print(f"  {text[0].upper()}{text[1:]}:")
         for line in swamped:
             console.print(f"  {line}")
 

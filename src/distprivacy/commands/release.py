@@ -35,7 +35,6 @@ from distprivacy.commands._display import (
     range_text,
     spec_of,
     text_column,
-    with_spread_warning,
 )
 from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
@@ -278,7 +277,7 @@ def release(
             raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}")
         plan = Plan.load(plan_path)
         value = _plan_values(plan, target_df, value_text)
-        cal = with_spread_warning(plan.calibration)
+        cal = plan.calibration
         warn_large_delta(cal.delta, plan.n)
         model = plan.model
         info: dict[str, Any] = {
@@ -321,7 +320,7 @@ def release(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cal = with_spread_warning(mech.calibrate(model))
+                cal = mech.calibrate(model)
         finally:
             bar.close()
         if ledger_path is not None and built is not None:

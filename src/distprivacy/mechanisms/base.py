@@ -25,11 +25,11 @@ from distprivacy.exceptions import (
     MissingExtraError,
     NotApplicableError,
     Notice,
-    SwampedWarning,
     WeakGuaranteeWarning,
     has_extra,
 )
 from distprivacy.guarantee import Release
+from distprivacy.mechanisms._swamped import flag_swamped
 from distprivacy.mechanisms.calibration import (
     BASIS_EQUAL_COVARIANCES,
     BASIS_FITTED,
@@ -129,7 +129,7 @@ class Mechanism(ABC):
         with threadpool_limits(limits=1):
             cal = self._calibrate(model)
         check_calibration_finite(cal)
-        return _flag_weak(_flag_swamped(cal))
+        return _flag_weak(flag_swamped(cal))
 
     @abstractmethod
     def _calibrate(self, model: FModel) -> Calibration: ...
@@ -218,24 +218,6 @@ def _flag_weak(cal: Calibration) -> Calibration:
         f"ε = {cal.epsilon:g} bounds the odds an attacker gains by e^ε: nothing is hidden in "
         "practice (distribution privacy is meaningful for ε of order 1)",
         WeakGuaranteeWarning,
-    )
-    return dataclasses.replace(cal, warnings=(*cal.warnings, text))
-
-
-def _flag_swamped(cal: Calibration) -> Calibration:
-    """Add a warning naming the statistics whose noise SD exceeds their typical magnitude (a
-    raw-unit mechanism next to small-scale statistics, e.g. dollars beside a share)."""
-    rel = cal.relative_error
-    bad = [
-        f"{n} ({r:.3g}×)"
-        for n, r in zip(cal.statistic_names, rel, strict=True)
-        if np.isfinite(r) and r > 1
-    ]
-    if not bad:
-        return cal
-    text = Notice(
-        f"noise SD above the statistic's typical value (swamped): {', '.join(bad)}",
-        SwampedWarning,
     )
     return dataclasses.replace(cal, warnings=(*cal.warnings, text))
 

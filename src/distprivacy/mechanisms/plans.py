@@ -311,6 +311,7 @@ class Plan:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], source: str = "the plan") -> Plan:
         """Rebuild a plan, refusing a modified one (digest) or an inconsistent one."""
+        from distprivacy.mechanisms._swamped import flag_swamped
         from distprivacy.mechanisms.calibration import Calibration
 
         if not isinstance(raw, Mapping) or raw.get("format") != PLAN_FORMAT:
@@ -347,7 +348,8 @@ class Plan:
         query = Query.parse(raw["query"]) if raw["query"] else None
         n = int(spec["n"]) if isinstance(spec, Mapping) and "n" in spec else None
         try:
-            cal = Calibration.from_dict(raw["calibration"], query=query, n=n)
+            # The swamped caveat recomputed by today's rule (a plan may predate it).
+            cal = flag_swamped(Calibration.from_dict(raw["calibration"], query=query, n=n))
         except PlanError:
             raise
         except DistPrivacyError as e:
