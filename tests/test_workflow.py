@@ -58,7 +58,7 @@ def test_plans_targets_values_and_refusals(adult, spec, tmp_path):
         (dict(plan=plan, target=records, data=adult), "drop data"),
         (dict(plan=plan), "give one"),
         (dict(plan=plan, values=[1.0]), "releases 2 statistics"),
-        (dict(data=adult, spec=spec, query=STATS, values=[1.0, 2.0]), "`values` needs a plan"),
+        (dict(data=adult, spec=spec, query=STATS, values=[1.0, 2.0]), "need a plan"),
         (dict(data=adult, spec=spec, query=STATS), "state the privacy target"),
         (dict(data=adult, spec=spec, query=STATS, privacy=GDP(0.5), mechanism="ExpM-L"), "μ"),
         (dict(plan="plan.json", values=[1.0, 2.0]), "must be a Plan"),
@@ -79,6 +79,42 @@ def test_a_ledger_records_then_reveals_and_its_budget_refuses(adult, spec, tmp_p
         with pytest.raises(DistPrivacyError, match="seed"):
             dp.release(**kw, target=adult.sample(n=100, random_state=9), ledger=led,
                        random_state=1)  # fmt: skip
-        with pytest.raises(DistPrivacyError, match="`target`"):
+        with pytest.raises(DistPrivacyError, match="`target=records`"):
             dp.release(**kw, ledger=led)
         assert len(led.releases()) == 1
+
+
+def test_a_mechanism_given_made_with_progress_and_steps(adult, spec):
+    """A mechanism made by the caller (the command line's way: it carries the target) gives the
+    same release as its name and target; the steps and the fit's progress are reported; the
+    target's size is checked before any model is fitted."""
+    steps: list[str] = []
+    reports: list[tuple[int, int | None]] = []
+    kw = dict(data=adult, spec=spec, query=STATS, modeling="monte-carlo", n_samples=50,
+              random_state=4)  # fmt: skip
+    named = dp.release(**kw, mechanism="DauM-G", privacy=EpsDelta(1.0, 1e-3))
+    made = dp.make_mechanism("DauM-G", target=EpsDelta(1.0, 1e-3))
+    out = dp.release(**kw, mechanism=made, progress=lambda d, t: reports.append((d, t)),
+                     on_step=steps.append)  # fmt: skip
+    np.testing.assert_array_equal(out.release.values, named.release.values)
+    assert steps == ["modelling f_θ", "calibrating DauM-G"]
+    assert reports, "the Monte-Carlo fit reports its progress"
+    with pytest.raises(DistPrivacyError, match="drop privacy"):
+        dp.release(**kw, mechanism=made, privacy=GDP(0.5))
+    fitted = []
+    with pytest.raises(DistPrivacyError, match="the target has 99 records but `n` is 100"):
+        dp.release(**kw, mechanism=made, target=adult.head(99), on_step=fitted.append)
+    assert fitted == [], "refused before any fit"
+
+
+def test_a_ledgers_plan_records_the_modelling(adult, spec, tmp_path):
+    records = adult.sample(n=100, random_state=5)
+    with dp.Ledger.init(tmp_path / "m.db", budget=GDP(2.0)) as led:
+        out = dp.release(
+            data=adult, spec=spec, query=STATS, privacy=GDP(0.4), modeling="exact",
+            target=records, ledger=led, covariances="pooled",
+        )  # fmt: skip
+    assert out.plan.modelling == {
+        "method": "exact", "requested": "exact", "samples": 1000, "seed": 0, "engine": "auto",
+        "calibration": "exact", "covariances": "pooled", "utility": "scaled",
+    }  # fmt: skip

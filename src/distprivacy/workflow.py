@@ -15,12 +15,13 @@ decided here, once, for Python users and for the command (which only parses and 
   seeds are refused, and the ledger's budget may refuse it (nothing recorded).
 
 Every refusal is a one-line :class:`~distprivacy.exceptions.DistPrivacyError` that names the
-API's arguments.
+API's arguments (between backquotes, which the command line turns into its flags).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.guarantee import Release
-from distprivacy.mechanisms import Calibration, make_mechanism
+from distprivacy.mechanisms import Calibration, Mechanism, make_mechanism
 from distprivacy.mechanisms.plans import Plan
 from distprivacy.models import FModel, fit_model
 from distprivacy.query import Query
@@ -65,7 +66,6 @@ class ReleaseOutcome:
     plan: Plan | None
     target: str
     recorded: Any = None
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 def _check(flag: bool, message: str) -> None:
@@ -79,7 +79,7 @@ def release(
     data: Any = None,
     spec: ProtectionSpec | None = None,
     query: Query | str | None = None,
-    mechanism: str = "DauM-G",
+    mechanism: str | Mechanism = "DauM-G",
     privacy: Target | None = None,
     target: pd.DataFrame | None = None,
     values: Any = None,
@@ -88,8 +88,10 @@ def release(
     random_state: RandomState = None,
     modeling: str = "auto",
     n_samples: int = 1000,
-    engine: str | None = "auto",
+    engine: Any = "auto",
     model_seed: int = 0,
+    progress: Callable[[int, int | None], None] | None = None,
+    on_step: Callable[[str], None] | None = None,
     **mechanism_options: Any,
 ) -> ReleaseOutcome:
     """Release statistics with a plan, or with a fresh calibration on ``data``.
@@ -102,10 +104,12 @@ def release(
     data, spec, query
         Without a plan: the population (DataFrame, path or engine), what to protect, and the
         statistics (a Query or its text, e.g. ``"mean:age,count:sex==Female"``).
-    mechanism : str
-        The mechanism's name (``"DauM-G"``, ``"ExpM-L"``, ...), without a plan.
+    mechanism : str or Mechanism
+        The mechanism's name (``"DauM-G"``, ``"ExpM-L"``, ...) with ``privacy`` and
+        ``mechanism_options``, or a mechanism already made (:func:`make_mechanism`, which then
+        carries its target); without a plan.
     privacy : EpsDelta, GDP or MaxAttackAccuracy
-        The privacy target (:mod:`distprivacy.targets`), without a plan.
+        The privacy target (:mod:`distprivacy.targets`), with a mechanism's name.
     target : DataFrame, optional
         The n records to release.
     values : array, optional
@@ -119,84 +123,83 @@ def release(
         None: cryptographically secure noise. A seed: reproducible noise, for experiments only.
     modeling, n_samples, engine, model_seed
         How the model is fitted without a plan (:func:`distprivacy.models.fit_model`).
+    progress : callable, optional
+        ``progress(done, total)``: the model's fit, then the calibration's pairs (the
+        Wasserstein mechanisms) report here.
+    on_step : callable, optional
+        ``on_step(text)`` at the start of each step (``"modelling f_θ"``,
+        ``"calibrating DauM-G"``).
     **mechanism_options
-        ``covariances``, ``utility`` or ``calibration`` (the rule) for a Gaussian mechanism.
+        ``calibration`` (the rule), ``covariances``, ``utility`` (and ``delta``, the point at
+        which a μ or accuracy target's ε is reported) for a Gaussian mechanism given by name.
     """
+    if ledger is not None:
+        _check(
+            random_state is None,
+            "seeded noise is reproducible (anyone with the seed could subtract it): a release "
+            "recorded in a ledger never takes a seed (`random_state`); leave it out (seeds are "
+            "for experiments)",
+        )
     if plan is not None:
-        _check(
-            isinstance(plan, Plan), f"plan must be a Plan (Plan.load), got {type(plan).__name__}"
-        )
-        given = [
-            k
-            for k, v in (("data", data), ("spec", spec), ("query", query), ("privacy", privacy))
-            if v is not None
-        ] + (["mechanism_options"] if mechanism_options else [])
+        given = [k for k, v in (("data", data), ("spec", spec), ("query", query),
+                                ("privacy", privacy)) if v is not None]  # fmt: skip
+        given += sorted(mechanism_options)
         _check(not given, f"a plan fixes the model and the mechanism; drop {', '.join(given)}")
-        _check(
-            (target is None) != (values is None),
-            "a plan releases the statistics of `target` (the n records) or given `values`; "
-            "give one",
-        )
-        cal, model = plan.calibration, plan.model
-        if ledger is not None:
-            return _recorded(ledger, plan, cal, model, target, allow_exact, random_state, True)
-        if target is not None:
-            vals = plan.target_values(target)
-            what = f"the {len(target)} records given"
-        else:
-            vals = np.asarray(values, dtype=float)
-            names = cal.statistic_names
-            _check(
-                vals.shape == (len(names),),
-                f"values has shape {vals.shape}; the plan releases {len(names)} statistics "
-                f"({', '.join(names)})",
-            )
-            what = "the values given"
-        rel = cal.release(vals, random_state, allow_exact=allow_exact)
-        return ReleaseOutcome(rel, cal, model, plan, what)
+        return _with_plan(plan, target, values, ledger, allow_exact, random_state)
 
-    _check(values is None, "`values` needs a plan; without one, give `target`")
+    _check(
+        values is None,
+        "given values (`values=[a, b, …]`) need a plan; without one, give the n records "
+        "(`target=records`)",
+    )
     _check(
         data is not None and spec is not None and query is not None,
         "without a plan, give the population `data`, the `spec` and the `query`",
     )
-    _check(privacy is not None, "state the privacy target: privacy=EpsDelta(1, 1e-3) (or GDP, ...)")
     _check(
         isinstance(spec, ProtectionSpec),
         f"spec must be a ProtectionSpec, got {type(spec).__name__}",
     )
     q = Query.parse(query) if isinstance(query, str) else query
     _check(isinstance(q, Query), f"query must be a Query or its text, got {type(query).__name__}")
-    delta = getattr(privacy, "delta", None)
-    mech = make_mechanism(
-        mechanism,
-        target=privacy,
-        **({} if delta is not None else {"delta": mechanism_options.pop("delta", 1e-3)}),
-        **mechanism_options,
-    )
-    from distprivacy.engines import resolve_engine
-
-    eng = resolve_engine(engine, data)
-    model = fit_model(
-        eng, spec, q, engine=eng, method=modeling, n_samples=n_samples, random_state=model_seed
-    )
-    cal = mech.calibrate(model)
-    if ledger is not None:
-
-        def refit(text: str) -> FModel:
-            return fit_model(
-                eng, spec, Query.parse(text), engine=eng, method=modeling, n_samples=n_samples,
-                random_state=model_seed,
-            )  # fmt: skip
-
-        made = Plan.from_calibration(cal, model, data=eng)
-        out = _recorded(ledger, made, cal, model, target, allow_exact, random_state, False, refit)
-        return out
+    mech = _mechanism(mechanism, privacy, mechanism_options)
     if target is not None:
         _check(
             len(target) == spec.n,
-            f"the target has {len(target)} records but the spec's n is {spec.n}; they must agree",
+            f"the target has {len(target)} records but `n` is {spec.n}; they must agree",
         )
+    from distprivacy.engines import resolve_engine
+
+    step = on_step or (lambda text: None)
+    eng = resolve_engine(engine, data)
+    eng.validate(q, spec)
+    step("modelling f_θ")
+
+    def fit(statistics: Query) -> FModel:
+        return fit_model(
+            eng, spec, statistics, engine=eng, method=modeling, n_samples=n_samples,
+            random_state=model_seed, progress=progress,
+        )  # fmt: skip
+
+    model = fit(q)
+    step(f"calibrating {mech.name}")
+    if progress is not None and hasattr(mech, "progress"):  # the Wasserstein mechanisms' pairs
+        mech.progress = progress
+    cal = mech.calibrate(model)
+    if ledger is not None:
+        modelling = {
+            "requested": modeling,
+            "samples": n_samples,
+            "seed": model_seed,
+            "engine": engine if isinstance(engine, str) else eng.name,
+            "calibration": getattr(mech, "calibration", "exact"),
+            "covariances": getattr(mech, "covariances", "fitted"),
+            "utility": getattr(mech, "utility", "scaled"),
+        }
+        made = Plan.from_calibration(cal, model, data=eng, modelling=modelling)
+        return _recorded(ledger, made, cal, model, target, allow_exact, random_state, False,
+                         lambda text: fit(Query.parse(text)))  # fmt: skip
+    if target is not None:
         q.validate(target)
         vals, what = q.evaluate(target), f"the {len(target)} records given"
     else:
@@ -211,6 +214,56 @@ def release(
     return ReleaseOutcome(rel, cal, model, None, what)
 
 
+def _mechanism(mechanism: Any, privacy: Target | None, options: dict[str, Any]) -> Mechanism:
+    """The mechanism: made from its name and the target, or given made."""
+    if isinstance(mechanism, Mechanism):
+        extra = (["privacy"] if privacy is not None else []) + sorted(options)
+        _check(
+            not extra,
+            f"a mechanism given made carries its target and options; drop {', '.join(extra)}",
+        )
+        return mechanism
+    _check(privacy is not None, "state the privacy target: privacy=EpsDelta(1, 1e-3) (or GDP, ...)")
+    options = dict(options)
+    if getattr(privacy, "delta", None) is None:
+        options.setdefault("delta", 1e-3)
+    return make_mechanism(mechanism, target=privacy, **options)
+
+
+def _with_plan(
+    plan: Plan,
+    target: pd.DataFrame | None,
+    values: Any,
+    ledger: Any,
+    allow_exact: bool,
+    random_state: RandomState,
+) -> ReleaseOutcome:
+    """A release with a saved plan: nothing is refitted."""
+    _check(isinstance(plan, Plan), f"plan must be a Plan (Plan.load), got {type(plan).__name__}")
+    _check(
+        (target is None) != (values is None),
+        "a plan releases the statistics of the n records (`target=records`) or given values "
+        "(`values=[a, b, …]`); give one",
+    )
+    cal, model = plan.calibration, plan.model
+    if ledger is not None:
+        return _recorded(ledger, plan, cal, model, target, allow_exact, random_state, True)
+    if target is not None:
+        vals = plan.target_values(target)
+        what = f"the {len(target)} records given"
+    else:
+        vals = np.asarray(values, dtype=float)
+        names = cal.statistic_names
+        _check(
+            vals.shape == (len(names),),
+            f"{vals.size} value(s) given (`values=[a, b, …]`) but the plan releases "
+            f"{len(names)} statistics ({', '.join(names)})",
+        )
+        what = "the values given"
+    rel = cal.release(vals, random_state, allow_exact=allow_exact)
+    return ReleaseOutcome(rel, cal, model, plan, what)
+
+
 def _recorded(
     ledger: Any,
     plan: Plan,
@@ -220,14 +273,15 @@ def _recorded(
     allow_exact: bool,
     random_state: RandomState,
     sealed: bool,
-    fit: Any = None,
+    fit: Callable[[str], FModel] | None = None,
 ) -> ReleaseOutcome:
     from distprivacy.ledger import Ledger
 
     _check(isinstance(ledger, Ledger), f"ledger must be a Ledger, got {type(ledger).__name__}")
     _check(
         target is not None,
-        "a ledger keys each release on the dataset it is about: give the `target` records",
+        "a ledger keys each release on the dataset it is about: give the records "
+        "(`target=records`)",
     )
     rec = ledger.release(
         plan, target, random_state=random_state, allow_exact=allow_exact, require_seal=sealed,

@@ -1,5 +1,6 @@
-"""What ``calibrate``, ``release`` and ``audit`` share: their options (one decorator), the
-progress bar, loading the data and fitting the model, and the mechanisms asked for."""
+"""What ``calibrate``, ``release`` and ``audit`` share: their options (one decorator, read
+into :class:`~distprivacy.commands._settings.Settings`), the progress bar, loading the data and
+fitting the model, and the mechanisms asked for."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from distprivacy.accounting import check_delta, check_epsilon, check_number, check_rule
+from distprivacy.accounting import check_delta, check_number
 from distprivacy.commands import (
     FLOAT,
     INTEGER,
@@ -24,11 +25,15 @@ from distprivacy.commands import (
     parse_floats,
 )
 from distprivacy.commands._names import ADULT_DEFAULT_STATISTICS, ENGINE_NAMES
+from distprivacy.commands._settings import Settings
 from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:  # the library is imported when a command runs, not for its --help
-    from distprivacy.mechanisms import Calibration
+    from distprivacy.engines import Engine
+    from distprivacy.mechanisms import Calibration, Mechanism
     from distprivacy.models import FModel
+    from distprivacy.query import Query
+    from distprivacy.spec import ProtectionSpec
 
 DEFAULT_PROPERTY = "income==>50K"
 DEFAULT_VALUES = "0.45,0.55"
@@ -327,11 +332,11 @@ def _columns(data: Any) -> list[tuple[str, bool]]:
     return [(n, comp.kind(n) == "numeric") for n in names]
 
 
-def _require_choices(ctx: click.Context, path: str, data: Any) -> None:
+def _require_choices(s: Settings, data: Any) -> None:
     """A user's file has no default property or statistics (those of Adult would name columns
     it may not have): refuse, listing its columns, unless both are given."""
     missing = [f for k, f in (("protect", "--protect"), ("statistics", "--statistics"))
-               if not given(ctx, k)]  # fmt: skip
+               if not s.was_given(k)]  # fmt: skip
     if not missing:
         return
     cols = _columns(data)
@@ -344,12 +349,56 @@ def _require_choices(ctx: click.Context, path: str, data: Any) -> None:
     example = f"--protect '{other[0]}==VALUE' --statistics mean:{numeric[0]}"
     need = " and ".join(missing)
     raise DistPrivacyError(
-        f"--data {path} needs {need}: the defaults are the Adult data's{listing}; e.g. {example}"
+        f"--data {s.data} needs {need}: the defaults are the Adult data's{listing}; e.g. {example}"
     )
 
 
-def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any], Any]:
-    """Validate the options, load the data and fit the model.
+def check_model_file(s: Settings) -> None:
+    """``--model`` replaces the data options: refuse any given with it."""
+    explicit = [k for k in DATA_OPTIONS if s.was_given(k)]
+    if explicit:
+        flags = ", ".join("--" + e.rstrip("_").replace("_", "-") for e in explicit)
+        raise DistPrivacyError(f"--model replaces the data options; drop {flags}")
+
+
+def inputs(s: Settings) -> tuple[Engine, ProtectionSpec, Query]:
+    """The data (on its engine), what to protect and the statistics, checked against each
+    other before any model is fitted."""
+    from distprivacy.engines import load_source, resolve_engine
+    from distprivacy.query import Query
+    from distprivacy.spec import ProtectionSpec
+
+    spec = ProtectionSpec(
+        s.protect,
+        s.subset_size,
+        parse_floats(s.values, "--values"),
+        pairs=_pairs(s.pairs) if s.pairs is not None else None,
+        pairs_within=s.pairs_within,
+    )
+    query = Query.parse(s.statistics)
+    source = load_source(s.data)
+    data = resolve_engine(s.engine, source, spark_master=s.spark_master)
+    if isinstance(source, str):
+        _require_choices(s, data)
+    data.validate(query, spec)
+    return data, spec, query
+
+
+def data_info(
+    s: Settings, data: Engine, spec: ProtectionSpec, query: Query, model: FModel
+) -> dict[str, Any]:
+    """Where the model came from, for the output."""
+    return {
+        "data": s.data or "adult",
+        "engine": data.name,
+        "spec": spec.to_dict(),
+        "statistics": list(query.names),
+        "modeling": model.method_,
+    }
+
+
+def build(s: Settings) -> tuple[FModel, dict[str, Any], Any]:
+    """Load the data and fit the model (or read ``--model``).
 
     Returns
     -------
@@ -359,56 +408,29 @@ def build(ctx: click.Context, p: dict[str, Any]) -> tuple[FModel, dict[str, Any]
     built : tuple or None
         ``(data, spec, query)`` when fitted from data; None for ``--model``.
     """
-    from distprivacy.engines import load_source, resolve_engine
     from distprivacy.models import fit_model, load_model_file
-    from distprivacy.query import Query
-    from distprivacy.spec import ProtectionSpec
 
-    check_epsilon(p["epsilon"])
-    check_rule(p["calibration"])
-    if p["model_file"] is not None:
-        explicit = [k for k in DATA_OPTIONS if given(ctx, k)]
-        if explicit:
-            flags = ", ".join("--" + e.rstrip("_").replace("_", "-") for e in explicit)
-            raise DistPrivacyError(f"--model replaces the data options; drop {flags}")
-        model = load_model_file(p["model_file"])
-        return model, {"model_file": str(p["model_file"])}, None
-    spec = ProtectionSpec(
-        p["protect"],
-        p["subset_size"],
-        parse_floats(p["values_"], "--values"),
-        pairs=_pairs(p["pairs"]) if p["pairs"] is not None else None,
-        pairs_within=p["pairs_within"],
-    )
-    query = Query.parse(p["statistics"])
-    source = load_source(p["data"])
-    data = resolve_engine(p["engine"].lower(), source, spark_master=p["spark_master"])
-    if isinstance(source, str):
-        _require_choices(ctx, p["data"], data)
-    bar = LazyProgress("modelling f_θ", enabled=not p["as_json"])
+    if s.model_file is not None:
+        check_model_file(s)
+        model = load_model_file(s.model_file)
+        return model, {"model_file": str(s.model_file)}, None
+    data, spec, query = inputs(s)
+    bar = LazyProgress("modelling f_θ", enabled=s.show)
     data.progress = bar  # long scans and draws on the engine report here
     try:
-        data.validate(query, spec)
         model = fit_model(
             data,
             spec,
             query,
             engine=data,
-            method=p["modeling"],
-            n_samples=p["samples"],
-            random_state=0 if p["seed"] is None else p["seed"],
+            method=s.modeling,
+            n_samples=s.samples,
+            random_state=s.model_seed,
             progress=bar,
         )
     finally:
         bar.close()
-    info = {
-        "data": p["data"] or "adult",
-        "engine": data.name,
-        "spec": spec.to_dict(),
-        "statistics": list(query.names),
-        "modeling": model.method_,
-    }
-    return model, info, (data, spec, query)
+    return model, data_info(s, data, spec, query, model), (data, spec, query)
 
 
 def released_size(model: Any) -> int | None:
@@ -438,138 +460,51 @@ def warn_large_delta(delta: float, n: int | None) -> None:
     )
 
 
-def modelling(p: dict[str, Any]) -> dict[str, Any]:
-    """The modelling choices a plan records."""
-    return {
-        "requested": p["modeling"],
-        "samples": p["samples"],
-        "seed": 0 if p["seed"] is None else p["seed"],
-        "engine": p["engine"],
-        "calibration": p["calibration"],
-        "covariances": p["covariances"],
-        "utility": p["utility"],
-    }
-
-
-def refitter(built: tuple[Any, Any, Any], p: dict[str, Any]) -> Callable[[str], FModel]:
-    """Fit the same kind of model for other statistics on the same data (the ledger's joint
-    model of releases of different statistics)."""
-    from distprivacy.models import fit_model
-    from distprivacy.query import Query
-
-    data, spec, _ = built
-
-    def fit(query_text: str) -> FModel:
-        return fit_model(
-            data,
-            spec,
-            Query.parse(query_text),
-            engine=data,
-            method=p["modeling"],
-            n_samples=p["samples"],
-            random_state=0 if p["seed"] is None else p["seed"],
-        )
-
-    return fit
-
-
-def _target_options(p: dict[str, Any]) -> dict[str, float | None]:
-    return {"mu": p["target_mu"], "max_accuracy": p["max_attack_accuracy"]}
-
-
-def check_targets(ctx: click.Context, p: dict[str, Any]) -> dict[str, float | None]:
-    """The Gaussian targets given (μ or maximum accuracy), validated against --epsilon."""
-    t = _target_options(p)
-    if t["mu"] is not None and t["max_accuracy"] is not None:
-        raise DistPrivacyError("give --target-mu or --max-attack-accuracy, not both")
-    if any(v is not None for v in t.values()):
-        if given(ctx, "epsilon"):
-            raise DistPrivacyError(
-                "give --epsilon or a target (--target-mu / --max-attack-accuracy), not both"
-            )
-        if p["calibration"] != "exact":
-            raise DistPrivacyError("targets given as μ or accuracy need --calibration exact")
-        # The values themselves, before any data is read (a Gaussian mechanism validates them).
-        from distprivacy.mechanisms import make_mechanism
-
-        make_mechanism("ExpM-G", None, 0.5, "exact", **t)
-    return t
-
-
-def mechanism_names(
-    ctx: click.Context, mechanisms: tuple[str, ...], p: dict[str, Any]
-) -> list[str]:
-    """The mechanisms asked for (default: all), with δ and the targets validated for them; one
-    asked for by name whose optional dependency is missing is refused (MissingExtraError; the
-    default run lists it as not applicable, naming the extra)."""
+def mechanism_names(mechanisms: tuple[str, ...], s: Settings) -> list[str]:
+    """The mechanisms asked for (default: all), with δ validated for them; one asked for by
+    name whose optional dependency is missing is refused (MissingExtraError; the default run
+    lists it as not applicable, naming the extra)."""
     from distprivacy.mechanisms import MECHANISMS, make_mechanism
 
     names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
     for name in names if mechanisms else ():
         MECHANISMS[name].require_extras()
     # δ ∈ (0, 1) for (ε, δ) mechanisms; pure-ε ones ignore it but it must still lie in [0, 1).
-    check_delta(p["delta"], allow_zero=not any(MECHANISMS[n].uses_delta for n in names))
-    check_targets(ctx, p)
+    check_delta(s.delta, allow_zero=not any(MECHANISMS[n].uses_delta for n in names))
     return names
 
 
-def settings(p: dict[str, Any]) -> dict[str, Any]:
-    """The calibration settings, for --json output."""
-    return {
-        "epsilon": p["epsilon"],
-        "delta": p["delta"],
-        "calibration": p["calibration"],
-        "covariances": p["covariances"].lower(),
-        "utility": p["utility"].lower(),
-        "target_mu": p["target_mu"],
-        "max_attack_accuracy": p["max_attack_accuracy"],
-    }
-
-
-def _epsilon(p: dict[str, Any], t: dict[str, float | None]) -> float | None:
-    """ε, or None when a target (μ or accuracy) replaces it."""
-    return None if any(v is not None for v in t.values()) else p["epsilon"]
-
-
-def mechanism(name: str, p: dict[str, Any]):
-    """The mechanism ``name`` with the options' ε (or target), δ, rule and utility."""
+def mechanism(name: str, s: Settings) -> Mechanism:
+    """The mechanism ``name`` with the settings' target, δ, rule, covariances and utility (δ
+    validated for it first, as for :func:`mechanism_names`)."""
     from distprivacy.mechanisms import make_mechanism
 
-    t = _target_options(p)
-    return make_mechanism(
-        name,
-        _epsilon(p, t),
-        p["delta"],
-        p["calibration"],
-        covariances=p["covariances"].lower(),
-        utility=p["utility"].lower(),
-        **t,
-    )
+    (known,) = mechanism_names((name,), s)
+    return make_mechanism(known, target=s.target(), **s.mechanism_options())
 
 
 def calibrate_many(
-    model: FModel, names: list[str], p: dict[str, Any], show: bool
+    model: FModel, names: list[str], s: Settings
 ) -> tuple[list[Calibration], dict[str, str]]:
     """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
     is listed as not applicable with the reason (:func:`calibrate_all`). Each one's "swamped"
     caveat is the library's (:mod:`distprivacy.mechanisms._swamped`)."""
     from distprivacy.mechanisms import calibrate_all
 
-    t = _target_options(p)
-    bar = LazyProgress("calibrating", enabled=show)
+    options = s.mechanism_options()
+    bar = LazyProgress("calibrating", enabled=s.show)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
             cals, skipped = calibrate_all(
                 model,
-                _epsilon(p, t),
-                p["delta"],
-                p["calibration"],
+                None,
+                options.pop("delta", s.delta),
+                options.pop("calibration"),
                 names,
                 progress=bar,
-                covariances=p["covariances"].lower(),
-                utility=p["utility"].lower(),
-                **t,
+                target=s.target(),
+                **options,
             )
     finally:
         bar.close()

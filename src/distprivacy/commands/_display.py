@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from distprivacy.commands._settings import Settings
     from distprivacy.mechanisms import Calibration
     from distprivacy.models import FModel
 
@@ -192,29 +193,29 @@ def per_statistic_tables(
     return tables
 
 
-def print_header(console: Console, model: FModel, info: dict[str, Any], p: dict[str, Any]) -> None:
+def print_header(console: Console, model: FModel, info: dict[str, Any], s: Settings) -> None:
     """What is protected (or the model file), the statistics and the privacy goal."""
     if "spec" in info:
-        s = info["spec"]
+        sp = info["spec"]
         console.print(
-            f"[bold]Protecting[/] {s['property']} at p ∈ {s['values']} (counts {s['counts']} of "
-            f"n={s['n']}); {len(s['pairs'])} ordered pair(s) in Ψ; data: {info['data']}; "
+            f"[bold]Protecting[/] {sp['property']} at p ∈ {sp['values']} (counts {sp['counts']} "
+            f"of n={sp['n']}); {len(sp['pairs'])} ordered pair(s) in Ψ; data: {info['data']}; "
             f"model: {info['modeling']}"
         )
     else:
         console.print(f"[bold]Model file[/] {info['model_file']}")
     console.print(f"Statistics: {', '.join(model.statistic_names_)}")
-    if p["target_mu"] is not None:
-        goal = f"target μ = {p['target_mu']:g} (δ = {p['delta']:g} for the reported ε)"
-    elif p["max_attack_accuracy"] is not None:
+    if s.target_mu is not None:
+        goal = f"target μ = {s.target_mu:g} (δ = {s.delta:g} for the reported ε)"
+    elif s.max_attack_accuracy is not None:
         goal = (
-            f"target: no attacker above {p['max_attack_accuracy']:g} accuracy "
-            f"(δ = {p['delta']:g} for the reported ε)"
+            f"target: no attacker above {s.max_attack_accuracy:g} accuracy "
+            f"(δ = {s.delta:g} for the reported ε)"
         )
     else:
-        goal = f"ε = {p['epsilon']:g}, δ = {p['delta']:g}"
-    cov = "" if p["calibration"] == "classic" else f", covariances: {p['covariances'].lower()}"
-    console.print(f"{goal}, calibration rule: {p['calibration']}{cov}")
+        goal = f"ε = {s.epsilon:g}, δ = {s.delta:g}"
+    cov = "" if s.rule == "classic" else f", covariances: {s.covariances}"
+    console.print(f"{goal}, calibration rule: {s.rule}{cov}")
 
 
 def print_not_applicable(console: Console, skipped: dict[str, str]) -> None:

@@ -37,6 +37,8 @@ FLAGS: dict[str, str] = {
     "release='outputs'": "--release outputs",
     "estimator='logistic'": "--estimator logistic",
     "values=[a, b, …]": "--value a,b,…",
+    "target=records": "--target DATA.csv",
+    "random_state": "--seed",
     "load_adult(path)": "--data DIR",
     "budget_mu=MU": "--budget-mu MU",
     "budget_epsilon=E": "--budget-epsilon E",

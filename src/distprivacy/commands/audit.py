@@ -15,7 +15,6 @@ from distprivacy.commands._common import (
     calibrate_many,
     common_options,
     mechanism_names,
-    settings,
     warn_large_delta,
 )
 from distprivacy.commands._display import (
@@ -30,6 +29,7 @@ from distprivacy.commands._display import (
 from distprivacy.commands._names import AUDIT_ATTACKS
 from distprivacy.commands._names import DEFAULT_AUDIT_ATTACKS as DEFAULT_ATTACKS
 from distprivacy.commands._report import report_option, write_audit
+from distprivacy.commands._settings import Settings
 from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
@@ -152,8 +152,9 @@ def audit(
     Exit status 1 when some mechanism's claimed ε is refuted (its lower bound is larger)."""
     from distprivacy.audit import audit_calibrations
 
-    names = mechanism_names(ctx, mechanisms, p)
-    model, info, built = build(ctx, p)
+    s = Settings.from_click(ctx, p)
+    names = mechanism_names(mechanisms, s)
+    model, info, built = build(s)
     if built is None:
         raise DistPrivacyError(
             "the audit needs real samples of F: give the data options (--data …) instead of --model"
@@ -162,12 +163,12 @@ def audit(
     from distprivacy.mechanisms import MECHANISMS  # not for --help: lazy
 
     if any(MECHANISMS[n].uses_delta for n in names):
-        warn_large_delta(p["delta"], spec.n)
-    seed = 0 if p["seed"] is None else p["seed"]
-    cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
+        warn_large_delta(s.delta, spec.n)
+    seed = s.model_seed
+    cals, skipped = calibrate_many(model, names, s)
     chosen = [a.lower() for a in attacks] or list(DEFAULT_ATTACKS)
     total = len(cals) * (1 + len(chosen))  # per mechanism: its datasets, then each attack
-    bar = LazyProgress("auditing", enabled=not p["as_json"], delay=0.0)  # minutes, not seconds
+    bar = LazyProgress("auditing", enabled=s.show, delay=0.0)  # minutes, not seconds
     steps = iter(range(total))
 
     def on_step(text: str) -> None:
@@ -190,14 +191,14 @@ def audit(
     finally:
         bar.close()
     refuted = [r.mechanism for r in results if r.refuted]
-    context = {**info, **settings(p), "seed": seed, "audit_samples": audit_samples}
-    write_audit(report, results, cals, skipped, model, context, not p["as_json"])
-    if p["as_json"]:
+    context = {**info, **s.to_dict(), "seed": seed, "audit_samples": audit_samples}
+    write_audit(report, results, cals, skipped, model, context, s.show)
+    if s.as_json:
         click.echo(
             dumps_json(
                 {
                     **info,
-                    **settings(p),
+                    **s.to_dict(),
                     "seed": seed,
                     "audit_samples": audit_samples,
                     "audits": [r.to_dict() for r in results],
@@ -211,7 +212,7 @@ def audit(
 
         console = Console()
         print_statement(console, audit_statement(spec, results, audit_samples))
-        print_header(console, model, info, p)
+        print_header(console, model, info, s)
         console.print(
             f"Audit: {audit_samples} real datasets per value of the hardest pair, seed {seed}, "
             f"α = {alpha:g}"

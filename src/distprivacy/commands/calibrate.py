@@ -14,9 +14,7 @@ from distprivacy.commands._common import (
     calibrate_many,
     common_options,
     mechanism_names,
-    modelling,
     released_size,
-    settings,
     warn_large_delta,
 )
 from distprivacy.commands._display import (
@@ -36,6 +34,7 @@ from distprivacy.commands._display import (
     swamped_summary,
 )
 from distprivacy.commands._report import report_option, write_calibrate
+from distprivacy.commands._settings import Settings
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import ClassicRuleWarning, DistPrivacyError, SwampedWarning
 from distprivacy.outputs import check_output_file
@@ -91,14 +90,12 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
             console.print(f"  {line}")
 
 
-def _save_plan(
-    path: str, cal: Calibration, model: Any, built: Any, p: dict[str, Any]
-) -> dict[str, str]:
+def _save_plan(path: str, cal: Calibration, model: Any, built: Any, s: Settings) -> dict[str, str]:
     """Write the plan of ``cal`` (one mechanism) and say where."""
     from distprivacy.mechanisms.plans import Plan
 
-    data = built[0] if built is not None else p["model_file"]
-    plan = Plan.from_calibration(cal, model, data=data, modelling=modelling(p))
+    data = built[0] if built is not None else s.model_file
+    plan = Plan.from_calibration(cal, model, data=data, modelling=s.modelling())
     plan.save(path)
     return {
         "path": str(path),
@@ -184,30 +181,29 @@ def calibrate(
                 "--save writes one mechanism's plan: give exactly one --mechanism NAME"
             )
         check_output_file(save)
-    names = mechanism_names(ctx, mechanisms, p)
-    model, info, built = build(ctx, p)
+    s = Settings.from_click(ctx, p)
+    names = mechanism_names(mechanisms, s)
+    model, info, built = build(s)
     from distprivacy.mechanisms import MECHANISMS
 
     if any(MECHANISMS[n].uses_delta for n in names):
-        warn_large_delta(p["delta"], released_size(model))
-    cals, skipped = calibrate_many(model, names, p, show=not p["as_json"])
+        warn_large_delta(s.delta, released_size(model))
+    cals, skipped = calibrate_many(model, names, s)
     if save is not None:
         if not cals:
             raise DistPrivacyError(f"no plan saved: {'; '.join(skipped.values())}")
-        info["plan"] = _save_plan(save, cals[0], model, built, p)
-    context = {**info, **settings(p)}
-    write_calibrate(
-        report, cals, skipped, model, context, _best(cals, p["utility"].lower()), not p["as_json"]
-    )
-    if p["as_json"]:
+        info["plan"] = _save_plan(save, cals[0], model, built, s)
+    context = {**info, **s.to_dict()}
+    write_calibrate(report, cals, skipped, model, context, _best(cals, s.utility), not s.as_json)
+    if s.as_json:
         click.echo(
             dumps_json(
                 {
                     **info,
-                    **settings(p),
+                    **s.to_dict(),
                     "model": model_dict(model),
                     "mechanisms": [c.to_dict() for c in cals],
-                    "best": _best(cals, p["utility"].lower()),
+                    "best": _best(cals, s.utility),
                     "not_applicable": skipped,
                 }
             )
@@ -217,11 +213,11 @@ def calibrate(
     if cals:
         from distprivacy.wording import statement
 
-        best = _best(cals, p["utility"].lower())
+        best = _best(cals, s.utility)
         first = next((c for c in cals if best and c.mechanism == best["mechanism"]), cals[0])
         words = statement(spec_of(model), model.statistic_names_, first.guarantee, released=False)
         print_statement(console, f"{words} (with {first.mechanism}, the best below).")
-    print_header(console, model, info, p)
+    print_header(console, model, info, s)
     layouts = [
         lambda: [_calibrations_table(cals, False)],
         lambda: [_calibrations_table(cals, True)],
@@ -239,7 +235,7 @@ def calibrate(
             console.print(t)
         if abbreviate and (words := legend(c.mechanism for c in cals)):
             console.print(words)
-        best = _best(cals, p["utility"].lower())
+        best = _best(cals, s.utility)
         if best is not None:
             console.print(
                 f"Best utility among the {best['among']} calibrations ({best['objective']}): "

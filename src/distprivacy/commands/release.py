@@ -14,15 +14,13 @@ from distprivacy.commands import allow_exact_option, dumps_json, parse_floats
 from distprivacy.commands._common import (
     PLAN_FIXES,
     LazyProgress,
-    build,
-    check_targets,
+    check_model_file,
     common_options,
+    data_info,
     given,
+    inputs,
     mechanism,
-    modelling,
-    refitter,
-    released_size,
-    settings,
+    option_flag,
     warn_large_delta,
 )
 from distprivacy.commands._display import (
@@ -38,28 +36,14 @@ from distprivacy.commands._display import (
 )
 from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
+from distprivacy.commands._settings import Settings
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.randomness import check_random_state
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
-    import pandas as pd
-
+    from distprivacy.ledger import Ledger, RecordedRelease
     from distprivacy.mechanisms import Calibration, Release
     from distprivacy.mechanisms.plans import Plan
-    from distprivacy.query import Query
-    from distprivacy.spec import ProtectionSpec
-
-
-def _target_value(target_df: pd.DataFrame, spec: ProtectionSpec, query: Query) -> np.ndarray:
-    """F(D) of the n-record dataset ``target_df``."""
-    if len(target_df) != spec.n:
-        raise DistPrivacyError(
-            f"the target has {len(target_df)} records but --subset-size is {spec.n}; "
-            "they must agree"
-        )
-    query.validate(target_df)
-    return query.evaluate(target_df)
 
 
 def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip) -> None:
@@ -113,61 +97,27 @@ def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip)
         )
 
 
-def _plan_values(plan: Plan, target_df: pd.DataFrame | None, value_text: str | None) -> np.ndarray:
-    """The statistics' values for a plan: F(target) or the numbers of --value."""
-    if (target_df is None) == (value_text is None):
-        raise DistPrivacyError("--plan needs the dataset (--target DATA.csv) or --value a,b,…")
-    if target_df is not None:
-        return plan.target_values(target_df)
+def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
+    """The numbers of --value (their count is the plan's to check)."""
     names = plan.calibration.statistic_names
-    vals = parse_floats(value_text, "--value", example=",".join(["1.5"] * len(names)))
-    if len(vals) != len(names):
-        raise DistPrivacyError(
-            f"--value has {len(vals)} numbers but the plan releases {len(names)} statistics "
-            f"({', '.join(names)})"
-        )
-    return np.asarray(vals, dtype=float)
+    return np.asarray(
+        parse_floats(value_text, "--value", example=",".join(["1.5"] * len(names))), dtype=float
+    )
 
 
-def _record(
-    ledger_path: str,
-    plan: Plan,
-    target_df: pd.DataFrame | None,
-    fit: Any,
-    allow_exact: bool,
-    sealed: bool,
-) -> tuple[Release, dict[str, Any]]:
-    """Release through the ledger (record, then reveal: nothing is printed before this
-    returns); the release and what to print of the ledger."""
-    from distprivacy.ledger import Ledger
-
-    if target_df is None:
-        raise DistPrivacyError(
-            "--ledger keys each release on the dataset it is about: give the dataset with "
-            "--target DATA.csv"
-        )
-    with Ledger(ledger_path) as led:
-        bar = LazyProgress("waiting for the ledger (another release holds it)", enabled=True)
-        led.on_wait = lambda waited, limit: bar(int(waited), int(limit))
-        try:
-            rec = led.release(
-                plan, target_df, allow_exact=allow_exact, require_seal=sealed, fit=fit
-            )
-        finally:
-            bar.close()
-        at = led.budget.report_delta
-        budget = led.budget.describe()
+def _ledger_info(ledger_path: str, led: Ledger, rec: RecordedRelease) -> dict[str, Any]:
+    """What to print of the ledger after a recorded release."""
+    at = led.budget.report_delta
     c = rec.cumulative
-    eps = c.epsilon_at(at)
-    return rec.release, {
+    return {
         "ledger": ledger_path,
-        "budget": budget,
+        "budget": led.budget.describe(),
         "release_id": rec.release_id,
         "releases_of_this_dataset": rec.releases_of_dataset,
         "warnings": list(rec.warnings),
         "cumulative": {
             "mu": c.mu,
-            "epsilon": eps,
+            "epsilon": c.epsilon_at(at),
             "delta": at,
             "max_attack_accuracy": c.max_attack_accuracy,
             "theorem": c.theorem,
@@ -255,31 +205,30 @@ def release(
     """Release the statistics of a dataset with the chosen mechanism (or a saved plan)."""
     from distprivacy.datasets import load_table
     from distprivacy.mechanisms.plans import Plan
+    from distprivacy.workflow import release as release_workflow
 
-    if ledger_path is not None:
-        from distprivacy.ledger import Ledger
-
-        if p["seed"] is not None:
-            raise DistPrivacyError(
-                "--seed makes the noise reproducible (anyone with the seed could subtract it): "
-                "a release recorded in a ledger never takes one; drop --seed (seeds are for "
-                "experiments)"
-            )
-        Ledger(ledger_path).close()  # a bad ledger is refused before any work
+    s = Settings.from_click(ctx, p)
+    if ledger_path is not None and s.seed is not None:
+        raise DistPrivacyError(
+            "--seed makes the noise reproducible (anyone with the seed could subtract it): "
+            "a release recorded in a ledger never takes one; drop --seed (seeds are for "
+            "experiments)"
+        )
+    led = _open_ledger(ledger_path)  # a bad ledger is refused before any work
     target_df = None if target is None else load_table(target)
-    fit = None
+    kwargs: dict[str, Any]
     if plan_path is not None:
-        fixed = [k for k in (*PLAN_FIXES, "mechanism_name") if given(ctx, k)]
+        fixed = [k for k in PLAN_FIXES if s.was_given(k)]
+        fixed += ["mechanism_name"] if given(ctx, "mechanism_name") else []
         if fixed:
-            flags = ", ".join(
-                "--" + k.rstrip("_").replace("_name", "").replace("_", "-") for k in fixed
-            )
+            flags = ", ".join(map(option_flag, fixed))
             raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}")
         plan = Plan.load(plan_path)
-        value = _plan_values(plan, target_df, value_text)
-        cal = plan.calibration
-        warn_large_delta(cal.delta, plan.n)
-        model = plan.model
+        if (target_df is None) == (value_text is None):
+            raise DistPrivacyError("--plan needs the dataset (--target DATA.csv) or --value a,b,…")
+        warn_large_delta(plan.calibration.delta, plan.n)
+        values = None if value_text is None else _plan_values(value_text, plan)
+        kwargs = {"plan": plan, "values": values}
         info: dict[str, Any] = {
             "plan": str(plan_path),
             "plan_digest": plan.digest,
@@ -288,71 +237,76 @@ def release(
     else:
         if value_text is not None:
             raise DistPrivacyError("--value needs --plan (without a plan, give --target)")
-        check_targets(ctx, p)
-        mech = mechanism(mechanism_name, p)
-        model, info, built = build(ctx, p)
-        if mech.uses_delta:
-            warn_large_delta(p["delta"], released_size(model))
-        if target_df is not None:
-            if built is None:
+        mech = mechanism(mechanism_name, s)
+        if s.model_file is not None:
+            check_model_file(s)
+            if target_df is not None:
                 raise DistPrivacyError("--target needs the data options, not --model")
-            _, spec, query = built
-            value = _target_value(target_df, spec, query)
-            info["target"] = str(target)
-        elif built is not None:
-            data, spec, query = built
-            gen = check_random_state(p["seed"], secure=False)
-            # A dataset the model describes: n records drawn as θ_p says, for a random p.
-            t = int(gen.integers(len(spec.values)))
-            value = data.subset_statistics(spec, query, [spec.counts[t]], 1, gen)[0][0]
-            info["target"] = (
-                f"a random {spec.n}-record dataset drawn from the data with "
-                f"{spec.values[t]:g} of its records satisfying {spec.predicate} (demonstration)"
-            )
-        else:
             raise DistPrivacyError(
                 "with --model, save a plan (calibrate --model FILE --mechanism NAME --save "
                 "PLAN.json) and release it with --plan PLAN.json --value a,b,…"
             )
-        bar = LazyProgress(f"calibrating {mech.name} (pairs)", enabled=not p["as_json"])
-        if hasattr(mech, "progress"):  # the Wasserstein mechanisms report each pair
-            mech.progress = bar
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                cal = mech.calibrate(model)
-        finally:
-            bar.close()
-        if ledger_path is not None and built is not None:
-            plan = Plan.from_calibration(cal, model, data=built[0], modelling=modelling(p))
-            fit = refitter(built, p)
-    if ledger_path is not None:
-        rel, info["ledger"] = _record(
-            ledger_path, plan, target_df, fit, allow_exact, sealed=plan_path is not None
-        )
-    else:
-        rel = cal.release(value, p["seed"], allow_exact=allow_exact)
+        data, spec, query = inputs(s)
+        if mech.uses_delta:
+            warn_large_delta(s.delta, spec.n)
+        kwargs = {"data": data, "spec": spec, "query": query, "mechanism": mech,
+                  "engine": s.engine, "modeling": s.modeling, "n_samples": s.samples,
+                  "model_seed": s.model_seed}  # fmt: skip
+    bar = LazyProgress("releasing", enabled=s.show)
+    if led is not None:
+        wait = bar if s.show else LazyProgress("", enabled=True)
+
+        def on_wait(waited: float, limit: float) -> None:
+            wait.describe("waiting for the ledger (another release holds it)")
+            wait(int(waited), int(limit))
+
+        led.on_wait = on_wait
+    if "data" in kwargs:
+        kwargs["data"].progress = bar  # long scans and draws on the engine report here
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the caveats are printed from the calibration
+            out = release_workflow(
+                **kwargs, target=target_df, ledger=led, allow_exact=allow_exact,
+                random_state=s.seed, progress=bar, on_step=bar.describe,
+            )  # fmt: skip
+        recorded = None if led is None else _ledger_info(ledger_path, led, out.recorded)
+    finally:
+        bar.close()
+        if led is not None:
+            led.close()
+    cal, rel, model = out.calibration, out.release, out.model
+    if plan_path is None:
+        info = {**data_info(s, data, spec, query, model), "target": out.target}
+        if target is not None:
+            info["target"] = str(target)
+    if recorded is not None:
+        info["ledger"] = recorded
     plan_spec = plan.spec if plan_path is not None else None
-    context = {**info, **(plan.modelling if plan_path is not None else settings(p))}
+    context = {**info, **(plan.modelling if plan_path is not None else s.to_dict())}
     clip = clip_release(rel.values, cal, enabled=not no_clip)
-    if p["as_json"]:
-        out = rel.to_dict()
+    if s.as_json:
+        out_dict = rel.to_dict()
         names = list(rel.statistic_names)
         if clip.values.size == len(names):
-            out["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
-            out["raw_statistics"] = dict(zip(names, np.ravel(rel.values).tolist(), strict=True))
-        out["clipped_to_range"] = clip.enabled
-        out["clipped"] = [names[k] for k in clip.moved]
-        click.echo(dumps_json({**info, **out}))
+            out_dict["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
+            out_dict["raw_statistics"] = dict(
+                zip(names, np.ravel(rel.values).tolist(), strict=True)
+            )
+        out_dict["clipped_to_range"] = clip.enabled
+        out_dict["clipped"] = [names[k] for k in clip.moved]
+        click.echo(dumps_json({**info, **out_dict}))
         write_release(report, cal, rel, model, plan_spec, context, show=False)
         return
     console = Console()
     from distprivacy.wording import statement
 
-    spec = spec_of(cal.model_ or model, plan_spec)
-    print_statement(console, statement(spec, rel.statistic_names, cal.guarantee, released=True))
+    spec_shown = spec_of(cal.model_ or model, plan_spec)
+    print_statement(
+        console, statement(spec_shown, rel.statistic_names, cal.guarantee, released=True)
+    )
     if plan_path is None:
-        print_header(console, model, info, p)
+        print_header(console, model, info, s)
     else:
         console.print(f"Plan {plan_path} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['target']}")
@@ -360,3 +314,12 @@ def release(
     if ledger_path is not None:
         _print_ledger(console, info["ledger"])
     write_release(report, cal, rel, model, plan_spec, context, show=True)
+
+
+def _open_ledger(path: str | None) -> Ledger | None:
+    """The ledger at ``path`` (refused in one line when it is not one), or None."""
+    if path is None:
+        return None
+    from distprivacy.ledger import Ledger
+
+    return Ledger(path)
