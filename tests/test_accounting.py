@@ -7,12 +7,11 @@ import math
 import pytest
 
 from distprivacy.accounting import (
-    check_delta,
-    check_epsilon,
     classic_c,
     relaxed_guarantee_max_divergence,
     relaxed_guarantee_wasserstein,
 )
+from distprivacy.checks import check_delta, check_epsilon
 from distprivacy.exceptions import DistPrivacyError
 
 

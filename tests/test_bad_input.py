@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distprivacy import DistPrivacyError, ExactReleaseError, NotApplicableError
-from distprivacy.accounting import check_delta, check_epsilon, check_int, check_number
+from distprivacy.checks import check_delta, check_epsilon, check_int, check_number
 from distprivacy.cli import main
 from distprivacy.commands import dumps_json
 from distprivacy.exceptions import ResourceLimitError

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.accounting import check_int
 from distprivacy.attacks import LikelihoodRatioAttack
+from distprivacy.checks import check_int
 from distprivacy.exceptions import (
     DistPrivacyError,
     DistPrivacyWarning,

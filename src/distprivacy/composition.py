@@ -403,11 +403,11 @@ def joint_accounting(
     release_mus = tuple(joint.release(r).mu(convention) for r in range(joint.n_releases))
     naive = float(math.sqrt(sum(x * x for x in release_mus)))
     if epsilon is None:
-        from distprivacy.accounting import check_delta
+        from distprivacy.checks import check_delta
 
         eps = _epsilon_at(joint, mu, check_delta(delta))
     else:
-        from distprivacy.accounting import check_number
+        from distprivacy.checks import check_number
 
         eps = float(check_number(epsilon, "epsilon", low=0))
     failure = None

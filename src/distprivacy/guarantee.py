@@ -35,7 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from distprivacy._json import jsonable, number
-from distprivacy.accounting import check_delta, check_number
+from distprivacy.checks import check_delta, check_number
 from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
 from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon
 from distprivacy.randomness import check_random_state, is_secure

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special
 
-from distprivacy.accounting import check_int, check_number
+from distprivacy.checks import check_int, check_number
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory

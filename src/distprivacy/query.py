@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from distprivacy.accounting import check_number
+from distprivacy.checks import check_number
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.spec import Predicate, check_column
 

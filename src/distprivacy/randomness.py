@@ -11,7 +11,7 @@ Every random function of distprivacy takes one argument, ``random_state``, and p
   from fresh OS entropy.
 * an integer seed in [0, 2¹²⁸ − 1]: ``numpy.random.default_rng(seed)`` — reproducible bit for
   bit, never secure, whatever ``secure`` says. (The command line's ``--seed`` is narrower,
-  [0, 2³² − 1], :func:`distprivacy.accounting.check_seed`; derived seeds may use 64 bits.)
+  [0, 2³² − 1], :func:`distprivacy.checks.check_seed`; derived seeds may use 64 bits.)
 * a :class:`numpy.random.SeedSequence`: ``numpy.random.default_rng(seq)`` — reproducible, the
   way to pass a seed derived from several integers (``SeedSequence([seed, key])`` gives the
   same stream as ``default_rng([seed, key])``; the same sequence twice gives the same stream).
@@ -30,7 +30,7 @@ from typing import TypeAlias
 
 import numpy as np
 
-from distprivacy.accounting import check_int
+from distprivacy.checks import check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.resources import check_memory
 

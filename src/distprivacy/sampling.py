@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from distprivacy.accounting import check_int
+from distprivacy.checks import check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.query import Query
 from distprivacy.randomness import RandomState, check_random_state

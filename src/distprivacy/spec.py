@@ -20,7 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import numpy as np
 import pandas as pd
 
-from distprivacy.accounting import check_number
+from distprivacy.checks import check_number
 from distprivacy.exceptions import DistPrivacyError
 
 _OPS = ("==", "!=", "<=", ">=", "<", ">")

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 from scipy import special
 
-from distprivacy.accounting import check_delta, check_number
+from distprivacy.checks import check_delta, check_number
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon, gdp_mu
 

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from distprivacy._json import jsonable, number
-from distprivacy.accounting import check_delta, check_epsilon, check_rule, classic_c
+from distprivacy.accounting import classic_c
 from distprivacy.attribute._gaussian_terms import (
     PAIR_READINGS,
     THEOREM,
@@ -29,6 +29,7 @@ from distprivacy.attribute._gaussian_terms import (
     conditional_moments_term,
 )
 from distprivacy.attribute.framework import AttributeFramework
+from distprivacy.checks import check_delta, check_epsilon, check_rule
 from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from distprivacy.accounting import CALIBRATION_RULES
+from distprivacy.checks import CALIBRATION_RULES
 from distprivacy.exceptions import DistPrivacyError
 
 #: The calibration rules of Alg. 1 (the paper's classic c, or exact μ-GDP accounting).

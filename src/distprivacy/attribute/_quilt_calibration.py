@@ -17,8 +17,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from distprivacy._json import jsonable, number
-from distprivacy.accounting import check_epsilon
 from distprivacy.attribute._quilt_graph import Influence, MarkovQuilt
+from distprivacy.checks import check_epsilon
 from distprivacy.exceptions import (
     DistPrivacyError,
     DistPrivacyWarning,

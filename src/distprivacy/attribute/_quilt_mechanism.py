@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.accounting import check_epsilon
 from distprivacy.attribute._quilt_calibration import (
     QuiltCalibration,
     QuiltCandidate,
@@ -33,6 +32,7 @@ from distprivacy.attribute._quilt_graph import (
 )
 from distprivacy.attribute._quilt_queries import ColumnQuery, parse_column_query
 from distprivacy.attribute.bayesnet import DiscreteBayesNet
+from distprivacy.checks import check_epsilon
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.guarantee import Release
 from distprivacy.randomness import RandomState

@@ -27,8 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from distprivacy._json import jsonable, number
-from distprivacy.accounting import check_epsilon
 from distprivacy.attribute.framework import Secret, ValueSet
+from distprivacy.checks import check_epsilon
 from distprivacy.distances import wasserstein_inf
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.guarantee import Guarantee, Release, noisy_release

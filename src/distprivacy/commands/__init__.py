@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from distprivacy.accounting import check_int, check_number, check_seed
+from distprivacy.checks import check_int, check_number, check_seed
 from distprivacy.exceptions import DistPrivacyError
 
 #: ``--data DIR``: where the Adult files are (default: fetched, verified and cached).
@@ -67,7 +67,7 @@ def parse_float(text: str, name: str) -> float:
 def parse_floats(text: str, name: str, *, example: str = "0.45,0.55") -> list[float]:
     """``"0.45,0.55"`` → [0.45, 0.55] (an empty item, as in ``0.45,,0.55``, is refused), each
     a finite number
-    (:func:`~distprivacy.accounting.check_number`); DistPrivacyError naming ``name`` and showing
+    (:func:`~distprivacy.checks.check_number`); DistPrivacyError naming ``name`` and showing
     ``example`` when an item is not a number."""
     items = text.strip().split(",")
     if not text.strip() or any(not x.strip() for x in items):
@@ -84,15 +84,15 @@ def parse_floats(text: str, name: str, *, example: str = "0.45,0.55") -> list[fl
 
 
 class Number(click.ParamType):
-    """A numeric option validated by :func:`distprivacy.accounting.check_number` /
-    :func:`~distprivacy.accounting.check_int` (NaN, ±inf and out-of-range values refused).
+    """A numeric option validated by :func:`distprivacy.checks.check_number` /
+    :func:`~distprivacy.checks.check_int` (NaN, ±inf and out-of-range values refused).
 
     Parameters
     ----------
     integer : bool
         An integer option (``1e9`` is accepted as 1000000000).
     low, high, low_open, high_open
-        The valid range, as for :func:`~distprivacy.accounting.check_number`.
+        The valid range, as for :func:`~distprivacy.checks.check_number`.
     """
 
     def __init__(
@@ -134,7 +134,7 @@ class Number(click.ParamType):
 
 
 class Seed(click.ParamType):
-    """A ``--seed`` option: :func:`distprivacy.accounting.check_seed` ([0, 2³² − 1])."""
+    """A ``--seed`` option: :func:`distprivacy.checks.check_seed` ([0, 2³² − 1])."""
 
     name = "integer"
 

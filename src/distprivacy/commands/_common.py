@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from distprivacy.accounting import check_delta, check_number
+from distprivacy.checks import check_delta, check_number
 from distprivacy.commands import (
     FLOAT,
     INTEGER,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from distprivacy.accounting import check_epsilon, check_rule
+from distprivacy.checks import check_epsilon, check_rule
 from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:  # the library is imported when a command runs, not for its --help

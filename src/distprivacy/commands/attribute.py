@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from distprivacy.accounting import check_number
+from distprivacy.checks import check_number
 from distprivacy.commands import (
     POSITIVE,
     POSITIVE_INT,

@@ -14,7 +14,7 @@ import click
 import numpy as np
 
 from distprivacy._json import number
-from distprivacy.accounting import check_number
+from distprivacy.checks import check_number
 from distprivacy.commands import (
     FLOAT,
     INTEGER,

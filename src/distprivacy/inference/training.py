@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from distprivacy.accounting import check_int, check_number
+from distprivacy.checks import check_int, check_number
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference._seeds import integer_seed
 from distprivacy.inference.population import ACTIVATIONS, ModelPopulation

@@ -106,7 +106,7 @@ def plan_composer(
     * Else a single release keeps its own guarantee, and several are refused
       (:class:`~distprivacy.composition.CompositionError`): no ε is ever added silently.
     """
-    from distprivacy.accounting import check_delta
+    from distprivacy.checks import check_delta
 
     d = check_delta(delta)
 

@@ -125,7 +125,7 @@ class Budget:
 
 
 def _budget(mu: float | None, epsilon: float | None, delta: float | None) -> Budget:
-    from distprivacy.accounting import check_delta, check_number
+    from distprivacy.checks import check_delta, check_number
 
     if mu is not None and (epsilon is not None or delta is not None):
         raise LedgerError("give one budget: μ, or ε and δ — not both kinds")

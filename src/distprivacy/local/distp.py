@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from distprivacy._json import jsonable
-from distprivacy.accounting import check_int
+from distprivacy.checks import check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import check_distribution
 from distprivacy.local.mechanisms import (

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from distprivacy.accounting import check_positive
+from distprivacy.checks import check_positive
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special
 
-from distprivacy.accounting import check_int, check_positive
+from distprivacy.checks import check_int, check_positive
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.local.domains import Domain, check_distribution
 from distprivacy.randomness import RandomState, check_random_state

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from distprivacy.accounting import check_delta, check_epsilon, check_rule
+from distprivacy.checks import check_delta, check_epsilon, check_rule
 from distprivacy.exceptions import (
     AssumptionWarning,
     DistPrivacyError,

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from distprivacy._json import jsonable, number
-from distprivacy.accounting import check_delta, check_int, check_number, check_vector
+from distprivacy.checks import check_delta, check_int, check_number, check_vector
 from distprivacy.exceptions import WARNING_CODES, DistPrivacyError, ExactReleaseError, Notice
 from distprivacy.guarantee import Guarantee, Release, check_names
 from distprivacy.mechanisms._accounting import GaussianAccounting

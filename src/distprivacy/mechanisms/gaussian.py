@@ -33,14 +33,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from distprivacy.accounting import (
-    check_delta,
-    check_epsilon,
-    check_number,
-    check_rule,
-    classic_c,
-    classic_warning,
-)
+from distprivacy.accounting import classic_c, classic_warning
+from distprivacy.checks import check_delta, check_epsilon, check_number, check_rule
 from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from distprivacy.accounting import check_int
+from distprivacy.checks import check_int
 from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.base import (
     BASIS_UNCONDITIONAL,

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, special
 
-from distprivacy.accounting import check_delta
+from distprivacy.checks import check_delta
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.profiles._checks import _as_array, _check_epsilon, _check_mu, _finite_float
 

@@ -46,7 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import integrate, optimize
 
-from distprivacy.accounting import check_delta
+from distprivacy.checks import check_delta
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.profiles._checks import _check_atol, _check_epsilon
 from distprivacy.profiles._gdp import _normal_loss_delta

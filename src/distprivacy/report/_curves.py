@@ -63,7 +63,7 @@ def sweep(
 
     A mechanism that fails at some ε (e.g. its noise overflows) has NaN there.
     """
-    from distprivacy.accounting import check_delta
+    from distprivacy.checks import check_delta
     from distprivacy.mechanisms import CALIBRATION_FAILURES, make_mechanism
 
     delta = check_delta(delta, allow_zero=True)  # a bad δ fails here, not as a blank curve
