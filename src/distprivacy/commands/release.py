@@ -215,6 +215,8 @@ def release(
             "experiments)"
         )
     led = _open_ledger(ledger_path)  # a bad ledger is refused before any work
+    if led is not None:
+        ctx.call_on_close(led.close)  # closed however the command ends
     target_df = None if target is None else load_table(target)
     kwargs: dict[str, Any]
     if plan_path is not None:
@@ -273,8 +275,6 @@ def release(
         recorded = None if led is None else _ledger_info(ledger_path, led, out.recorded)
     finally:
         bar.close()
-        if led is not None:
-            led.close()
     cal, rel, model = out.calibration, out.release, out.model
     if plan_path is None:
         info = {**data_info(s, data, spec, query, model), "target": out.target}
