@@ -105,11 +105,11 @@ class Settings:
                 )
             if self.rule != "exact":
                 raise DistPrivacyError("targets given as μ or accuracy need --calibration exact")
-            # The values themselves, before any data is read (a Gaussian mechanism validates
-            # them as the library does).
-            from distprivacy.mechanisms import make_mechanism
+            # The values themselves, before any data is read, as every Gaussian mechanism
+            # checks them.
+            from distprivacy.mechanisms.gaussian import target_mu
 
-            make_mechanism("ExpM-G", None, 0.5, "exact", **self.target_options)
+            target_mu(self.target_mu, self.max_attack_accuracy, self.rule)
 
     def was_given(self, name: str) -> bool:
         """Whether the user set the option ``name`` (click's parameter name)."""

@@ -153,6 +153,44 @@ def certify_top_up(
     return Sigma + hi * R, hi
 
 
+def target_mu(
+    mu: float | None, max_accuracy: float | None, calibration: str = "exact"
+) -> float | None:
+    """The μ a Gaussian mechanism is calibrated to when the target is a μ or a maximum attack
+    accuracy (None when it is ε), checked: one of the two, the exact rule, and a μ no noise
+    in double precision fails to reach (1e-6 ≤ μ ≤ 1e6; accuracy a ↔ μ = 2Φ⁻¹(a))."""
+    if mu is not None and max_accuracy is not None:
+        raise DistPrivacyError("give a target μ or a target maximum accuracy, not both")
+    if mu is None and max_accuracy is None:
+        return None
+    if calibration != "exact":
+        raise DistPrivacyError(
+            "targets given as μ or as a maximum attack accuracy need `calibration='exact'`"
+        )
+    if mu is not None:
+        # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.
+        out = check_number(mu, "target μ", low=0, low_open=True)
+        if out > 1e6:
+            raise DistPrivacyError(
+                f"target μ must be at most 1e6, got {mu!r}: beyond that nothing is "
+                "hidden (attack accuracy Φ(μ/2) = 1) and ε(δ) overflows"
+            )
+    else:
+        out = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
+        if out <= 0:
+            raise DistPrivacyError(
+                "a maximum attack accuracy of 0.5 allows no information at all; no "
+                "finite noise achieves it — choose an accuracy above 0.5"
+            )
+    if out < MIN_TARGET_MU:
+        raise DistPrivacyError(
+            f"target μ = {out:.3g} is below {MIN_TARGET_MU:g} (attack accuracy "
+            f"{0.5 + out / 5.013:.9f}): the noise it needs is beyond double "
+            "precision; choose μ ≥ 1e-6 (or an accuracy ≥ 0.5000004)"
+        )
+    return out
+
+
 class GaussianMechanism(Mechanism):
     """Base of the Gaussian mechanisms: calibrate Σ_Z to a μ-GDP target μ*.
 
@@ -220,35 +258,7 @@ class GaussianMechanism(Mechanism):
                 + ", ".join(COVARIANCE_MODES)
             )
         self.covariances = covariances
-        if mu is not None and max_accuracy is not None:
-            raise DistPrivacyError("give a target μ or a target maximum accuracy, not both")
-        self._mu = None
-        if mu is not None or max_accuracy is not None:
-            if self.calibration != "exact":
-                raise DistPrivacyError(
-                    "targets given as μ or as a maximum attack accuracy need `calibration='exact'`"
-                )
-            if mu is not None:
-                # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.
-                self._mu = check_number(mu, "target μ", low=0, low_open=True)
-                if self._mu > 1e6:
-                    raise DistPrivacyError(
-                        f"target μ must be at most 1e6, got {mu!r}: beyond that nothing is "
-                        "hidden (attack accuracy Φ(μ/2) = 1) and ε(δ) overflows"
-                    )
-            else:
-                self._mu = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
-                if self._mu <= 0:
-                    raise DistPrivacyError(
-                        "a maximum attack accuracy of 0.5 allows no information at all; no "
-                        "finite noise achieves it — choose an accuracy above 0.5"
-                    )
-            if self._mu < MIN_TARGET_MU:
-                raise DistPrivacyError(
-                    f"target μ = {self._mu:.3g} is below {MIN_TARGET_MU:g} (attack accuracy "
-                    f"{0.5 + self._mu / 5.013:.9f}): the noise it needs is beyond double "
-                    "precision; choose μ ≥ 1e-6 (or an accuracy ≥ 0.5000004)"
-                )
+        self._mu = target_mu(mu, max_accuracy, self.calibration)
         super().__init__(epsilon, delta, calibration)  # type: ignore[arg-type]
 
     def _resolve_epsilon(self, epsilon: float | None, delta: float) -> float:
