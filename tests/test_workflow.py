@@ -79,8 +79,10 @@ def test_a_ledger_records_then_reveals_and_its_budget_refuses(adult, spec, tmp_p
         with pytest.raises(DistPrivacyError, match="seed"):
             dp.release(**kw, target=adult.sample(n=100, random_state=9), ledger=led,
                        random_state=1)  # fmt: skip
+        steps: list[str] = []
         with pytest.raises(DistPrivacyError, match="`target=records`"):
-            dp.release(**kw, ledger=led)
+            dp.release(**kw, ledger=led, on_step=steps.append)
+        assert steps == [], "refused before any model is fitted"
         assert len(led.releases()) == 1
 
 

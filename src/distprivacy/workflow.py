@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,9 @@ from distprivacy.query import Query
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
 from distprivacy.targets import Target
+
+if TYPE_CHECKING:
+    from distprivacy.ledger import Ledger
 
 __all__ = ["ReleaseOutcome", "release"]
 
@@ -134,11 +137,19 @@ def release(
         which a μ or accuracy target's ε is reported) for a Gaussian mechanism given by name.
     """
     if ledger is not None:
+        from distprivacy.ledger import Ledger
+
+        _check(isinstance(ledger, Ledger), f"ledger must be a Ledger, got {type(ledger).__name__}")
         _check(
             random_state is None,
             "seeded noise is reproducible (anyone with the seed could subtract it): a release "
             "recorded in a ledger never takes a seed (`random_state`); leave it out (seeds are "
             "for experiments)",
+        )
+        _check(
+            target is not None,
+            "a ledger keys each release on the dataset it is about: give the records "
+            "(`target=records`)",
         )
     if plan is not None:
         given = [k for k, v in (("data", data), ("spec", spec), ("query", query),
@@ -265,7 +276,7 @@ def _with_plan(
 
 
 def _recorded(
-    ledger: Any,
+    ledger: Ledger,
     plan: Plan,
     cal: Calibration,
     model: FModel,
@@ -275,14 +286,6 @@ def _recorded(
     sealed: bool,
     fit: Callable[[str], FModel] | None = None,
 ) -> ReleaseOutcome:
-    from distprivacy.ledger import Ledger
-
-    _check(isinstance(ledger, Ledger), f"ledger must be a Ledger, got {type(ledger).__name__}")
-    _check(
-        target is not None,
-        "a ledger keys each release on the dataset it is about: give the records "
-        "(`target=records`)",
-    )
     rec = ledger.release(
         plan, target, random_state=random_state, allow_exact=allow_exact, require_seal=sealed,
         fit=fit,
