@@ -81,6 +81,23 @@ def test_any_edit_of_a_plan_is_refused_cleanly_or_loads(plan_dict, data, rediges
     assert plan.guarantee.mu is None or plan.guarantee.mu >= 0
 
 
+@pytest.mark.parametrize("key", ["statistic_scales", "statistic_levels"])
+@pytest.mark.parametrize("value", [[], [1.0], [1.0, 2.0, 3.0], [float("nan"), 1.0], [[1.0, 2.0]]])
+def test_per_statistic_figures_of_the_wrong_shape_are_refused(plan_dict, key, value):
+    """Found by the property test above on a fresh machine: a re-digested plan whose
+    statistic_scales was [] crashed the swamped check with a NumPy broadcast error."""
+    raw = copy.deepcopy(plan_dict)
+    raw["calibration"][key] = value
+    raw["digest"] = _digest({k: v for k, v in raw.items() if k not in ("digest", "seal")})
+    with pytest.raises(DistPrivacyError, match=key):
+        Plan.from_dict(json.loads(json.dumps(raw, allow_nan=True)))
+    if key == "statistic_scales":
+        raw["calibration"][key] = [1.0, -1.0]
+        raw["digest"] = _digest({k: v for k, v in raw.items() if k not in ("digest", "seal")})
+        with pytest.raises(DistPrivacyError, match="positive"):
+            Plan.from_dict(raw)
+
+
 @settings(max_examples=60, deadline=None)
 @given(mu=st.one_of(JSON_LEAVES, st.lists(JSON_LEAVES, max_size=2)))
 def test_any_budget_is_refused_cleanly_or_makes_a_ledger(tmp_path_factory, mu):

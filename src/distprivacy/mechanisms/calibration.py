@@ -544,6 +544,16 @@ class Calibration:
             raise DistPrivacyError(
                 f"a calibration's noise has dimension {cal.noise.dim} but it names {m} statistics"
             )
+        for key, positive in (("statistic_scales", True), ("statistic_levels", False)):
+            arr = getattr(cal, key)
+            if arr is None:
+                continue
+            if arr.shape != (m,) or not np.isfinite(arr).all() or (positive and (arr <= 0).any()):
+                kind = "positive finite numbers" if positive else "finite numbers"
+                raise DistPrivacyError(
+                    f"a calibration's {key} must be {m} {kind} (one per statistic), got "
+                    f"shape {arr.shape} (edited?); calibrate again"
+                )
         if query is not None and tuple(query.names) != cal.statistic_names:
             raise DistPrivacyError(
                 f"the query computes {', '.join(query.names)} but the calibration releases "
