@@ -11,6 +11,9 @@ process and alternating (so load drifts hit both alike), each run on a fresh eng
   ``calibrate --engine duckdb --modeling exact`` fits (issue 22: ≤ 2× the floor);
 * ``auto``: ``method="auto"`` with the default 1,000 Monte-Carlo subsets per θ — the default
   ``calibrate --engine duckdb`` (≤ 3× the floor);
+* ``lib exact`` / ``lib auto``: what a library user waits for once the package is imported:
+  the same fit followed by ``calibrate_all`` (all 13 mechanisms, ε = 1, δ = 0.001), in this
+  process (imports, cvxpy included, paid once before timing, as in a notebook or a service);
 * ``cli exact`` / ``cli auto``: the whole command ``distprivacy calibrate --data PATH --engine
   duckdb --modeling exact|auto --epsilon 1 --delta 0.001`` in a fresh process (imports, the
   fit, every mechanism's calibration, the table);
@@ -65,6 +68,7 @@ def main() -> None:
 
     import duckdb
 
+    from distprivacy.mechanisms import calibrate_all
     from distprivacy.models import fit_model
     from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
     from distprivacy.resources import memory_limit
@@ -89,7 +93,10 @@ def main() -> None:
             f"COPY (SELECT * FROM read_parquet('{path}') LIMIT 20000) TO '{small}' (FORMAT parquet)"
         )
         con0.close()
-    keys = ("floor", "exact", "auto", "cli exact", "cli auto", "fixed exact", "fixed auto")
+    # Warm the imports a calibration needs (cvxpy for OptM-G) once, as a long-lived process would.
+    calibrate_all(fit_model(small, spec, query, method="exact", engine="duckdb"), 1.0, 0.001)
+    keys = ("floor", "exact", "auto", "lib exact", "lib auto", "cli exact", "cli auto")
+    keys += ("fixed exact", "fixed auto")
     times: dict[str, list[float]] = {k: [] for k in keys}
     for _ in range(args.repeat):
         t = time.perf_counter()
@@ -101,6 +108,12 @@ def main() -> None:
                 path, spec, query, method=method, n_samples=1000, random_state=0, engine="duckdb"
             )
             times[method].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            model = fit_model(
+                path, spec, query, method=method, n_samples=1000, random_state=0, engine="duckdb"
+            )
+            calibrate_all(model, 1.0, 0.001)
+            times[f"lib {method}"].append(time.perf_counter() - t)
             for key, file in (("cli", path), ("fixed", small)):
                 t = time.perf_counter()
                 cmd = [sys.executable, "-m", "distprivacy", "calibrate", "--data", str(file)]
@@ -116,10 +129,17 @@ def main() -> None:
         "alternating runs"
     )
     print(f"  {'floor':9s}  {'one query: avg, covar_pop':30s} {med['floor']:6.2f} s")
-    for k, goal in (("exact", 2.0), ("auto", 3.0), ("cli exact", 2.0), ("cli auto", 3.0)):
+    rows = [("exact", 2.0), ("auto", 3.0), ("lib exact", 2.0), ("lib auto", 3.0)]
+    rows += [("cli exact", 2.0), ("cli auto", 3.0)]
+    for k, goal in rows:
         r = med[k] / med["floor"]
         ok = "ok" if r <= goal else "OVER"
-        what = f"calibrate --modeling {k[4:]}" if k.startswith("cli") else f"fit_model({k})"
+        if k.startswith("cli"):
+            what = f"calibrate --modeling {k[4:]}"
+        elif k.startswith("lib"):
+            what = f"fit({k[4:]}) + calibrate_all"
+        else:
+            what = f"fit_model({k})"
         print(f"  {k:9s}  {what:30s} {med[k]:6.2f} s  {r:4.2f}x floor (goal <= {goal:.0f}x) {ok}")
     for method, goal in (("exact", 2.0), ("auto", 3.0)):
         fixed = med[f"fixed {method}"]
