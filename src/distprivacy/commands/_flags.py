@@ -43,6 +43,8 @@ FLAGS: dict[str, str] = {
     "budget_mu=MU": "--budget-mu MU",
     "budget_epsilon=E": "--budget-epsilon E",
     "budget_delta=D": "--budget-delta D",
+    "identify_by": "--identify-by",
+    "identify_by=['id']": "--identify-by id",
 }
 
 _TERM = re.compile(r"`([^`\n]+)`")

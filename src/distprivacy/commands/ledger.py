@@ -25,17 +25,37 @@ def ledger() -> None:
     "--budget-epsilon", type=POSITIVE, default=None, help="Budget ε (with --budget-delta)."
 )
 @click.option("--budget-delta", type=DELTA, default=None, help="Budget δ (with --budget-epsilon).")
+@click.option(
+    "--identify-by",
+    default=None,
+    metavar="COL,COL,…",
+    help="The columns that tell one dataset from another (e.g. a record id); every target "
+    "must hold them. Default: all the columns of the first release's target.",
+)
 def init(
-    path: str, budget_mu: float | None, budget_epsilon: float | None, budget_delta: float | None
+    path: str,
+    budget_mu: float | None,
+    budget_epsilon: float | None,
+    budget_delta: float | None,
+    identify_by: str | None,
 ) -> None:
     """Create a new ledger file with one budget: --budget-mu, or --budget-epsilon and
-    --budget-delta."""
+    --budget-delta. Releases of the same records are composed whatever statistics they
+    release: the ledger identifies a dataset by --identify-by, or by all the columns of its
+    first release's target."""
     from distprivacy.ledger import Ledger
 
+    columns = None if identify_by is None else [c.strip() for c in identify_by.split(",")]
     with Ledger.init(
-        path, budget_mu=budget_mu, budget_epsilon=budget_epsilon, budget_delta=budget_delta
+        path,
+        budget_mu=budget_mu,
+        budget_epsilon=budget_epsilon,
+        budget_delta=budget_delta,
+        identify_by=columns,
     ) as led:
         click.echo(f"created ledger {path} with budget {led.budget.describe()}")
+        if led.identity_columns is not None:
+            click.echo(f"a dataset is identified by: {', '.join(led.identity_columns)}")
     click.echo(
         f"its key is {path}.key (mode 0600): keep it with the ledger, readable by you only; "
         "back both up with `distprivacy ledger backup`"
@@ -123,6 +143,18 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     datasets = len({r["fingerprint"] for r in shown["releases"]})
     console.print(f"[bold]{ledger_statement(the_budget, len(shown['releases']), datasets)}[/]")
     console.print(f"Ledger {path}: budget {budget}; {len(shown['releases'])} release(s)")
+    ids = shown.get("identity_columns")
+    console.print(
+        "Datasets identified by: "
+        + (
+            ", ".join(ids)
+            if ids
+            else "the columns each release reads (a ledger from before identity columns)"
+            if shown["releases"]
+            else "all the columns of the first release's target (not yet fixed)"
+        ),
+        markup=False,
+    )
     rows = []
     for r in shown["releases"]:
         g = r["guarantee"]

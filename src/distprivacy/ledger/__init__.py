@@ -4,8 +4,8 @@ that cannot be edited, shortened or re-sealed without the ledger's key.
 The ledger is one SQLite file (the standard library's :mod:`sqlite3`, WAL mode, mode 0600) and
 its key, ``L.db.key`` (32 random bytes, 0600; :mod:`distprivacy.ledger._keys`). It holds a
 budget — μ, or (ε, δ) — and one row per release: when; the dataset's keyed identity (an
-HMAC of the values the release reads, canonical: row order, number spelling and unused columns
-do not matter, :func:`distprivacy.fingerprint.dataset_identity`); the protected property's
+HMAC of its values in the ledger's identity columns, whatever the release reads, canonical: row
+order and number spelling do not matter; :mod:`distprivacy.ledger._identity`); the protected property's
 canonical key (a predicate and its complement, or two spellings of one comparison, are one
 property: :func:`distprivacy.fingerprint.canonical_property`); a keyed sketch of the rows (to
 notice near-duplicates); the plan, **encrypted** under the key (its fitted moments are exact
@@ -34,7 +34,6 @@ another dataset (the sketch warns when it overlaps an earlier one by half or mor
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sqlite3
 import time
@@ -47,10 +46,10 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy._json import number
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._chain import (
+    _FIELDS,
     BUSY_TIMEOUT,
     LEDGER_FORMAT,
     SCHEMA_VERSION,
@@ -73,10 +72,17 @@ from distprivacy.ledger._entry import (
     LedgerError,
     _budget,
     _dumps,
+    sketch_field,
+)
+from distprivacy.ledger._identity import (
+    check_identify_by,
+    fix_identity,
+    linked_dataset,
+    read_identity,
+    write_identity,
 )
 from distprivacy.ledger._keys import (
     create_key,
-    decrypt,
     encrypt,
     key_path,
     mac,
@@ -135,11 +141,6 @@ _SCHEMA = (
     "CREATE INDEX releases_by_dataset ON releases (fingerprint, property, id)",
 )
 
-_FIELDS = (
-    "id", "time", "fingerprint", "property", "property_text", "complemented", "plan_digest",
-    "mechanism", "statistics", "guarantee", "noise_family", "noise_covariance",
-    "release_values", "plan", "statistic_indices", "cumulative", "sketch", "unbounded",
-)  # fmt: skip
 _COLUMNS = ", ".join(_FIELDS)
 
 
@@ -164,6 +165,8 @@ class Ledger:
         p = Path(path)
         self.path = p
         self.last_id: int | None = None
+        #: The dataset the last release was recorded under (an earlier one's, when linked).
+        self.last_fingerprint: str | None = None
         self.last_warnings: tuple[str, ...] = ()
         if not p.is_file():
             if p.exists():
@@ -188,6 +191,10 @@ class Ledger:
             self.key = read_key(p)
             self._con.execute("PRAGMA synchronous=FULL")
             self.budget = self._read_budget()
+            try:
+                self.identity_columns = read_identity(self._con, self.path)
+            except LedgerError:  # opened all the same, so that `ledger verify` can say so
+                self.identity_columns = None
         except BaseException:
             self._con.close()
             raise
@@ -246,15 +253,18 @@ class Ledger:
         budget_epsilon: float | None = None,
         budget_delta: float | None = None,
         budget: Target | None = None,
+        identify_by: Sequence[str] | None = None,
     ) -> Ledger:
         """Create a ledger (mode 0600) and its key (``<path>.key``, 0600) with one budget:
         ``budget_mu``, or ``budget_epsilon`` and ``budget_delta``, or typed, ``budget`` =
         ``GDP(μ)``, ``EpsDelta(ε, δ)`` or ``MaxAttackAccuracy(a)`` (:mod:`distprivacy.targets`).
-        Refuses an existing file."""
+        Refuses an existing file. ``identify_by``: the columns that identify a dataset
+        (default: all the columns of the first release's target; :mod:`._identity`)."""
         from distprivacy._version import __version__
 
         if not isinstance(path, str | Path):
             raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
+        identity = None if identify_by is None else check_identify_by(identify_by)
         if budget is not None:
             if not (budget_mu is None and budget_epsilon is None and budget_delta is None):
                 raise LedgerError("give the budget once: budget=..., or budget_mu / budget_epsilon")
@@ -292,9 +302,11 @@ class Ledger:
                         ("format", LEDGER_FORMAT),
                         ("library_version", __version__),
                         ("created", created),
-                        ("head", _head_mac(key, 0, genesis)),
+                        ("head", _head_mac(key, 0, genesis, identity)),
                     ],
                 )
+                if identity is not None:
+                    write_identity(con, identity)
                 con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
                 con.execute(
                     "INSERT INTO budget (kind, mu, epsilon, delta) VALUES (?, ?, ?, ?)",
@@ -324,44 +336,10 @@ class Ledger:
             raise _sql_error(self.path, e, "read the ledger") from None
 
     def _entry(self, row: Sequence[Any]) -> LedgerEntry:
-        """A row as a :class:`LedgerEntry` (the plan decrypted); one line naming the row when
-        it is malformed."""
-        rid = row[0]
-        try:
-            (_, time, fp, prop, ptext, comp, digest, mech, stats, g, fam, cov, vals, plan,
-             idx, cum, sketch, unb) = row[: len(_FIELDS)]  # fmt: skip
-            cov_v = None if cov is None else np.array(json.loads(cov), dtype=float)
-            plan_v = None
-            if plan is not None:
-                text = decrypt(self.key, plan, f"the plan of release {rid}")
-                plan_v = json.loads(text.decode("utf-8"))
-            return LedgerEntry(
-                fingerprint=fp,
-                property=prop,
-                mechanism=mech,
-                statistics=tuple(json.loads(stats)),
-                guarantee=Guarantee.from_dict(json.loads(g)),
-                values=tuple(number(v) for v in json.loads(vals)),
-                noise_family=fam,
-                noise_covariance=cov_v,
-                plan=plan_v,
-                plan_digest=digest,
-                statistic_indices=None if idx is None else tuple(json.loads(idx)),
-                id=int(rid),
-                time=time,
-                cumulative=Guarantee.from_dict(json.loads(cum)),
-                property_text=str(ptext),
-                complemented=bool(comp),
-                sketch=tuple(json.loads(sketch)),
-                unbounded=bool(unb),
-            )
-        except LedgerError:
-            raise
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            raise LedgerError(
-                f"release {rid} of {str(self.path)!r} is malformed ({type(e).__name__}: {e}); "
-                "run `distprivacy ledger verify`"
-            ) from None
+        """A row as a :class:`LedgerEntry` (:func:`._maintenance.row_entry`)."""
+        from distprivacy.ledger._maintenance import row_entry
+
+        return row_entry(self, row)
 
     def _select(
         self, fingerprint: str | None, property: str | None, con: sqlite3.Connection
@@ -418,10 +396,14 @@ class Ledger:
                 return VerifyReport(False, len(rows), int(r[0]), why, prev), rows
             prev = want
         head = con.execute("SELECT value FROM ledger_meta WHERE key = 'head'").fetchone()
-        if head is None or not _eq(str(head[0]), _head_mac(self.key, len(rows), prev)):
+        try:
+            identity = read_identity(con, self.path)
+        except LedgerError:
+            identity = ("(malformed)",)
+        if head is None or not _eq(str(head[0]), _head_mac(self.key, len(rows), prev, identity)):
             why = (
-                "the ledger's head does not match its rows: releases were deleted from the end "
-                "or the budget was changed"
+                "the ledger's head does not match its rows: releases were deleted from the end, "
+                "or the budget or the identity columns were changed"
             )
             return VerifyReport(False, len(rows), None, why, prev), rows
         return VerifyReport(True, len(rows), None, "", prev), rows
@@ -501,7 +483,8 @@ class Ledger:
         fresh = replace(entry, id=None, time=None, cumulative=None)
         for _ in range(RECORD_ATTEMPTS):
             # Outside the write lock: compose on a consistent snapshot (a read transaction).
-            snap, prior = self._snapshot(entry)
+            snap, prior, linked = self._snapshot(fresh)
+            entry_now = fresh if linked is None else replace(fresh, fingerprint=linked[0])
             exhausted = next((e for e in prior if e.unbounded), None)
             if exhausted is not None:
                 raise BudgetExceededError(
@@ -512,7 +495,7 @@ class Ledger:
             if fresh.unbounded:
                 g = _unbounded_guarantee()
             else:
-                g = compose([*prior, fresh])
+                g = compose([*prior, entry_now])
                 if not isinstance(g, Guarantee):
                     raise LedgerError(f"compose returned a {type(g).__name__}, not a Guarantee")
                 # Rows are only ever appended, so a refusal on a snapshot stays right.
@@ -526,44 +509,61 @@ class Ledger:
             # snapshot, insert. The time held does not depend on the composition.
             with self._immediate() as con:
                 report, _ = self._chain_check(con)
-                if not report.ok:
-                    where = f"release {report.first_bad}" if report.first_bad else "its head"
-                    raise LedgerError(
-                        f"the ledger {str(self.path)!r} fails verification at {where}: "
-                        f"{report.reason}; nothing was recorded (see `distprivacy ledger verify`)"
-                    )
+                self._refuse_unverified(report)
                 if self._state(con) != snap:
                     continue  # another release came in: compose again on the new state
-                self.last_warnings = near_duplicates(fresh, con)
+                identity = fix_identity(con, self.path, fresh, report.releases)
+                self.last_warnings = _linked_warning(linked) + near_duplicates(entry_now, con)
                 now = datetime.now(UTC).isoformat(timespec="microseconds")
-                rid = self._insert(con, fresh, now, g, report)
-            self.last_id = rid
+                rid = self._insert(con, entry_now, now, g, report, identity)
+            self.last_id, self.last_fingerprint = rid, entry_now.fingerprint
+            self.identity_columns = identity
             return g
         raise LedgerError(
             f"the ledger {str(self.path)!r} kept receiving other releases while this one was "
             f"composed ({RECORD_ATTEMPTS} attempts); nothing was recorded — try again"
         )
 
+    def _refuse_unverified(self, report: VerifyReport) -> None:
+        if not report.ok:
+            where = f"release {report.first_bad}" if report.first_bad else "its head"
+            raise LedgerError(
+                f"the ledger {str(self.path)!r} fails verification at {where}: "
+                f"{report.reason}; nothing was recorded (see `distprivacy ledger verify`)"
+            )
+
     def _state(self, con: sqlite3.Connection) -> tuple[int, int]:
         row = con.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM releases").fetchone()
         return int(row[0]), int(row[1])
 
-    def _snapshot(self, entry: LedgerEntry) -> tuple[tuple[int, int], list[LedgerEntry]]:
-        """The ledger's state and the earlier releases of ``entry``'s dataset, read in one
-        read transaction (a consistent snapshot under WAL; no write lock)."""
+    def _snapshot(
+        self, entry: LedgerEntry
+    ) -> tuple[tuple[int, int], list[LedgerEntry], tuple[str, int] | None]:
+        """The ledger's state, the earlier releases of ``entry``'s dataset — or of the
+        earlier dataset it is linked to (:func:`._identity.linked_dataset`) — and that link,
+        read in one read transaction (a consistent snapshot under WAL; no write lock)."""
         try:
             self._con.execute("BEGIN")
             try:
                 state = self._state(self._con)
-                prior = self._select(entry.fingerprint, entry.property, self._con)
+                self._refuse_unverified(self._chain_check(self._con)[0])
+                linked = linked_dataset(self._con, entry)
+                fp = entry.fingerprint if linked is None else linked[0]
+                prior = self._select(fp, entry.property, self._con)
             finally:
                 self._con.execute("COMMIT")
         except sqlite3.Error as e:
             raise _sql_error(self.path, e, "read the ledger") from None
-        return state, prior
+        return state, prior, linked
 
     def _insert(
-        self, con: sqlite3.Connection, e: LedgerEntry, now: str, g: Guarantee, report: Any
+        self,
+        con: sqlite3.Connection,
+        e: LedgerEntry,
+        now: str,
+        g: Guarantee,
+        report: Any,
+        identity: Sequence[str] | None,
     ) -> int:
         nxt = con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM releases").fetchone()[0]
         plan = None if e.plan is None else encrypt(self.key, _dumps(e.plan).encode("utf-8"))
@@ -584,7 +584,7 @@ class Ledger:
             plan,
             None if e.statistic_indices is None else _dumps(list(e.statistic_indices)),
             _dumps(g.to_dict()),
-            _dumps(list(e.sketch)),
+            sketch_field(e),
             int(e.unbounded),
         )
         chain = mac(self.key, "chain", report.head.encode() + _content(values))
@@ -596,7 +596,7 @@ class Ledger:
             )
             con.execute(
                 "UPDATE ledger_meta SET value = ? WHERE key = 'head'",
-                (_head_mac(self.key, report.releases + 1, chain),),
+                (_head_mac(self.key, report.releases + 1, chain, identity),),
             )
         except sqlite3.Error as exc:
             raise _sql_error(self.path, exc, "write to the ledger") from None
@@ -683,3 +683,13 @@ class Ledger:
     def __repr__(self) -> str:
         n = self._con.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
         return f"Ledger({str(self.path)!r}, budget {self.budget.describe()}, {n} releases)"
+
+
+def _linked_warning(linked: tuple[str, int] | None) -> tuple[str, ...]:
+    if linked is None:
+        return ()
+    return (
+        "this target's other columns differ from those of the dataset of release "
+        f"{linked[1]}, but every column this release reads holds that dataset's values, "
+        "record by record with the property: it is composed with that dataset's releases",
+    )

@@ -21,6 +21,13 @@ from distprivacy.ledger._keys import mac
 LEDGER_FORMAT = "distprivacy-ledger"
 #: The schema version this library writes and reads (2: keyed chain, encrypted plans).
 SCHEMA_VERSION = 2
+#: A release row's fields, in the order the chain covers them (then ``chain`` itself).
+_FIELDS = (
+    "id", "time", "fingerprint", "property", "property_text", "complemented", "plan_digest",
+    "mechanism", "statistics", "guarantee", "noise_family", "noise_covariance",
+    "release_values", "plan", "statistic_indices", "cumulative", "sketch", "unbounded",
+)  # fmt: skip
+
 #: How long a release waits for another process's transaction (seconds).
 BUSY_TIMEOUT = 60.0
 
@@ -94,8 +101,13 @@ def _genesis(key: bytes, budget: Budget, created: str) -> str:
     return mac(key, "chain", b"genesis|" + body.encode())
 
 
-def _head_mac(key: bytes, count: int, last: str) -> str:
-    return mac(key, "head", f"{count}|{last}".encode())
+def _head_mac(key: bytes, count: int, last: str, identity: Sequence[str] | None = None) -> str:
+    """The head's MAC: the number of rows, the last chain value and — once fixed — the
+    columns that identify a dataset (so that editing or deleting them is caught)."""
+    body = f"{count}|{last}"
+    if identity is not None:
+        body += "|identity=" + json.dumps(list(identity), separators=(",", ":"))
+    return mac(key, "head", body.encode())
 
 
 def _eq(a: str, b: str) -> bool:

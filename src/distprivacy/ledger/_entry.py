@@ -28,6 +28,27 @@ class BudgetExceededError(DistPrivacyError):
     recorded)."""
 
 
+def sketch_field(e: LedgerEntry) -> str:
+    """The stored ``sketch`` field: the row sketch alone (a list, as ledgers before column
+    fingerprints wrote it), or ``{"rows": [...], "columns": {...}}`` with them."""
+    if not e.column_fingerprints:
+        return _dumps(list(e.sketch))
+    return _dumps({"rows": list(e.sketch), "columns": dict(e.column_fingerprints)})
+
+
+def parse_sketch_field(text: str) -> tuple[tuple[str, ...], dict[str, str] | None]:
+    """``(sketch, column_fingerprints)`` from a stored ``sketch`` field (either form)."""
+    raw = json.loads(text)
+    if isinstance(raw, dict):
+        rows, cols = raw.get("rows"), raw.get("columns")
+        if not isinstance(rows, list) or not isinstance(cols, dict):
+            raise ValueError("a sketch object holds 'rows' (a list) and 'columns' (an object)")
+        return tuple(rows), dict(cols)
+    if not isinstance(raw, list):
+        raise ValueError(f"a sketch is a list or an object, got {type(raw).__name__}")
+    return tuple(raw), None
+
+
 def _dumps(x: Any) -> str:
     return json.dumps(jsonable(x), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
@@ -180,6 +201,18 @@ class LedgerEntry:
     unbounded : bool
         An exact release (``allow_exact``): nothing about the dataset is hidden any more, and
         every later release of it is refused.
+    identity_columns : tuple of str or None
+        The columns ``fingerprint`` and ``sketch`` were computed over: the ledger's identity
+        columns (:meth:`Ledger.init`'s ``identify_by``, or its first release's target's
+        columns). None for an entry of a ledger written before identity columns existed
+        (identified by the columns it read). Not stored per row: the ledger holds them once.
+    column_fingerprints : mapping of str to str or None
+        For each identity column (and each column read), the keyed identity of that column
+        paired with the property's (:func:`distprivacy.fingerprint.column_identities`):
+        how the ledger recognises the records of an earlier dataset whose other columns
+        were changed. Stored with the sketch.
+    read_columns : tuple of str or None
+        The columns the release reads (its statistics' and the property's). Not stored.
     """
 
     fingerprint: str
@@ -200,6 +233,9 @@ class LedgerEntry:
     complemented: bool = False
     sketch: tuple[str, ...] = ()
     unbounded: bool = False
+    identity_columns: tuple[str, ...] | None = field(default=None, compare=False)
+    column_fingerprints: Mapping[str, str] | None = field(default=None, compare=False)
+    read_columns: tuple[str, ...] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("fingerprint", "property", "mechanism"):
@@ -228,6 +264,13 @@ class LedgerEntry:
             object.__setattr__(
                 self, "statistic_indices", tuple(int(i) for i in self.statistic_indices)
             )
+        if self.column_fingerprints is not None:
+            cf = self.column_fingerprints
+            if not isinstance(cf, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in cf.items()
+            ):
+                raise LedgerError("a ledger entry's column fingerprints map column names to text")
+            object.__setattr__(self, "column_fingerprints", dict(cf))
 
     @classmethod
     def from_plan(

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distprivacy._json import jsonable
+from distprivacy._json import jsonable, number
+from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._chain import (
+    _FIELDS,
     VerifyReport,
     _private_umask,
     _same_guarantee,
@@ -23,8 +25,9 @@ from distprivacy.ledger._chain import (
     _unbounded_guarantee,
 )
 from distprivacy.ledger._compose import plan_composer
-from distprivacy.ledger._entry import Composer, LedgerEntry, LedgerError
-from distprivacy.ledger._keys import key_path, subkey
+from distprivacy.ledger._entry import Composer, LedgerEntry, LedgerError, parse_sketch_field
+from distprivacy.ledger._identity import read_identity
+from distprivacy.ledger._keys import decrypt, key_path, subkey
 
 #: Estimated Jaccard similarity of two targets' rows from which a release is flagged as a
 #: near-duplicate of an earlier released dataset (the sketch's standard error is ≈ 0.044).
@@ -122,11 +125,18 @@ def entry_for(
     unbounded: bool = False,
 ) -> LedgerEntry:
     """The ledger entry of releasing ``values`` of ``target`` (a DataFrame) with ``plan``:
-    the dataset's keyed identity over the columns the release reads (the statistics' and
-    the property's), the canonical property key, a keyed sketch of the rows."""
+    the dataset's keyed identity and a keyed sketch of its rows, over the ledger's identity
+    columns (declared at init, or fixed by its first release as all the columns of that
+    release's target; a ledger written before they existed: the columns the release reads),
+    and the canonical property key."""
     import pandas as pd
 
-    from distprivacy.fingerprint import canonical_property, dataset_identity, dataset_sketch
+    from distprivacy.fingerprint import (
+        canonical_property,
+        column_identities,
+        dataset_identity,
+        dataset_sketch,
+    )
     from distprivacy.spec import Predicate
 
     if not isinstance(target, pd.DataFrame):
@@ -140,13 +150,16 @@ def entry_for(
             "tell which property of which dataset its releases reveal"
         )
     pred = Predicate.parse(plan.protected_property)
-    columns = [*plan.columns, pred.column]
-    missing = [c for c in dict.fromkeys(columns) if c not in target.columns]
+    read = [*plan.columns, pred.column]
+    missing = [c for c in dict.fromkeys(read) if c not in target.columns]
     if missing:
         raise LedgerError(
             f"the target lacks column {missing[0]!r}: with a ledger the target must hold "
             "the protected property's column too (it identifies the dataset)"
         )
+    from distprivacy.ledger._identity import identity_columns
+
+    identity, columns = identity_columns(ledger, target, read)
     k = subkey(ledger.key, "identity")
     prop = canonical_property(pred, target[pred.column], key=k)
     return LedgerEntry.from_plan(
@@ -158,7 +171,53 @@ def entry_for(
         complemented=prop.complemented,
         sketch=tuple(dataset_sketch(target, columns, key=k)),
         unbounded=unbounded,
+        identity_columns=identity,
+        column_fingerprints=column_identities(target, [*columns, *read], pred.column, key=k),
+        read_columns=tuple(dict.fromkeys(read)),
     )
+
+
+def row_entry(ledger: Ledger, row: Sequence[Any]) -> LedgerEntry:
+    """A row as a :class:`LedgerEntry` (the plan decrypted); one line naming the row when
+    it is malformed."""
+    rid = row[0]
+    try:
+        (_, time, fp, prop, ptext, comp, digest, mech, stats, g, fam, cov, vals, plan,
+         idx, cum, sketch, unb) = row[: len(_FIELDS)]  # fmt: skip
+        cov_v = None if cov is None else np.array(json.loads(cov), dtype=float)
+        rows_sketch, column_fps = parse_sketch_field(sketch)
+        plan_v = None
+        if plan is not None:
+            text = decrypt(ledger.key, plan, f"the plan of release {rid}")
+            plan_v = json.loads(text.decode("utf-8"))
+        return LedgerEntry(
+            fingerprint=fp,
+            property=prop,
+            mechanism=mech,
+            statistics=tuple(json.loads(stats)),
+            guarantee=Guarantee.from_dict(json.loads(g)),
+            values=tuple(number(v) for v in json.loads(vals)),
+            noise_family=fam,
+            noise_covariance=cov_v,
+            plan=plan_v,
+            plan_digest=digest,
+            statistic_indices=None if idx is None else tuple(json.loads(idx)),
+            id=int(rid),
+            time=time,
+            cumulative=Guarantee.from_dict(json.loads(cum)),
+            property_text=str(ptext),
+            complemented=bool(comp),
+            sketch=rows_sketch,
+            column_fingerprints=column_fps,
+            unbounded=bool(unb),
+        )
+    except LedgerError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise LedgerError(
+            f"release {rid} of {str(ledger.path)!r} is malformed ({type(e).__name__}: {e}); "
+            "run `distprivacy ledger verify`"
+        ) from None
 
 
 def near_duplicates(entry: LedgerEntry, con: sqlite3.Connection) -> tuple[str, ...]:
@@ -173,7 +232,7 @@ def near_duplicates(entry: LedgerEntry, con: sqlite3.Connection) -> tuple[str, .
     best: tuple[float, int] | None = None
     for rid, _, sk in rows:
         try:
-            sim = sketch_similarity(entry.sketch, json.loads(sk))
+            sim = sketch_similarity(entry.sketch, list(parse_sketch_field(sk)[0]))
         except (ValueError, TypeError):
             continue
         if best is None or sim > best[0]:
@@ -238,6 +297,9 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
         {
             "ledger": str(ledger.path),
             "budget": ledger.budget.to_dict(),
+            "identity_columns": (
+                None if (ic := read_identity(ledger._con, ledger.path)) is None else list(ic)
+            ),
             "releases": [e.to_dict() for e in entries],
             "cumulative": cumulative,
         }

@@ -83,7 +83,7 @@ def release_recorded(
     entry = ledger.entry(plan, np.asarray(rel.values, dtype=float), target, unbounded=exact)
     compose = plan_composer(delta=ledger.budget.report_delta, fit=fit)
     cumulative = ledger.record(entry, compose)
-    count = len(ledger.releases(entry.fingerprint, entry.property))
+    count = len(ledger.releases(ledger.last_fingerprint, entry.property))
     return RecordedRelease(
         release=rel,
         cumulative=cumulative,

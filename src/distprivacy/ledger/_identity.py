@@ -1,0 +1,166 @@
+"""Which columns identify a dataset in a ledger.
+
+A ledger composes the releases of one dataset (and one protected property). Two releases are
+of the same dataset when their targets have the same canonical rows
+(:func:`distprivacy.fingerprint.dataset_identity`) over the ledger's **identity columns** —
+one set per ledger, whatever statistics a release reads:
+
+* declared at :meth:`Ledger.init` (``identify_by=[...]``, ``ledger init --identify-by``): for
+  example a record-id column, or the columns every extract of the population holds;
+* otherwise fixed by the ledger's first release, as *all* the columns of its target table.
+
+Every later release's target must hold all of them (it is refused, naming the missing column,
+otherwise), so ``mean:age`` and then ``mean:hours_per_week`` of the same records are one
+dataset and composed, and dropping columns from the table does not make a new dataset. The
+columns are kept in ``ledger_meta`` and covered by the ledger's head MAC: editing or deleting
+them fails ``ledger verify`` and refuses every release. A ledger written before identity
+columns existed, with releases in it, keeps identifying each release by the columns it reads.
+
+What this does not resist: a value changed in any identity column makes another dataset (the
+keyed sketch over the same columns warns when it overlaps an earlier one by half or more), so a
+narrow, stable set (a record id) is the better choice when the steward has one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from distprivacy.ledger._chain import _sql_error
+from distprivacy.ledger._entry import LedgerEntry, LedgerError, parse_sketch_field
+
+if TYPE_CHECKING:
+    from distprivacy.ledger import Ledger
+
+_META_KEY = "identity_columns"
+
+
+def check_identify_by(columns: Any) -> tuple[str, ...]:
+    """``identify_by`` checked: a non-empty list of distinct non-empty column names (kept in
+    name order: the identity does not depend on the order given)."""
+    if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
+        raise LedgerError(
+            f"identify_by is a non-empty list of column names (e.g. ['person_id']), got {columns!r}"
+        )
+    names = []
+    for c in columns:
+        if not isinstance(c, str) or not c.strip():
+            raise LedgerError(f"`identify_by` holds column names (text), got {c!r}")
+        names.append(c.strip())
+    if len(set(names)) != len(names):
+        dup = next(c for c in names if names.count(c) > 1)
+        raise LedgerError(f"`identify_by` names column {dup!r} twice; name each column once")
+    return tuple(sorted(names))
+
+
+def read_identity(con: sqlite3.Connection, path: Path) -> tuple[str, ...] | None:
+    """The ledger's identity columns, or None while not fixed (an empty ledger without
+    declared ones, or a ledger from before they existed)."""
+    row = con.execute("SELECT value FROM ledger_meta WHERE key = ?", (_META_KEY,)).fetchone()
+    if row is None:
+        return None
+    try:
+        cols = json.loads(row[0])
+    except (TypeError, ValueError):
+        cols = None
+    if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c for c in cols):
+        raise LedgerError(
+            f"{str(path)!r} has malformed identity columns; run `distprivacy ledger verify`"
+        )
+    return tuple(cols)
+
+
+def write_identity(con: sqlite3.Connection, columns: Sequence[str]) -> None:
+    """Store the identity columns (inside the caller's transaction)."""
+    con.execute(
+        "INSERT INTO ledger_meta (key, value) VALUES (?, ?)", (_META_KEY, json.dumps(list(columns)))
+    )
+
+
+def fix_identity(
+    con: sqlite3.Connection, path: Path, entry: LedgerEntry, count: int
+) -> tuple[str, ...] | None:
+    """Under the write lock: the identity columns once ``entry`` is inserted. The first release
+    of a ledger without declared ones fixes them (its target's columns); a release whose
+    identity was computed over other columns than the ledger's (another process fixed them
+    meanwhile) is refused, to be made again."""
+    current = read_identity(con, path)
+    wanted = entry.identity_columns
+    if current is None and wanted is not None and count == 0:
+        write_identity(con, wanted)
+        return wanted
+    if current != wanted:
+        raise LedgerError(
+            f"the ledger {str(path)!r} fixed the columns that identify a dataset while this "
+            "release was prepared (another process recorded the first release); nothing was "
+            "recorded — make the release again"
+        )
+    return current
+
+
+def identity_columns(
+    ledger: Ledger, target: Any, read: Sequence[str]
+) -> tuple[tuple[str, ...] | None, list[str]]:
+    """``(identity, columns)``: the ledger's identity columns (None for a ledger written
+    before they existed) and the columns to identify ``target`` by. Refuses a target that
+    lacks one of them, naming it and the way out."""
+    try:
+        fixed = read_identity(ledger._con, ledger.path)
+        count = ledger._state(ledger._con)[0]
+    except sqlite3.Error as exc:
+        raise _sql_error(ledger.path, exc, "read the ledger") from None
+    if fixed is None and count > 0:
+        return None, list(dict.fromkeys(read))  # a ledger from before identity columns
+    if fixed is None:
+        names = [str(c) for c in target.columns]
+        if len(set(names)) != len(names) or not all(names):
+            raise LedgerError(
+                "the first release fixes the columns that identify a dataset as all the "
+                "target's columns, but the target has duplicate or empty column names; "
+                "rename them, or create the ledger with `identify_by`"
+            )
+        return tuple(sorted(names)), sorted(names)
+    lacking = [c for c in fixed if c not in target.columns]
+    if lacking:
+        shown = ", ".join(fixed[:6]) + (", …" if len(fixed) > 6 else "")
+        raise LedgerError(
+            f"the target lacks column {lacking[0]!r}, one of the {len(fixed)} columns by "
+            f"which this ledger identifies a dataset ({shown}): give the records with all "
+            "of them (the whole table, not a selection of its columns), or keep another "
+            "table's releases in a ledger of its own"
+        )
+    return fixed, list(fixed)
+
+
+def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, int] | None:
+    """``(fingerprint, release id)`` of the earliest recorded dataset (same property) whose
+    records hold, column by column with the property, the values of every column ``entry``
+    reads, when ``entry``'s own dataset has no release yet; else None. The release is then
+    composed with that dataset's: its other columns were changed (a column rewritten, a
+    column of the first table replaced by junk to make it look new), not what it releases.
+    """
+    fps, read = entry.column_fingerprints, entry.read_columns
+    if not fps or not read or any(c not in fps for c in read):
+        return None
+    known = con.execute(
+        "SELECT 1 FROM releases WHERE fingerprint = ? AND property = ? LIMIT 1",
+        (entry.fingerprint, entry.property),
+    ).fetchone()
+    if known is not None:
+        return None
+    want = {c: fps[c] for c in read}
+    rows = con.execute(
+        "SELECT id, fingerprint, sketch FROM releases WHERE property = ? ORDER BY id",
+        (entry.property,),
+    ).fetchall()
+    for rid, fp, stored in rows:
+        try:
+            cols = parse_sketch_field(stored)[1]
+        except (TypeError, ValueError):
+            continue
+        if cols and all(cols.get(c) == v for c, v in want.items()):
+            return str(fp), int(rid)
+    return None

@@ -1,0 +1,206 @@
+"""The columns that identify a dataset in a ledger (distprivacy.ledger._identity): declared or
+fixed by the first release, required of every target, and covered by the head MAC."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from distprivacy.ledger import BudgetExceededError, Ledger, LedgerError
+from distprivacy.ledger._chain import _head_mac
+from distprivacy.mechanisms import DauM
+from distprivacy.mechanisms.plans import Plan
+from distprivacy.models import fit_model
+from distprivacy.query import Query
+from distprivacy.spec import ProtectionSpec
+
+
+@pytest.fixture(scope="module")
+def plans(adult):
+    """Sealable plans for two statistics read from different columns of Adult."""
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    out = {}
+    for text in ("mean:age", "mean:hours_per_week", "mean:age,mean:hours_per_week"):
+        model = fit_model(adult, spec, Query.parse(text), method="exact")
+        out[text] = Plan.from_calibration(DauM(epsilon=1.0, delta=1e-3).calibrate(model), model)
+    return out
+
+
+def _refit(adult):
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    return lambda text: fit_model(adult, spec, Query.parse(text), method="exact")
+
+
+@pytest.fixture
+def records(adult):
+    return adult.sample(n=100, random_state=11)
+
+
+def _meta(path, key):
+    con = sqlite3.connect(path)
+    try:
+        row = con.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
+    finally:
+        con.close()
+    return None if row is None else row[0]
+
+
+def _set_meta(path, key, value):
+    con = sqlite3.connect(path)
+    try:
+        if value is None:
+            con.execute("DELETE FROM ledger_meta WHERE key = ?", (key,))
+        else:
+            con.execute("UPDATE ledger_meta SET value = ? WHERE key = ?", (value, key))
+        con.commit()
+    finally:
+        con.close()
+
+
+def test_declared_identity_columns_link_releases_of_other_statistics(
+    adult, plans, records, tmp_path
+):
+    """identify_by: a steward's own columns. Other statistics of the same records, a target
+    with only those columns and the read ones, and re-ordered rows are one dataset."""
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0, identify_by=["sex", "age", "income"]) as led:
+        assert led.identity_columns == ("age", "income", "sex")
+        a, h = led.seal(plans["mean:age"]), led.seal(plans["mean:hours_per_week"])
+        led.release(a, records)
+        slim = records[["age", "sex", "income", "hours_per_week"]].sample(frac=1.0, random_state=1)
+        second = led.release(h, slim, fit=_refit(adult))  # composed: the joint model refitted
+        assert second.releases_of_dataset == 2
+        with pytest.raises(LedgerError, match="lacks column 'sex', one of the 3 columns"):
+            led.release(h, records.drop(columns=["sex"]))
+    with Ledger(path) as led:
+        assert led.identity_columns == ("age", "income", "sex")
+        assert led.verify().ok
+
+
+def test_the_first_release_fixes_all_its_columns(plans, records, tmp_path):
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        assert led.identity_columns is None and _meta(path, "identity_columns") is None
+        led.release(led.seal(plans["mean:age"]), records)
+        assert led.identity_columns == tuple(sorted(records.columns))
+        assert json.loads(_meta(path, "identity_columns")) == sorted(records.columns)
+        assert led.verify().ok
+
+
+@pytest.mark.parametrize("value", [json.dumps(["age", "income"]), None, "not json"])
+def test_editing_or_deleting_the_identity_columns_is_caught(plans, records, tmp_path, value):
+    """Narrowing the identity columns (so that dropping a column makes a new dataset),
+    deleting them (so that each release is identified by what it reads) or garbling them fails
+    verification, and every release is refused with the file unchanged."""
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        led.release(led.seal(plans["mean:age"]), records)
+        h = led.seal(plans["mean:hours_per_week"])
+    _set_meta(path, "identity_columns", value)
+    with Ledger(path) as led:
+        report = led.verify()
+        assert not report.ok and "identity columns" in report.reason
+        before = path.read_bytes()
+        with pytest.raises(LedgerError):
+            led.release(h, records[["age", "income", "hours_per_week"]])
+        assert path.read_bytes() == before
+
+
+def test_an_empty_declared_ledger_cannot_lose_its_columns(tmp_path):
+    path = tmp_path / "l.db"
+    Ledger.init(path, budget_mu=1.0, identify_by=["person_id"]).close()
+    _set_meta(path, "identity_columns", None)
+    with Ledger(path) as led:
+        assert not led.verify().ok
+
+
+def test_a_ledger_from_before_identity_columns_keeps_its_rule(plans, records, tmp_path):
+    """A ledger with releases and no identity columns (written by an earlier version: its head
+    MAC has none) still opens, verifies and identifies each release by the columns it reads,
+    so its earlier budgets are not reset."""
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        a = led.seal(plans["mean:age"])
+        led.release(a, records[["age", "income"]])  # as an earlier version identified it
+        key = led.key
+    con = sqlite3.connect(path)
+    (last,) = con.execute("SELECT chain FROM releases").fetchone()
+    con.execute("DELETE FROM ledger_meta WHERE key = 'identity_columns'")
+    con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (_head_mac(key, 1, last),))
+    con.commit()
+    con.close()
+    with Ledger(path) as led:
+        assert led.identity_columns is None and led.verify().ok
+        rec = led.release(a, records)  # identified by the columns it reads, as before
+        assert rec.releases_of_dataset == 2
+        assert [c["releases"] for c in led.show()["cumulative"]] == [2]
+        assert led.show()["identity_columns"] is None
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ("age", "non-empty list"),
+        ([], "non-empty list"),
+        (["age", ""], "column names"),
+        (["age", 3], "column names"),
+        (["age", "age"], "twice"),
+    ],
+)
+def test_bad_identify_by_is_one_line(tmp_path, bad, match):
+    with pytest.raises(LedgerError, match=match):
+        Ledger.init(tmp_path / "l.db", budget_mu=1.0, identify_by=bad)
+    assert not (tmp_path / "l.db").exists()
+
+
+def test_budget_refusal_across_columns(adult, plans, records, tmp_path):
+    """The budget itself: mean:hours_per_week after mean:age of the same records is composed
+    with it (the joint model refitted on the data) and refused by a budget that either alone
+    meets; of other records it is recorded on a budget of its own."""
+    fit = _refit(adult)
+    mu = max(p.guarantee.mu for p in plans.values())
+    with Ledger.init(tmp_path / "l.db", budget_mu=1.2 * mu) as led:
+        a, h = led.seal(plans["mean:age"]), led.seal(plans["mean:hours_per_week"])
+        led.release(a, records, fit=fit)
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
+            led.release(h, records.sample(frac=1.0, random_state=4), fit=fit)
+        other = adult.drop(index=records.index).sample(n=100, random_state=5)
+        led.release(h, other, fit=fit)
+        assert sorted(c["releases"] for c in led.show()["cumulative"]) == [1, 1]
+
+
+def test_rewriting_columns_the_release_does_not_read_does_not_make_a_new_dataset(
+    adult, plans, records, tmp_path
+):
+    """The bypass the all-columns identity opens, closed: replace a column of the first table
+    that no release reads (workclass ↦ junk, native_country ↦ shuffled) and the identity is
+    another; but every column the release reads still holds the first dataset's values,
+    record by record with the property, so it is composed with that dataset's releases —
+    the same statistics again, and other statistics (mean:hours_per_week after mean:age)."""
+    fit = _refit(adult)
+    junk = records.assign(
+        workclass="x",
+        native_country=records["native_country"].sample(frac=1.0, random_state=8).to_numpy(),
+    )
+    mu = max(p.guarantee.mu for p in plans.values())
+    with Ledger.init(tmp_path / "l.db", budget_mu=1.05 * mu) as led:
+        a, h = led.seal(plans["mean:age"]), led.seal(plans["mean:hours_per_week"])
+        led.release(a, records, fit=fit)
+        for plan in (a, h):
+            with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
+                led.release(plan, junk, fit=fit)
+        assert len(led.releases()) == 1
+    with Ledger.init(tmp_path / "m.db", budget_mu=100.0) as led:
+        a, h = led.seal(plans["mean:age"]), led.seal(plans["mean:hours_per_week"])
+        led.release(a, records, fit=fit)
+        rec = led.release(h, junk, fit=fit)
+        assert rec.releases_of_dataset == 2 and "composed with" in rec.warnings[0]
+        assert "release 1" in rec.warnings[0]
+        fps = {e.fingerprint for e in led.releases()}
+        assert len(fps) == 1, "recorded under the first dataset's identity"
+        assert led.verify().ok
+        # A release that reads a changed column is about other values: a dataset of its own.
+        changed = records.assign(hours_per_week=records["hours_per_week"] + 1)
+        assert led.release(h, changed, fit=fit).releases_of_dataset == 1
