@@ -100,6 +100,8 @@ def test_ledger_report_budget_over_time(reports):
     rows = next(t for t in out.tables if t["id"] == "statistics-table")["rows"][1:]
     assert [r[0] for r in rows] == ["1", "2", "3"]
     assert "3 releases of 2 datasets" in text
+    # The steward sees which columns tell one dataset from another (here: the first table's).
+    assert "A dataset is told from another by its values in age, capital_gain" in text
 
 
 def test_modes_exact_statistics_are_private(reports):

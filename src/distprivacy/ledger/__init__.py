@@ -4,9 +4,9 @@ that cannot be edited, shortened or re-sealed without the ledger's key.
 The ledger is one SQLite file (the standard library's :mod:`sqlite3`, WAL mode, mode 0600) and
 its key, ``L.db.key`` (32 random bytes, 0600; :mod:`distprivacy.ledger._keys`). It holds a
 budget — μ, or (ε, δ) — and one row per release: when; the dataset's keyed identity (an
-HMAC of its values in the ledger's identity columns, whatever the release reads, canonical: row
-order and number spelling do not matter; :mod:`distprivacy.ledger._identity`); the protected property's
-canonical key (a predicate and its complement, or two spellings of one comparison, are one
+HMAC of its values in the ledger's identity columns, whatever the release reads, canonical:
+row order and number spelling do not matter; :mod:`distprivacy.ledger._identity`); the
+protected property's canonical key (a predicate and its complement, or two spellings of one comparison, are one
 property: :func:`distprivacy.fingerprint.canonical_property`); a keyed sketch of the rows (to
 notice near-duplicates); the plan, **encrypted** under the key (its fitted moments are exact
 population statistics); the mechanism, the statistics' names, the guarantee, the noise, the

@@ -373,6 +373,12 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         f"This ledger has recorded {_n(len(entries), 'release')} of {_n(len(cum), 'dataset')} "
         f"under the budget {budget.describe()}."
     ]
+    ids = shown.get("identity_columns")
+    if ids:
+        words.append(
+            f"A dataset is told from another by its values in {', '.join(ids)}: releases of "
+            "other statistics of the same records share its budget."
+        )
     for c in cum:
         state = "within the budget" if c["within_budget"] else "OVER THE BUDGET"
         words.append(
