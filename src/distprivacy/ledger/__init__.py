@@ -3,19 +3,19 @@ that cannot be edited, shortened or re-sealed without the ledger's key.
 
 The ledger is one SQLite file (the standard library's :mod:`sqlite3`, WAL mode, mode 0600) and
 its key, ``L.db.key`` (32 random bytes, 0600; :mod:`distprivacy.ledger._keys`). It holds a
-budget — μ, or (ε, δ) — and one row per release: when; the dataset's keyed identity (an
-HMAC of its values in the ledger's identity columns, whatever the release reads, canonical:
-row order and number spelling do not matter; :mod:`distprivacy.ledger._identity`); the
-protected property's canonical key (a predicate and its complement, or two spellings of one comparison, are one
-property: :func:`distprivacy.fingerprint.canonical_property`); a keyed sketch of the rows (to
-notice near-duplicates); the plan, **encrypted** under the key (its fitted moments are exact
-population statistics); the mechanism, the statistics' names, the guarantee, the noise, the
-released values and the cumulative guarantee after it; and a keyed **hash chain**: each row's
-HMAC covers the previous row's and the row's whole content, the first one covers the budget,
-and the ledger's head (count and last chain value) is MACed too. :meth:`Ledger.verify`
-recomputes the chain, the head, every row's guarantee from its plan and every running total:
-deleting, reordering or editing a row, raising the budget or editing a total is caught
-(``distprivacy ledger verify`` exits 1 naming the first bad row).
+budget — μ, or (ε, δ) — and one row per release: when; the dataset's keyed identity (an HMAC of
+its values in the ledger's identity columns, whatever the release reads, canonical: row order
+and number spelling do not matter; :mod:`distprivacy.ledger._identity`); the protected
+property's canonical key (a predicate and its complement, or two spellings of one comparison,
+are one property: :func:`distprivacy.fingerprint.canonical_property`); a keyed sketch of the
+rows (to notice near-duplicates); the plan, **encrypted** under the key (its fitted moments are
+exact population statistics); the mechanism, the statistics' names, the guarantee, the noise,
+the released values and the cumulative guarantee after it; and a keyed **hash chain**: each
+row's HMAC covers the previous row's and the row's whole content, the first one covers the
+budget, and the ledger's head (count, last chain value and identity columns) is MACed too.
+:meth:`Ledger.verify` recomputes the chain, the head, every row's guarantee from its plan and
+every running total: deleting, reordering or editing a row, raising the budget or editing a
+total is caught (``distprivacy ledger verify`` exits 1 naming the first bad row).
 
 :meth:`Ledger.record` is the one way in. Inside a single ``BEGIN IMMEDIATE`` transaction (two
 processes serialise on it) it verifies the chain, reads every earlier release of the same
