@@ -28,6 +28,7 @@ from distprivacy.spec import Predicate
 
 __all__ = [
     "CanonicalProperty",
+    "ReleaseIdentity",
     "canonical_property",
     "column_identities",
     "data_fingerprint",
@@ -35,6 +36,7 @@ __all__ = [
     "dataset_sketch",
     "file_fingerprint",
     "query_columns",
+    "release_identity",
     "sketch_similarity",
     "source_fingerprint",
 ]
@@ -135,9 +137,14 @@ def _canonical_column(col: pd.Series) -> tuple[str, np.ndarray]:
     return "text", codes
 
 
-def _canonical_rows(data: pd.DataFrame, columns: Sequence[str]) -> tuple[bytes, np.ndarray]:
+def _canonical_rows(
+    data: pd.DataFrame,
+    columns: Sequence[str],
+    cache: dict[str, tuple[str, np.ndarray]] | None = None,
+) -> tuple[bytes, np.ndarray]:
     """(header, rows): the named columns (sorted by name, each once) as an (n, k) uint64
-    array of canonical codes with its rows sorted (order-free), and a header naming them."""
+    array of canonical codes with its rows sorted (order-free), and a header naming them.
+    ``cache`` keeps each column's canonical codes between calls on the same table."""
     if not isinstance(data, pd.DataFrame):
         raise DistPrivacyError(f"a dataset identity needs a table, got {type(data).__name__}")
     if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
@@ -151,7 +158,12 @@ def _canonical_rows(data: pd.DataFrame, columns: Sequence[str]) -> tuple[bytes, 
         raise DistPrivacyError(f"the data has two columns named {dup!r}; rename one")
     kinds, cols = [], []
     for c in names:
-        kind, codes = _canonical_column(data[c])
+        if cache is not None and c in cache:
+            kind, codes = cache[c]
+        else:
+            kind, codes = _canonical_column(data[c])
+            if cache is not None:
+                cache[c] = (kind, codes)
         kinds.append(f"{len(c)}:{c}|{kind}")
         cols.append(codes)
     rows = np.stack(cols, axis=1) if cols else np.zeros((len(data), 0), dtype="<u8")
@@ -178,7 +190,10 @@ def dataset_identity(
     another dataset here (near-duplicates are :func:`dataset_sketch`'s business); text with a
     different spelling ("Female" vs "female") is different text.
     """
-    header, rows = _canonical_rows(data, columns)
+    return _identity(*_canonical_rows(data, columns), key)
+
+
+def _identity(header: bytes, rows: np.ndarray, key: bytes | None) -> str:
     if key is None:
         return "sha256:" + hashlib.sha256(header + rows.tobytes()).hexdigest()
     _check_key(key)
@@ -195,11 +210,52 @@ def column_identities(
     the first dataset however its other columns were changed (issue 20's re-encodings, and a
     column of the first table rewritten). One canonical sort per column: about 40 ms per
     column for 10⁵ rows on the 2-core machine."""
+    return _column_identities(data, columns, property_column, key, {})
+
+
+def _column_identities(
+    data: pd.DataFrame,
+    columns: Sequence[str],
+    property_column: str,
+    key: bytes,
+    cache: dict[str, tuple[str, np.ndarray]],
+) -> dict[str, str]:
     out: dict[str, str] = {}
     for c in dict.fromkeys([*columns, property_column]):
         pair = [property_column] if c == property_column else [c, property_column]
-        out[str(c)] = dataset_identity(data, pair, key=key)
+        out[str(c)] = _identity(*_canonical_rows(data, pair, cache), _check_key(key))
     return out
+
+
+@dataclass(frozen=True)
+class ReleaseIdentity:
+    """What a ledger keeps of a release's target (:func:`release_identity`)."""
+
+    identity: str
+    sketch: tuple[str, ...]
+    column_identities: dict[str, str]
+
+
+def release_identity(
+    data: pd.DataFrame,
+    columns: Sequence[str],
+    read: Sequence[str],
+    property_column: str,
+    *,
+    key: bytes,
+    size: int = 128,
+) -> ReleaseIdentity:
+    """The keyed :func:`dataset_identity` and :func:`dataset_sketch` over ``columns`` and the
+    :func:`column_identities` of ``columns`` and ``read`` together, each column made canonical
+    once: bench/bench_ledger_identity.py measures 1.5 s for 10⁵ rows of Adult's 15 columns
+    on the 2-core machine, against 4.0 s for the three computed apart."""
+    cache: dict[str, tuple[str, np.ndarray]] = {}
+    header, rows = _canonical_rows(data, columns, cache)
+    return ReleaseIdentity(
+        identity=_identity(header, rows, _check_key(key)),
+        sketch=tuple(_sketch(rows, key, size)),
+        column_identities=_column_identities(data, [*columns, *read], property_column, key, cache),
+    )
 
 
 def _check_key(key: Any) -> bytes:
@@ -225,7 +281,10 @@ def dataset_sketch(
     """
     if isinstance(size, bool) or not isinstance(size, int) or not 8 <= size <= 4096:
         raise DistPrivacyError(f"a sketch size is an integer in [8, 4096], got {size!r}")
-    _, rows = _canonical_rows(data, columns)
+    return _sketch(_canonical_rows(data, columns)[1], key, size)
+
+
+def _sketch(rows: np.ndarray, key: bytes, size: int) -> list[str]:
     if not len(rows):
         return []
     frame = pd.DataFrame(rows)

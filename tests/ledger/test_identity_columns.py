@@ -204,3 +204,24 @@ def test_rewriting_columns_the_release_does_not_read_does_not_make_a_new_dataset
         # A release that reads a changed column is about other values: a dataset of its own.
         changed = records.assign(hours_per_week=records["hours_per_week"] + 1)
         assert led.release(h, changed, fit=fit).releases_of_dataset == 1
+
+
+def test_release_identity_is_the_three_computed_apart(adult):
+    """One canonical pass per column gives exactly the identity, the sketch and the column
+    identities of the public functions (what earlier ledgers stored stays comparable)."""
+    import os
+
+    from distprivacy.fingerprint import (
+        column_identities,
+        dataset_identity,
+        dataset_sketch,
+        release_identity,
+    )
+
+    t = adult.sample(n=500, random_state=3).assign(age=lambda d: d["age"].astype(str))
+    key, cols, read = os.urandom(32), ["workclass", "age", "income"], ["sex", "income"]
+    r = release_identity(t, cols, read, "income", key=key)
+    assert r.identity == dataset_identity(t, cols, key=key)
+    assert list(r.sketch) == dataset_sketch(t, cols, key=key)
+    assert r.column_identities == column_identities(t, [*cols, *read], "income", key=key)
+    assert set(r.column_identities) == {"workclass", "age", "income", "sex"}

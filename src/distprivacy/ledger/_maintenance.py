@@ -131,12 +131,7 @@ def entry_for(
     and the canonical property key."""
     import pandas as pd
 
-    from distprivacy.fingerprint import (
-        canonical_property,
-        column_identities,
-        dataset_identity,
-        dataset_sketch,
-    )
+    from distprivacy.fingerprint import canonical_property, release_identity
     from distprivacy.spec import Predicate
 
     if not isinstance(target, pd.DataFrame):
@@ -162,17 +157,18 @@ def entry_for(
     identity, columns = identity_columns(ledger, target, read)
     k = subkey(ledger.key, "identity")
     prop = canonical_property(pred, target[pred.column], key=k)
+    ids = release_identity(target, columns, read, pred.column, key=k)
     return LedgerEntry.from_plan(
         plan,
         values,
-        fingerprint=dataset_identity(target, columns, key=k),
+        fingerprint=ids.identity,
         property=prop.key,
         property_text=prop.text,
         complemented=prop.complemented,
-        sketch=tuple(dataset_sketch(target, columns, key=k)),
+        sketch=ids.sketch,
         unbounded=unbounded,
         identity_columns=identity,
-        column_fingerprints=column_identities(target, [*columns, *read], pred.column, key=k),
+        column_fingerprints=ids.column_identities,
         read_columns=tuple(dict.fromkeys(read)),
     )
 
