@@ -68,6 +68,17 @@ def test_calibrate_report_content(reports):
     assert "chosen:" in text
 
 
+def test_an_unverified_bound_is_not_drawn_as_a_guarantee(reports):
+    """DirM-L rests on the translation assumption (not verified for Adult): its attack-bound
+    curve is labelled so and never merged with a verified one; the caption says why."""
+    text = reports["calibrate"].read_text(encoding="utf-8")
+    fig = text[text.index('id="fig-accuracy"') :]
+    fig = fig[: fig.index("</figure>")]
+    assert "DirM-L (assumed, not verified)" in fig
+    assert "DauM-G (assumed" not in fig and "DauM-G" in fig
+    assert "is not a guarantee" in fig
+
+
 def test_release_report_shows_the_released_values_with_intervals(reports):
     out = validate(reports["release"].read_text(encoding="utf-8"))
     rows = next(t for t in out.tables if t["id"] == "statistics-table")["rows"][1:]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,12 +34,16 @@ def epsilon_grid(
 class Sweep:
     """Per mechanism, ε on the grid (plus the chosen calibration's own ε, in order) with the
     expected L2 error E‖Z‖₂ and the bound on any attacker's accuracy there (NaN where the
-    mechanism could not be calibrated at that ε)."""
+    mechanism could not be calibrated at that ε). ``assumed`` names the mechanisms whose
+    curve rests, at some point, on a calibration that is not verified (a modelling assumption
+    the library could not check, e.g. the Laplace mechanisms' translation assumption): the
+    figures label them, so that no unverified bound is drawn as a guarantee."""
 
     epsilon: dict[str, np.ndarray]
     error: dict[str, np.ndarray]
     accuracy: dict[str, np.ndarray]
     delta: float
+    assumed: dict[str, bool] = field(default_factory=dict)
 
     @property
     def mechanisms(self) -> list[str]:
@@ -79,9 +83,11 @@ def sweep(
     out_e: dict[str, np.ndarray] = {}
     out_err: dict[str, np.ndarray] = {}
     out_acc: dict[str, np.ndarray] = {}
+    assumed: dict[str, bool] = {}
     done = 0
     for c in cals:
         errs, accs = np.full(grid.size, np.nan), np.full(grid.size, np.nan)
+        unverified = not c.verified
         for i, eps in enumerate(grid):
             try:
                 mech = make_mechanism(
@@ -91,6 +97,7 @@ def sweep(
                     warnings.simplefilter("ignore")
                     r = mech.calibrate(model)
                 errs[i], accs[i] = r.expected_l2_error, r.max_attack_accuracy
+                unverified = unverified or not r.verified
             except CALIBRATION_FAILURES:
                 pass
             done += 1
@@ -101,4 +108,5 @@ def sweep(
         out_e[c.mechanism] = e[order]
         out_err[c.mechanism] = np.append(errs, c.expected_l2_error)[order]
         out_acc[c.mechanism] = np.append(accs, c.max_attack_accuracy)[order]
-    return Sweep(out_e, out_err, out_acc, float(delta))
+        assumed[c.mechanism] = unverified
+    return Sweep(out_e, out_err, out_acc, float(delta), assumed)

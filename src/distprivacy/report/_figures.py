@@ -85,15 +85,21 @@ def _grid_size(sw: Sweep) -> int:
 SAME_CURVE = 1e-3
 
 
+#: Appended to the label of a curve that rests on an unverified calibration.
+_ASSUMED = " (assumed, not verified)"
+
+
 def _groups(sw: Sweep) -> list[tuple[list[str], np.ndarray, np.ndarray, int]]:
-    """Mechanisms whose accuracy curves coincide within :data:`SAME_CURVE`, merged; each
-    group keeps the colour of its first mechanism (as in the utility figure)."""
+    """Mechanisms whose accuracy curves coincide within :data:`SAME_CURVE`, merged (never a
+    verified curve with an assumed one); each group keeps the colour of its first mechanism
+    (as in the utility figure)."""
     out: list[tuple[list[str], np.ndarray, np.ndarray, int]] = []
     for k, name in enumerate(sw.mechanisms):
         e, a = sw.epsilon[name], sw.accuracy[name]
         for names, e2, a2, _ in out:
             if (
-                e.shape == e2.shape
+                sw.assumed.get(name, False) == sw.assumed.get(names[0], False)
+                and e.shape == e2.shape
                 and np.allclose(e, e2)
                 and np.allclose(a, a2, rtol=0, atol=SAME_CURVE, equal_nan=True)
             ):
@@ -113,7 +119,10 @@ def accuracy_figure(
 ) -> str:
     """The bound on any attacker's accuracy against ε (mechanisms with the same curve share a
     line); ``measured`` (name, ε, accuracy, low, high) adds an audit's attacks with intervals."""
-    series = [Series(", ".join(names), e, a, style=k) for names, e, a, k in _groups(sw)]
+    series = [
+        Series(", ".join(names) + _ASSUMED * sw.assumed.get(names[0], False), e, a, style=k)
+        for names, e, a, k in _groups(sw)
+    ]
     for j, (name, eps, acc, lo, hi) in enumerate(measured):
         series.append(
             Series(
@@ -129,7 +138,7 @@ def accuracy_figure(
     marks, extra = [], [(DASHED, "50 %: a coin flip")]
     if chosen is not None:
         name, eps, acc = chosen
-        marks.append(Mark(eps, acc, f"{name}: {pct(acc)}"))
+        marks.append(Mark(eps, acc, f"{name}: {pct(acc)}" + _ASSUMED * sw.assumed.get(name, False)))
         extra.insert(0, (RING, f"chosen: {name} at ε = {g(eps, 3)}"))
     ys = [v for s in series for v in (*s.y, *(s.high or ()))]
     ys = [v for v in ys if math.isfinite(v)]
@@ -151,6 +160,12 @@ def accuracy_figure(
         "Upper bound on the accuracy of any attacker guessing which of two protected shares "
         "is true (equally likely a priori) from one release; 50 % is a coin flip. Mechanisms "
         "whose bounds agree within 0.1 percentage point share a line."
+        + (
+            " A line marked “assumed, not verified” is not a guarantee: it rests on a modelling "
+            "assumption the library could not check for this data (the table says which)."
+            if any(sw.assumed.get(m, False) for m in sw.mechanisms)
+            else ""
+        )
         + (
             " Points: the best attack measured by the audit, with its confidence interval."
             if measured
