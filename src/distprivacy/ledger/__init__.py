@@ -77,6 +77,7 @@ from distprivacy.ledger._entry import (
 from distprivacy.ledger._identity import (
     check_identify_by,
     fix_identity,
+    link_warning,
     linked_dataset,
     read_identity,
     write_identity,
@@ -483,9 +484,11 @@ class Ledger:
         fresh = replace(entry, id=None, time=None, cumulative=None)
         for _ in range(RECORD_ATTEMPTS):
             # Outside the write lock: compose on a consistent snapshot (a read transaction).
-            snap, prior, linked = self._snapshot(fresh)
-            entry_now = fresh if linked is None else replace(fresh, fingerprint=linked[0])
-            exhausted = next((e for e in prior if e.unbounded), None)
+            snap, prior, linked, extra = self._snapshot(fresh)
+            # Linked, with no release of its own dataset yet: recorded with the linked dataset.
+            adopted = linked is not None and not extra
+            entry_now = replace(fresh, fingerprint=linked[0]) if linked and adopted else fresh
+            exhausted = next((e for e in [*extra, *prior] if e.unbounded), None)
             if exhausted is not None:
                 raise BudgetExceededError(
                     f"release refused: release {exhausted.id} of this dataset published its "
@@ -496,15 +499,20 @@ class Ledger:
                 g = _unbounded_guarantee()
             else:
                 g = compose([*prior, entry_now])
-                if not isinstance(g, Guarantee):
-                    raise LedgerError(f"compose returned a {type(g).__name__}, not a Guarantee")
-                # Rows are only ever appended, so a refusal on a snapshot stays right.
-                why = self.budget.exceeded_by(g)
-                if why is not None:
-                    raise BudgetExceededError(
-                        f"release refused: {why} ({len(prior)} earlier release"
-                        f"{'' if len(prior) == 1 else 's'} of this dataset); nothing was recorded"
-                    )
+                # With a linked dataset, the budget holds for both datasets' releases together.
+                for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
+                    if not isinstance(g_, Guarantee):
+                        raise LedgerError(
+                            f"compose returned a {type(g_).__name__}, not a Guarantee"
+                        )
+                    # Rows are only ever appended, so a refusal on a snapshot stays right.
+                    why = self.budget.exceeded_by(g_)
+                    if why is not None:
+                        k = len(prior) + len(extra) * (g_ is not g)
+                        raise BudgetExceededError(
+                            f"release refused: {why} ({k} earlier release"
+                            f"{'' if k == 1 else 's'} of this dataset); nothing was recorded"
+                        )
             # Under the write lock: verify the chain, check nothing was added since the
             # snapshot, insert. The time held does not depend on the composition.
             with self._immediate() as con:
@@ -513,7 +521,7 @@ class Ledger:
                 if self._state(con) != snap:
                     continue  # another release came in: compose again on the new state
                 identity = fix_identity(con, self.path, fresh, report.releases)
-                self.last_warnings = _linked_warning(linked) + near_duplicates(entry_now, con)
+                self.last_warnings = link_warning(linked, adopted) + near_duplicates(entry_now, con)
                 now = datetime.now(UTC).isoformat(timespec="microseconds")
                 rid = self._insert(con, entry_now, now, g, report, identity)
             self.last_id, self.last_fingerprint = rid, entry_now.fingerprint
@@ -536,25 +544,26 @@ class Ledger:
         row = con.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM releases").fetchone()
         return int(row[0]), int(row[1])
 
-    def _snapshot(
-        self, entry: LedgerEntry
-    ) -> tuple[tuple[int, int], list[LedgerEntry], tuple[str, int] | None]:
-        """The ledger's state, the earlier releases of ``entry``'s dataset — or of the
-        earlier dataset it is linked to (:func:`._identity.linked_dataset`) — and that link,
-        read in one read transaction (a consistent snapshot under WAL; no write lock)."""
+    def _snapshot(self, entry: LedgerEntry) -> tuple[Any, list, Any, list]:
+        """In one read transaction (a consistent snapshot under WAL; no write lock): the
+        ledger's state; the earlier releases of ``entry``'s dataset, or, when it has none, of
+        the dataset it is linked to (:func:`._identity.linked_dataset`); that link; and the
+        linked dataset's releases when ``entry``'s own has some (checked, not recorded with)."""
         try:
             self._con.execute("BEGIN")
             try:
                 state = self._state(self._con)
                 self._refuse_unverified(self._chain_check(self._con)[0])
                 linked = linked_dataset(self._con, entry)
-                fp = entry.fingerprint if linked is None else linked[0]
-                prior = self._select(fp, entry.property, self._con)
+                prior = self._select(entry.fingerprint, entry.property, self._con)
+                extra = [] if linked is None else self._select(linked[0], entry.property, self._con)
+                if not prior:
+                    prior, extra = extra, []
             finally:
                 self._con.execute("COMMIT")
         except sqlite3.Error as e:
             raise _sql_error(self.path, e, "read the ledger") from None
-        return state, prior, linked
+        return state, prior, linked, extra
 
     def _insert(
         self,
@@ -683,13 +692,3 @@ class Ledger:
     def __repr__(self) -> str:
         n = self._con.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
         return f"Ledger({str(self.path)!r}, budget {self.budget.describe()}, {n} releases)"
-
-
-def _linked_warning(linked: tuple[str, int] | None) -> tuple[str, ...]:
-    if linked is None:
-        return ()
-    return (
-        "this target's other columns differ from those of the dataset of release "
-        f"{linked[1]}, but every column this release reads holds that dataset's values, "
-        "record by record with the property: it is composed with that dataset's releases",
-    )

@@ -16,6 +16,13 @@ columns are kept in ``ledger_meta`` and covered by the ledger's head MAC: editin
 them fails ``ledger verify`` and refuses every release. A ledger written before identity
 columns existed, with releases in it, keeps identifying each release by the columns it reads.
 
+Each release also stores, per identity column, the keyed identity of that column paired with
+the property's (:func:`distprivacy.fingerprint.column_identities`): a target whose every column
+*read* holds an earlier dataset's values, record by record with the property, is checked
+against that dataset's releases (and recorded with them while its own dataset has none), so
+rewriting a column the release does not read does not make a new budget
+(:func:`linked_dataset`).
+
 What this does not resist: a value changed in any identity column makes another dataset (the
 keyed sketch over the same columns warns when it overlaps an earlier one by half or more), so a
 narrow, stable set (a record id) is the better choice when the steward has one.
@@ -136,25 +143,19 @@ def identity_columns(
 
 
 def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, int] | None:
-    """``(fingerprint, release id)`` of the earliest recorded dataset (same property) whose
-    records hold, column by column with the property, the values of every column ``entry``
-    reads, when ``entry``'s own dataset has no release yet; else None. The release is then
-    composed with that dataset's: its other columns were changed (a column rewritten, a
-    column of the first table replaced by junk to make it look new), not what it releases.
-    """
+    """``(fingerprint, release id)`` of the earliest recorded *other* dataset (same property)
+    whose records hold, column by column with the property, the values of every column
+    ``entry`` reads; else None. Such a target is the same records with other columns changed
+    (a column rewritten, a column of the first table replaced by junk to make it look new):
+    its release is checked against that dataset's releases too (:func:`link_warning`)."""
     fps, read = entry.column_fingerprints, entry.read_columns
     if not fps or not read or any(c not in fps for c in read):
         return None
-    known = con.execute(
-        "SELECT 1 FROM releases WHERE fingerprint = ? AND property = ? LIMIT 1",
-        (entry.fingerprint, entry.property),
-    ).fetchone()
-    if known is not None:
-        return None
     want = {c: fps[c] for c in read}
     rows = con.execute(
-        "SELECT id, fingerprint, sketch FROM releases WHERE property = ? ORDER BY id",
-        (entry.property,),
+        "SELECT id, fingerprint, sketch FROM releases WHERE property = ? AND fingerprint != ? "
+        "ORDER BY id",
+        (entry.property, entry.fingerprint),
     ).fetchall()
     for rid, fp, stored in rows:
         try:
@@ -164,3 +165,16 @@ def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, in
         if cols and all(cols.get(c) == v for c, v in want.items()):
             return str(fp), int(rid)
     return None
+
+
+def link_warning(linked: tuple[str, int] | None, adopted: bool) -> tuple[str, ...]:
+    """The warning of a release linked to an earlier dataset (``adopted``: recorded with it,
+    its own dataset having no release yet)."""
+    if linked is None:
+        return ()
+    return (
+        "every column this release reads holds the values of the dataset of release "
+        f"{linked[1]}, record by record with the property (its other columns differ): the "
+        "budget is checked against that dataset's releases too"
+        + (", and the release is recorded with them" if adopted else ""),
+    )
