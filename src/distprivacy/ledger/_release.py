@@ -56,7 +56,8 @@ def release_recorded(
     Refused with one line: a plan not sealed by this ledger (unless ``require_seal`` is False,
     for a plan the caller has just computed itself), a seeded or non-secure ``random_state``
     (seeds are for experiments: a recorded release draws from the secure generator), a target
-    without the columns the release reads or of the wrong size, and a release over budget
+    without the columns the release reads or the ledger's identity columns
+    (:mod:`distprivacy.ledger._identity`) or of the wrong size, and a release over budget
     (:class:`~distprivacy.ledger.BudgetExceededError`, nothing recorded). ``allow_exact`` with
     a noiseless calibration records an exact release, which exhausts the dataset's budget.
     """
