@@ -1,5 +1,5 @@
 """Make the HTML report of each command on Adult and screenshot it in headless Chromium:
-docs/report/{calibrate,release,audit,ledger}.png at laptop width (1280 px) and
+docs/report/{calibrate,release,audit,ledger,models-audit}.png at laptop width (1280 px) and
 docs/report/release-phone.png at phone width (390 px), and the first 1000 px of the release
 report as docs/report/release-top.png (the README's); the HTML files go beside them.
 
@@ -155,8 +155,15 @@ def main() -> None:
         "--report", str(out / "release.html"), cwd=work)  # fmt: skip
     run("ledger", "show", "ledger.db", "--report", str(out / "ledger.html"), cwd=work)
     run("audit", "--audit-samples", "2000", "--report", str(out / "audit.html"), cwd=work)
+    # models audit on the user's own table (Suri & Evans' game): 5,000 rows of Adult, sex
+    # predicted from four columns, the share of high earners protected, three shares.
+    adult.sample(n=5000, random_state=0).to_csv(work / "adult5000.csv", index=False)
+    run("models", "audit", "--data", "adult5000.csv", "--label", "sex",
+        "--features", "age,hours_per_week,education_num,income", "--protect", "income==>50K",
+        "--ratios", "0.2,0.4,0.6", "--n-models", "50", "--n-train", "200", "--seed", "1",
+        "--report", str(out / "models-audit.html"), cwd=work)  # fmt: skip
     del pd
-    for kind in ("calibrate", "release", "audit", "ledger"):
+    for kind in ("calibrate", "release", "audit", "ledger", "models-audit"):
         screenshot(out / f"{kind}.html", out / f"{kind}.png", 1280)
     screenshot(out / "release.html", out / "release-phone.png", 390)
     screenshot(out / "release.html", out / "release-top.png", 1280, 1000)

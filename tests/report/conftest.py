@@ -1,7 +1,9 @@
-"""The four reports, made once per session through the command line on Adult: ``calibrate``
+"""The reports, made once per session through the command line on Adult: ``calibrate``
 (four mechanisms), ``release`` of a saved DauM-G plan recorded in a ledger, ``audit`` (two
-mechanisms, few samples) and ``ledger show`` (two datasets, three releases); and a
-``calibrate`` report on a table whose column names and values are HTML."""
+mechanisms, few samples), ``ledger show`` (two datasets, three releases) and ``models audit``
+(two ratios, and three: every pair and the regression of the share; 20 logistic models per
+ratio and half, about a second each); and a ``calibrate`` report on a table whose column
+names and values are HTML."""
 
 from __future__ import annotations
 
@@ -20,6 +22,13 @@ EVIL_FLAG = "flag\"'&<b>"
 MECHS = ["--mechanism", "DirM-L", "--mechanism", "ExpM-G", "--mechanism", "DauM-G",
          "--mechanism", "GroupDP-G"]  # fmt: skip
 
+#: The game of the ``models audit`` reports (on a 3,000-row sample of Adult, MODELS_TABLE in
+#: the reports' directory), without --ratios.
+MODELS_GAME = ["--label", "sex", "--features", "age,hours_per_week,education_num,income",
+               "--protect", "income==>50K", "--n-models", "20", "--n-train", "100",
+               "--seed", "1"]  # fmt: skip
+MODELS_TABLE = "adult3000.csv"
+
 
 def _ok(*args: object) -> None:
     rc = main([str(a) for a in args])
@@ -32,7 +41,8 @@ def reports(tmp_path_factory, adult_dir) -> dict[str, Path]:
     from distprivacy.mechanisms.plans import Plan
 
     root = tmp_path_factory.mktemp("reports")
-    out = {k: root / f"{k}.html" for k in ("calibrate", "release", "audit", "ledger")}
+    kinds = ("calibrate", "release", "audit", "ledger", "models", "models-pairs")
+    out = {k: root / f"{k}.html" for k in kinds}
     data = ["--data", adult_dir, "--subset-size", 100]
     _ok("calibrate", *data, *MECHS, "--report", out["calibrate"], "--json")
     plan = root / "plan.json"
@@ -53,6 +63,11 @@ def reports(tmp_path_factory, adult_dir) -> dict[str, Path]:
     _ok("ledger", "show", ledger, "--report", out["ledger"])
     _ok("audit", *data, "--mechanism", "DauM-G", "--mechanism", "ExpM-L",
         "--audit-samples", 400, "--report", out["audit"], "--json")  # fmt: skip
+    table = root / MODELS_TABLE
+    adult.sample(n=3000, random_state=0).to_csv(table, index=False)
+    game = ["models", "audit", "--data", table, *MODELS_GAME, "--json"]
+    _ok(*game, "--ratios", "0.2,0.6", "--report", out["models"])
+    _ok(*game, "--ratios", "0.2,0.4,0.6", "--report", out["models-pairs"])
     return out
 
 

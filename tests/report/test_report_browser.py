@@ -20,7 +20,7 @@ import pytest
 from png_decode import read_png
 from report_checks import validate
 
-KINDS = ("calibrate", "release", "audit", "ledger")
+KINDS = ("calibrate", "release", "audit", "ledger", "models", "models-pairs")
 WIDTHS = {"laptop": (1280, 900), "phone": (390, 844)}
 
 BROWSER = next(

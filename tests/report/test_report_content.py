@@ -17,7 +17,7 @@ from report_checks import validate
 
 from distprivacy.cli import main
 
-KINDS = ("calibrate", "release", "audit", "ledger")
+KINDS = ("calibrate", "release", "audit", "ledger", "models", "models-pairs")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -119,8 +119,14 @@ def test_modes_exact_statistics_are_private(reports):
     for kind in ("calibrate", "release", "audit"):
         assert stat.S_IMODE(os.stat(reports[kind]).st_mode) == 0o600, kind
     assert "mode 0600" in reports["calibrate"].read_text(encoding="utf-8")
-    # The ledger report holds guarantees and fingerprints only.
-    assert "mode 0600" not in reports["ledger"].read_text(encoding="utf-8")
+    # The ledger report holds guarantees and fingerprints only; a models audit report the
+    # accuracies of attacks on models trained on random samples: the usual mode.
+    umask = os.umask(0)
+    os.umask(umask)
+    for kind in ("ledger", "models", "models-pairs"):
+        assert "mode 0600" not in reports[kind].read_text(encoding="utf-8")
+        assert stat.S_IMODE(os.stat(reports[kind]).st_mode) == 0o666 & ~umask, kind
+    assert "no exact statistic" in reports["models"].read_text(encoding="utf-8")
 
 
 def test_user_text_is_escaped(evil_report):
@@ -139,6 +145,16 @@ def test_bad_report_path_is_one_line_exit_2(tmp_path, capsys, adult_dir):
         rc = main(["calibrate", "--data", str(adult_dir), "--report", bad])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and err[0].startswith("error: --report"), err
+
+
+def test_models_audit_bad_report_path_is_refused_before_any_work(tmp_path, capsys):
+    # The table does not exist: the refusal names --report, so it came before reading it.
+    for bad in (str(tmp_path), ""):
+        rc = main(["models", "audit", "--data", str(tmp_path / "none.csv"), "--label", "y",
+                   "--protect", "a==b", "--report", bad])  # fmt: skip
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and err[0].startswith("error: --report"), err
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -1,6 +1,7 @@
-"""``--report FILE.html`` of ``calibrate``, ``release``, ``audit`` and ``ledger show``: the
-option (its path checked before any work) and one call per command that computes the curves
-(with a progress bar on a terminal) and writes the report (:mod:`distprivacy.report`)."""
+"""``--report FILE.html`` of ``calibrate``, ``release``, ``audit``, ``ledger show`` and
+``models audit``: the option (its path checked before any work) and one call per command that
+computes the curves (with a progress bar on a terminal) and writes the report
+(:mod:`distprivacy.report`)."""
 
 from __future__ import annotations
 
@@ -19,15 +20,28 @@ def _check(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return value
 
 
-#: The option; the commands receive it as ``report``.
-report_option: Callable = click.option(
-    "--report",
-    "report",
-    type=click.Path(),  # checked by _check (a directory: one line naming --report)
-    default=None,
-    callback=_check,
-    help="Also write a self-contained HTML report (steward's statement, per-statistic table, "
-    "privacy–utility curve, attack bound against ε, assumptions and checks) to this file.",
+def _option(help_text: str) -> Callable:
+    """``--report FILE.html``, received as ``report``, its path checked before any work."""
+    return click.option(
+        "--report",
+        "report",
+        type=click.Path(),  # checked by _check (a directory: one line naming --report)
+        default=None,
+        callback=_check,
+        help=help_text,
+    )
+
+
+#: The option of ``calibrate``, ``release``, ``audit`` and ``ledger show``.
+report_option: Callable = _option(
+    "Also write a self-contained HTML report (steward's statement, per-statistic table, "
+    "privacy–utility curve, attack bound against ε, assumptions and checks) to this file."
+)
+
+#: The option of ``models audit``.
+models_report_option: Callable = _option(
+    "Also write a self-contained HTML report (steward's statement, per-attack table, "
+    "accuracy against a coin flip, assumptions and checks) to this file."
 )
 
 
@@ -163,5 +177,23 @@ def write_ledger(path: str | None, led: Any, shown: Mapping[str, Any], show: boo
     from distprivacy.report import ledger_report, write_report
 
     html = ledger_report(shown, led.releases(), led.budget)
+    write_report(path, html, private=False)
+    _done(path)
+
+
+def write_models_audit(
+    path: str | None,
+    audit: Any,
+    games: list[dict[str, Any]],
+    regression: list[Any],
+    context: Mapping[str, Any],
+) -> None:
+    """The report of ``models audit`` (nothing when ``path`` is None). It holds the attacks'
+    measured accuracies, no exact statistic of the data: written with the usual mode."""
+    if path is None:
+        return
+    from distprivacy.report import models_audit_report, write_report
+
+    html = models_audit_report(audit, games, regression, context=context)
     write_report(path, html, private=False)
     _done(path)

@@ -1,6 +1,7 @@
 """``distprivacy models audit``: the distribution-inference game on the user's own table.
 
-Thin: parse, call :mod:`distprivacy.inference.audit`, print. :func:`game_options` are the
+Thin: parse, call :mod:`distprivacy.inference.audit`, print (and with ``--report`` write the
+HTML report, :mod:`distprivacy.commands._report`). :func:`game_options` are the
 options ``models defend`` (:mod:`distprivacy.commands.models_defend`) shares. Registered under
 the ``models`` group by :mod:`distprivacy.commands.models`.
 """
@@ -14,6 +15,7 @@ from typing import Any
 import click
 
 from distprivacy.commands import POSITIVE_INT, SEED, dumps_json, parse_floats
+from distprivacy.commands._report import models_report_option, write_models_audit
 from distprivacy.exceptions import DistPrivacyError
 
 
@@ -92,6 +94,7 @@ def progress_bar(as_json: bool) -> Any:
 
 @click.command(name="audit")
 @game_options("α0,α1 of the game; more values: one game per pair and the regression of α.")
+@models_report_option
 def audit(
     data_path: str,
     label: str,
@@ -104,6 +107,7 @@ def audit(
     n_jobs: int | None,
     seed: int,
     as_json: bool,
+    report: str | None,
 ) -> None:
     """How well do models trained on your table reveal the share of protected rows?
     (Suri & Evans' game: accuracy of every applicable attack with its 95 % interval; with
@@ -129,6 +133,24 @@ def audit(
     else:
         games = pairwise_attacks(result, random_state=seed)
     regression = ratio_regression(result, random_state=seed) if len(set(alphas)) > 2 else []
+    _show(protect, alphas, estimator, result, games, regression, n_models, as_json)
+    context = {"data": data_path, "label": label, "protect": protect, "estimator": estimator,
+               "features": None if cols is None else ", ".join(cols), "n_train": n_train,
+               "seed": seed}  # fmt: skip
+    write_models_audit(report, result, games, regression, context)
+
+
+def _show(
+    protect: str,
+    alphas: Any,
+    estimator: str,
+    result: Any,
+    games: list[dict[str, Any]],
+    regression: list[Any],
+    n_models: int,
+    as_json: bool,
+) -> None:
+    """Print the games (and the regression of α) as JSON or as sentences and a table."""
     if as_json:
         out: dict[str, Any] = {"protect": protect, "ratios": list(alphas), "estimator": estimator}
         out["label_classes"] = [str(c) for c in result.prep.classes]

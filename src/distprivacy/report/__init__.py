@@ -1,12 +1,14 @@
 """HTML reports a data steward can read and sign (issue 23, item 5).
 
-``distprivacy calibrate|release|audit|ledger show --report FILE.html`` write one
+``distprivacy calibrate|release|audit|ledger show|models audit --report FILE.html`` write one
 self-contained HTML file — inline CSS and SVG, no script, nothing loaded from anywhere — that
 opens with the steward's words (:mod:`distprivacy.wording`), then shows per statistic the
 noise (and for a release the released value with its 95 % noise interval), the
 privacy–utility curve (each applicable mechanism recalibrated at a log-spaced grid of ε, the
 chosen point ringed), the bound on any attacker's accuracy against ε, the assumptions with
-their measured checks, and for a ledger the budget spent per dataset after each release.
+their measured checks, and for a ledger the budget spent per dataset after each release;
+``models audit``'s report shows each attack's measured accuracy against a coin flip
+(:func:`models_audit_report`).
 
 In Python::
 
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from distprivacy.report._curves import Sweep, epsilon_grid, sweep
 from distprivacy.report._interval import noise_halfwidths
+from distprivacy.report._models_page import models_audit_report
 from distprivacy.report._pages import audit_report, calibrate_report, ledger_report, release_report
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "calibrate_report",
     "epsilon_grid",
     "ledger_report",
+    "models_audit_report",
     "noise_halfwidths",
     "release_report",
     "sweep",
