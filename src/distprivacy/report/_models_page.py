@@ -15,7 +15,7 @@ import numpy as np
 from distprivacy.report._figures import g, pct
 from distprivacy.report._html import Page, figure, table
 from distprivacy.report._pages import _footer
-from distprivacy.report._svg import DASHED, Series, _range, _ticks, legend_html, line_chart
+from distprivacy.report._svg import DASHED, Series, legend_html, line_chart
 
 __all__ = ["models_audit_report"]
 
@@ -165,17 +165,6 @@ def _regression_table(regression: Sequence[Any]) -> str:
     )  # fmt: skip
 
 
-def _slots(n: int) -> tuple[float, float]:
-    """An x range for attacks numbered 1..n whose ticks fall on whole numbers only."""
-    lo, hi = 0.5, max(n + 0.5, 2.8)
-    for _ in range(64):  # widen until the chart's tick step is a whole number
-        ticks = np.asarray(_ticks(*_range(np.array([lo, hi]), False), False))
-        if ticks.size and np.all(ticks == np.round(ticks)):
-            break
-        hi += 0.5
-    return lo, hi
-
-
 def _figure(games: Sequence[Mapping[str, Any]]) -> str:
     """Each attack's accuracy with its 95 % interval, per pair of shares, against a coin
     flip (the attacks numbered as in the table; pairs side by side within an attack)."""
@@ -201,11 +190,9 @@ def _figure(games: Sequence[Mapping[str, Any]]) -> str:
         max(0.0, min(45.0, float(lows.min()) - 3)),
         min(100.0, max(55.0, float(highs.max()) + 3)),
     )
-    lo, hi = _slots(n)
-    frame = Series("", [lo, hi], [50.0, 50.0], markers=False, line=False)  # sets the x range
     title = "Measured attack accuracy against a coin flip"
     svg = line_chart(
-        [frame, *series],
+        series,
         fig_id="fig-models-audit",
         title=title,
         xlabel="attack (numbered as in the table)",
@@ -214,6 +201,8 @@ def _figure(games: Sequence[Mapping[str, Any]]) -> str:
         ylog=False,
         hlines=[(50.0, "coin flip")],
         ylim=ylim,
+        xlim=(0.5, n + 0.5),
+        xticks=range(1, n + 1),
     )
     names = "; ".join(f"{k} {s.name}" for k, s in enumerate(games[0]["attacks"], start=1))
     caption = (

@@ -149,6 +149,8 @@ def line_chart(
     marks: Sequence[Mark] = (),
     hlines: Sequence[tuple[float, str]] = (),
     ylim: tuple[float, float] | None = None,
+    xlim: tuple[float, float] | None = None,
+    xticks: Sequence[float] | None = None,
 ) -> str:
     """An ``<svg>`` line chart (title as its ``<title>``, axis labels, ticks, grid).
 
@@ -165,8 +167,10 @@ def line_chart(
         Points ringed and named.
     hlines : sequence of (y, text)
         Dashed horizontal reference lines (a budget, a coin flip).
-    ylim : (low, high), optional
-        The y range (else from the data).
+    ylim, xlim : (low, high), optional
+        The y and x ranges (else from the data).
+    xticks : sequence of float, optional
+        The x ticks (else chosen for the range), e.g. whole numbers for numbered items.
     """
     xs = np.concatenate([np.asarray(s.x, dtype=float) for s in series] or [np.zeros(0)])
     ys = [np.asarray(s.y, dtype=float) for s in series]
@@ -176,7 +180,7 @@ def line_chart(
         if s.high is not None:
             ys.append(np.asarray(s.high, dtype=float))
     yall = np.concatenate(ys or [np.zeros(0)])
-    x0, x1 = _range(xs, xlog, [m.x for m in marks])
+    x0, x1 = xlim if xlim is not None else _range(xs, xlog, [m.x for m in marks])
     y0, y1 = (
         ylim
         if ylim is not None
@@ -184,7 +188,8 @@ def line_chart(
     )
     X = _Axis(x0, x1, xlog, LEFT, WIDTH - RIGHT)
     Y = _Axis(y0, y1, ylog, HEIGHT - BOTTOM, TOP)
-    X.ticks, Y.ticks = _ticks(x0, x1, xlog), _ticks(y0, y1, ylog)
+    X.ticks = list(xticks) if xticks is not None else _ticks(x0, x1, xlog)
+    Y.ticks = _ticks(y0, y1, ylog)
     tid = f"{fig_id}-title"
     out = [
         f'<svg class="chart" id="{escape(fig_id)}" viewBox="0 0 {WIDTH} {HEIGHT}" '
