@@ -208,8 +208,8 @@ def column_identities(
     entries agree for every column a release reads hold the same values, record by record
     with the property, in everything the release computes: the ledger treats the second as
     the first dataset however its other columns were changed (issue 20's re-encodings, and a
-    column of the first table rewritten). One canonical sort per column: about 40 ms per
-    column for 10⁵ rows on the 2-core machine."""
+    column of the first table rewritten). One canonical sort per column
+    (bench/bench_ledger_identity.py times them with :func:`release_identity`)."""
     return _column_identities(data, columns, property_column, key, {})
 
 
@@ -220,10 +220,11 @@ def _column_identities(
     key: bytes,
     cache: dict[str, tuple[str, np.ndarray]],
 ) -> dict[str, str]:
+    key = _check_key(key)
     out: dict[str, str] = {}
     for c in dict.fromkeys([*columns, property_column]):
         pair = [property_column] if c == property_column else [c, property_column]
-        out[str(c)] = _identity(*_canonical_rows(data, pair, cache), _check_key(key))
+        out[str(c)] = _identity(*_canonical_rows(data, pair, cache), key)
     return out
 
 
@@ -239,22 +240,24 @@ class ReleaseIdentity:
 def release_identity(
     data: pd.DataFrame,
     columns: Sequence[str],
-    read: Sequence[str],
+    others: Sequence[str],
     property_column: str,
     *,
     key: bytes,
     size: int = 128,
 ) -> ReleaseIdentity:
     """The keyed :func:`dataset_identity` and :func:`dataset_sketch` over ``columns`` and the
-    :func:`column_identities` of ``columns`` and ``read`` together, each column made canonical
-    once: bench/bench_ledger_identity.py measures 1.5 s for 10⁵ rows of Adult's 15 columns
-    on the 2-core machine, against 4.0 s for the three computed apart."""
+    :func:`column_identities` of ``columns`` and ``others`` together (a ledger passes every
+    column of the target as ``others``), each column made canonical once:
+    bench/bench_ledger_identity.py times it against the three computed apart."""
     cache: dict[str, tuple[str, np.ndarray]] = {}
     header, rows = _canonical_rows(data, columns, cache)
     return ReleaseIdentity(
         identity=_identity(header, rows, _check_key(key)),
         sketch=tuple(_sketch(rows, key, size)),
-        column_identities=_column_identities(data, [*columns, *read], property_column, key, cache),
+        column_identities=_column_identities(
+            data, [*columns, *others], property_column, key, cache
+        ),
     )
 
 

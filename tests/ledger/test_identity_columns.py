@@ -249,3 +249,22 @@ def test_a_dataset_made_to_look_new_first_is_still_checked_against_the_original(
         with pytest.raises(BudgetExceededError, match="2 earlier releases of this dataset"):
             led.release(a, junk, fit=fit)
         assert len(led.releases()) == 2
+
+
+def test_rewriting_a_declared_record_id_does_not_make_a_new_dataset(
+    adult, plans, records, tmp_path
+):
+    """identify_by=['person_id']: the ids renumbered make another identity, but every column
+    of the first target was fingerprinted with the property, so mean:hours_per_week of the
+    renumbered records (a column no earlier release read) is linked to the first dataset and
+    refused by a budget one release meets."""
+    fit = _refit(adult)
+    ids = records.assign(person_id=range(len(records)))
+    renumbered = ids.assign(person_id=ids["person_id"] + 1000)
+    mu = max(p.guarantee.mu for p in plans.values())
+    with Ledger.init(tmp_path / "l.db", budget_mu=1.05 * mu, identify_by=["person_id"]) as led:
+        a, h = led.seal(plans["mean:age"]), led.seal(plans["mean:hours_per_week"])
+        led.release(a, ids, fit=fit)
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
+            led.release(h, renumbered, fit=fit)
+        assert len(led.releases()) == 1

@@ -192,10 +192,6 @@ class Ledger:
             self.key = read_key(p)
             self._con.execute("PRAGMA synchronous=FULL")
             self.budget = self._read_budget()
-            try:
-                self.identity_columns = read_identity(self._con, self.path)
-            except LedgerError:  # opened all the same, so that `ledger verify` can say so
-                self.identity_columns = None
         except BaseException:
             self._con.close()
             raise
@@ -231,6 +227,12 @@ class Ledger:
         mode = self._con.execute("PRAGMA journal_mode").fetchone()[0]
         if str(mode).lower() != "wal":
             raise LedgerError(f"{name} is not in WAL mode (journal mode {mode!r})")
+
+    @property
+    def identity_columns(self) -> tuple[str, ...] | None:
+        """The columns that identify a dataset here (:mod:`._identity`), read from the file:
+        None while the first release has not fixed them, or in a ledger from before them."""
+        return read_identity(self._con, self.path)
 
     def _read_budget(self) -> Budget:
         rows = self._con.execute("SELECT kind, mu, epsilon, delta FROM budget").fetchall()
@@ -525,7 +527,6 @@ class Ledger:
                 now = datetime.now(UTC).isoformat(timespec="microseconds")
                 rid = self._insert(con, entry_now, now, g, report, identity)
             self.last_id, self.last_fingerprint = rid, entry_now.fingerprint
-            self.identity_columns = identity
             return g
         raise LedgerError(
             f"the ledger {str(self.path)!r} kept receiving other releases while this one was "

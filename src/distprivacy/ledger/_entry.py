@@ -207,7 +207,7 @@ class LedgerEntry:
         columns). None for an entry of a ledger written before identity columns existed
         (identified by the columns it read). Not stored per row: the ledger holds them once.
     column_fingerprints : mapping of str to str or None
-        For each identity column (and each column read), the keyed identity of that column
+        For each column of the target, the keyed identity of that column
         paired with the property's (:func:`distprivacy.fingerprint.column_identities`):
         how the ledger recognises the records of an earlier dataset whose other columns
         were changed. Stored with the sketch.

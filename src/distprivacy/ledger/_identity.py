@@ -16,7 +16,7 @@ columns are kept in ``ledger_meta`` and covered by the ledger's head MAC: editin
 them fails ``ledger verify`` and refuses every release. A ledger written before identity
 columns existed, with releases in it, keeps identifying each release by the columns it reads.
 
-Each release also stores, per identity column, the keyed identity of that column paired with
+Each release also stores, per column of its target, the keyed identity of that column paired with
 the property's (:func:`distprivacy.fingerprint.column_identities`): a target whose every column
 *read* holds an earlier dataset's values, record by record with the property, is checked
 against that dataset's releases (and recorded with them while its own dataset has none), so
@@ -50,7 +50,8 @@ def check_identify_by(columns: Any) -> tuple[str, ...]:
     name order: the identity does not depend on the order given)."""
     if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
         raise LedgerError(
-            f"identify_by is a non-empty list of column names (e.g. ['person_id']), got {columns!r}"
+            "`identify_by` is a non-empty list of column names (e.g. `identify_by=['id']`), "
+            f"got {columns!r}"
         )
     names = []
     for c in columns:

@@ -157,7 +157,11 @@ def entry_for(
     identity, columns = identity_columns(ledger, target, read)
     k = subkey(ledger.key, "identity")
     prop = canonical_property(pred, target[pred.column], key=k)
-    ids = release_identity(target, columns, read, pred.column, key=k)
+    # Column identities of every column of the target, not only the identity columns and the
+    # ones read: a later release that rewrites the identity columns (a declared record id)
+    # and reads others is still linked to this dataset (._identity.linked_dataset).
+    every = [c for c in target.columns if isinstance(c, str)]
+    ids = release_identity(target, columns, [*read, *every], pred.column, key=k)
     return LedgerEntry.from_plan(
         plan,
         values,
