@@ -210,3 +210,16 @@ def test_on_public_data_the_ledger_composes_other_columns_of_the_same_records(tm
         out = dp.release(**kw, query="mean:education", target=others, ledger=led)
         assert out.recorded.releases_of_dataset == 1
         assert led.verify().ok
+        # The same workers with wages in cents (data and target): linked to the first
+        # dataset, whose release was in dollars; the joint model refitted in cents would
+        # mis-size that release's noise, so the release is refused, the ledger unchanged.
+        cents = {**kw, "data": table.assign(wage=table["wage"] * 100)}
+        before = len(led.releases())
+        in_cents = records.assign(wage=records["wage"] * 100)
+        with pytest.raises(DistPrivacyError, match=r"mean\(wage\) in other units .*×1e\+04"):
+            dp.release(**cents, query="mean:wage", target=in_cents, ledger=led)
+        # Another statistic of them, with the population in cents: the joint model of wage and
+        # education refitted in cents would mis-size the dollar release: refused too.
+        with pytest.raises(DistPrivacyError, match=r"mean\(wage\) in other units .*×0.0001"):
+            dp.release(**cents, query="mean:education", target=in_cents, ledger=led)
+        assert len(led.releases()) == before

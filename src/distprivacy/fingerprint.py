@@ -137,14 +137,27 @@ def _canonical_column(col: pd.Series) -> tuple[str, np.ndarray]:
     return "text", codes
 
 
+def _ranked(kind: str, codes: np.ndarray) -> tuple[str, np.ndarray]:
+    """A column's canonical codes with numbers replaced by their dense ranks (missing values
+    last): the same for the column in other units, shifted, or under any increasing
+    re-encoding (years or months, dollars or cents). Text is left as it is."""
+    if kind == "text":
+        return kind, codes
+    values = codes.view("<i8") if kind == "int" else codes.view("<f8")
+    _, inverse = np.unique(values, return_inverse=True)  # NaN (missing) sorts last
+    return f"{kind}-rank", inverse.astype("<u8")
+
+
 def _canonical_rows(
     data: pd.DataFrame,
     columns: Sequence[str],
     cache: dict[str, tuple[str, np.ndarray]] | None = None,
+    ranks: bool = False,
 ) -> tuple[bytes, np.ndarray]:
     """(header, rows): the named columns (sorted by name, each once) as an (n, k) uint64
     array of canonical codes with its rows sorted (order-free), and a header naming them.
-    ``cache`` keeps each column's canonical codes between calls on the same table."""
+    ``cache`` keeps each column's canonical codes between calls on the same table. With
+    ``ranks``, a number column's codes are its values' dense ranks (:func:`_ranked`)."""
     if not isinstance(data, pd.DataFrame):
         raise DistPrivacyError(f"a dataset identity needs a table, got {type(data).__name__}")
     if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
@@ -164,6 +177,8 @@ def _canonical_rows(
             kind, codes = _canonical_column(data[c])
             if cache is not None:
                 cache[c] = (kind, codes)
+        if ranks:
+            kind, codes = _ranked(kind, codes)
         kinds.append(f"{len(c)}:{c}|{kind}")
         cols.append(codes)
     rows = np.stack(cols, axis=1) if cols else np.zeros((len(data), 0), dtype="<u8")
@@ -203,12 +218,17 @@ def _identity(header: bytes, rows: np.ndarray, key: bytes | None) -> str:
 def column_identities(
     data: pd.DataFrame, columns: Sequence[str], property_column: str, *, key: bytes
 ) -> dict[str, str]:
-    """For each column c of ``columns``: the keyed :func:`dataset_identity` of the pair
-    (c, ``property_column``) — of ``property_column`` alone for itself. Two targets whose
-    entries agree for every column a release reads hold the same values, record by record
-    with the property, in everything the release computes: the ledger treats the second as
-    the first dataset however its other columns were changed (issue 20's re-encodings, and a
-    column of the first table rewritten). One canonical sort per column
+    """For each column c of ``columns``: the keyed identity of the pair (c,
+    ``property_column``) — of ``property_column`` alone for itself — with a number column's
+    values replaced by their dense ranks, so that the column in other units (or shifted, or
+    under any increasing re-encoding) has the same entry. Two targets whose entries agree for
+    every column a release reads hold, record by record with the property, the same values up
+    to such a re-encoding in everything the release computes: the ledger treats the second as
+    the first dataset however its other columns were changed (issue 20's re-encodings, a
+    column of the first table rewritten, a column in cents instead of dollars). Two different
+    datasets agree only when each such column orders their records alike with the property
+    (for a column of few values: the same table of counts with the property), in which case
+    the release says of the second what it said of the first. One canonical sort per column
     (bench/bench_ledger_identity.py times them with :func:`release_identity`)."""
     return _column_identities(data, columns, property_column, key, {})
 
@@ -224,7 +244,7 @@ def _column_identities(
     out: dict[str, str] = {}
     for c in dict.fromkeys([*columns, property_column]):
         pair = [property_column] if c == property_column else [c, property_column]
-        out[str(c)] = _identity(*_canonical_rows(data, pair, cache), key)
+        out[str(c)] = _identity(*_canonical_rows(data, pair, cache, ranks=True), key)
     return out
 
 

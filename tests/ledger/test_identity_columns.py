@@ -8,6 +8,7 @@ import sqlite3
 
 import pytest
 
+from distprivacy.exceptions import DistPrivacyError
 from distprivacy.ledger import BudgetExceededError, Ledger, LedgerError
 from distprivacy.ledger._chain import _head_mac
 from distprivacy.mechanisms import DauM
@@ -201,8 +202,11 @@ def test_rewriting_columns_the_release_does_not_read_does_not_make_a_new_dataset
         fps = {e.fingerprint for e in led.releases()}
         assert len(fps) == 1, "recorded under the first dataset's identity"
         assert led.verify().ok
-        # A release that reads a changed column is about other values: a dataset of its own.
-        changed = records.assign(hours_per_week=records["hours_per_week"] + 1)
+        # A release that reads a changed column — its hours given to other records — is about
+        # other values: a dataset of its own. (Hours shifted by one for every record would not
+        # be: an increasing re-encoding orders the records alike; see the units test below.)
+        hours = records["hours_per_week"].sample(frac=1.0, random_state=3).to_numpy()
+        changed = records.assign(hours_per_week=hours)
         assert led.release(h, changed, fit=fit).releases_of_dataset == 1
 
 
@@ -268,3 +272,36 @@ def test_rewriting_a_declared_record_id_does_not_make_a_new_dataset(
         with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
             led.release(h, renumbered, fit=fit)
         assert len(led.releases()) == 1
+
+
+def test_a_column_in_other_units_is_the_same_records(adult, plans, records, tmp_path):
+    """Re-encoding the data: the same records with age in months (×12) are another identity
+    (other values), but the release reads a column that orders the records exactly as before
+    with the property, so it is linked to the first dataset. Its plan is in months, the first
+    in years: the joint guarantee cannot be computed from the two plans' moments, and the
+    release is refused saying so (it was given a budget of its own before). Ages shifted by
+    one year are linked and refused by the budget. A table in which the ages are given to
+    other records is not linked (its own budget)."""
+    from distprivacy.fingerprint import column_identities
+
+    spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
+    months = fit_model(adult.assign(age=adult["age"] * 12), spec, Query.parse("mean:age"),
+                       method="exact")  # fmt: skip
+    p_months = Plan.from_calibration(DauM(epsilon=1.0, delta=1e-3).calibrate(months), months)
+    mu = plans["mean:age"].guarantee.mu
+    assert p_months.guarantee.mu == pytest.approx(mu, rel=1e-12)  # units do not move μ
+    with Ledger.init(tmp_path / "l.db", budget_mu=1.05 * mu) as led:
+        a, am = led.seal(plans["mean:age"]), led.seal(p_months)
+        led.release(a, records)
+        before = (tmp_path / "l.db").read_bytes()
+        with pytest.raises(DistPrivacyError, match=r"mean\(age\) in other units .*×144"):
+            led.release(am, records.assign(age=records["age"] * 12))
+        assert (tmp_path / "l.db").read_bytes() == before
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
+            led.release(a, records.assign(age=records["age"] + 1))
+        other = records["age"].sample(frac=1.0, random_state=1).to_numpy()
+        shuffled_ages = records.assign(age=other)
+        key = b"k" * 16
+        assert (column_identities(shuffled_ages, ["age"], "income", key=key)["age"]
+                != column_identities(records, ["age"], "income", key=key)["age"])  # fmt: skip
+        assert led.release(a, shuffled_ages).releases_of_dataset == 1

@@ -55,6 +55,8 @@ def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | Non
             agree = agree and same
         if agree:
             return cand
+    for reference in models:  # one statistic in two releases' models at different scales
+        _check_units(entries, models, reference)
     queries = [e.plan.get("query") for e in entries]  # type: ignore[union-attr]
     if fit is None or any(not q for q in queries):
         raise CompositionError(
@@ -64,7 +66,42 @@ def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | Non
             "union of the statistics)"
         )
     parts = [p.strip() for q in queries for p in str(q).split(",") if p.strip()]
-    return fit(",".join(dict.fromkeys(parts)))
+    refit = fit(",".join(dict.fromkeys(parts)))
+    _check_units(entries, models, refit)
+    return refit
+
+
+#: How far a statistic's variance in one release's model may be from another model's before
+#: the release is taken to be in other units (Monte-Carlo estimates of one variance agree far
+#: closer than 4×; a change of units moves it by its square: ×144 for years → months).
+UNIT_RATIO = 4.0
+
+
+def _check_units(entries: Sequence[LedgerEntry], models: Sequence[Any], joint: Any) -> None:
+    """Refuse to compose on ``joint`` (the refitted model, or one release's) when some
+    release's statistic has another scale in that release's own model: the release was made
+    on the statistic in other units (the same records with a column rescaled, which the ledger
+    links to one dataset), and its noise, read in the joint model's units, would be mis-sized
+    and misstate what it revealed. A shift needs no check: it moves every θ's mean alike."""
+    from distprivacy.composition import CompositionError
+
+    in_joint = set(joint.statistic_names_)
+    for e, m in zip(entries, models, strict=True):
+        names = [n for n in m.statistic_names_ if n in in_joint]
+        if not names:
+            continue
+        own = np.diagonal(_restricted(m, names)[1], axis1=1, axis2=2)
+        other = np.diagonal(_restricted(joint, names)[1], axis1=1, axis2=2)
+        both = (own > 0) & (other > 0)
+        ratio = np.where(both, own / np.where(both, other, 1.0), 1.0)
+        bad = (ratio > UNIT_RATIO) | (ratio < 1 / UNIT_RATIO)
+        if bad.any():
+            t, k = (int(i) for i in np.argwhere(bad)[0])
+            raise CompositionError(
+                f"release {e.id or 'new'} was made on {names[k]} in other units than the "
+                f"releases it is composed with (its variance ×{float(ratio[t, k]):.3g} theirs); "
+                "the joint guarantee is not computed: release it in the earlier releases' units"
+            )
 
 
 def merge_repeats(
