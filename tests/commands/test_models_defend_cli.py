@@ -120,14 +120,16 @@ def test_cli_human_output_parameters(table, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "160")  # wide enough that no name folds (80: see width tests)
     assert main(_defend(table, "--release", "parameters", "--mechanism", "OptM-G")) == 0
     out = capsys.readouterr().out
-    assert "OptM-G" in out and "likelihood-ratio test" in out and "parameters" in out
+    assert "OptM-G" in out and "LR test" in out and "likelihood-ratio test" in out
+    assert "parameters" in out
 
 
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
         (["--ratios", "0.4,0.4"], "equal"),
-        (["--ratios", "0.1,0.4,0.7"], "two values"),
+        (["--ratios", "0.4"], "two or more"),
+        (["--ratios", "0.1,0.4,0.1"], "equal"),
         (["--release", "parameters", "--estimator", "tree"], "linear model"),
         (["--mechanism", "ExpM-L"], "non-Gaussian"),
         (["--label", "tree"], "binary"),
@@ -139,3 +141,109 @@ def test_bad_input_is_one_line(table, capsys, extra, message):
     assert main(_defend(table, *extra)) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and len(err.strip().splitlines()) == 1
+
+
+# -- More than two ratios: every pair is a secret -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three():
+    # 3 mechanisms × 3 pairs × 2 attacks = 18 checks: Bonferroni level 1 − 0.05/18.
+    game = {**GAME, "ratios": (0.1, 0.4, 0.7), "n_models": 40}
+    return defend_game(
+        _frame(), estimator=make_estimator("logistic"), release="outputs", n_query=4,
+        random_state=5, level=1 - 0.05 / 18, **game,
+    )  # fmt: skip
+
+
+def test_three_ratios_protect_every_pair(three):
+    # The calibrated model protects all three pairs, so each mechanism's noise is verified
+    # for each (the calibration checks every protected pair of its model).
+    model = three.model
+    assert [model.theta_label(t) for t in range(3)] == ["G0", "G1", "G2"]
+    assert {p for p in model.pair_indices_ if p[0] < p[1]} == {(0, 1), (0, 2), (1, 2)}
+    assert three.ratios == (0.1, 0.4, 0.7)
+    assert len(three.adversary_values) == len(three.released_values) == 3
+    rows = {r["defence"]: r for r in three.rows}
+    pairs = [[0.1, 0.4], [0.1, 0.7], [0.4, 0.7]]
+    for r in rows.values():
+        # Both attacks on each pair, the pairs in order, named by their ratios.
+        assert [a["pair"] for a in r["attacks"]] == [p for p in pairs for _ in range(2)]
+        assert [a["name"] for a in r["attacks"]] == [
+            "likelihood-ratio test (knows the noise)",
+            "meta-classifier on noisy shadow releases",
+        ] * 3
+    # Undefended, the far pair (10 % vs 70 % women) leaks to the likelihood-ratio test.
+    far = next(a for a in rows["none"]["attacks"] if a["pair"] == [0.1, 0.7])
+    assert far["ci95"][0] > 0.5
+    # DauM-G adds noise along one direction v only: three share means off one line are not
+    # masked by it, and it says so (not applicable) rather than claim a guarantee.
+    if "DauM-G" not in rows:
+        assert "direction v" in three.skipped["DauM-G ε=1"]
+    for name in ("ExpM-G", "OptM-G", *(["DauM-G"] if "DauM-G" in rows else [])):
+        assert name in rows, three.skipped
+        r = rows[name]
+        assert r["verified"] and r["within_bound"], r
+        assert all(a["ci95"][0] <= r["max_attack_accuracy"] for a in r["attacks"])
+
+
+def test_three_ratios_too_small_noise_is_caught(three):
+    cal = next(c for c in three.calibrations if c.mechanism == "OptM-G")
+    (row,) = evaluate_release(
+        three.adversary_values, three.released_values, three.task_accuracy,
+        {"wrong": with_noise_scaled(cal, 0.01)}, random_state=0, ratios=three.ratios,
+    )  # fmt: skip
+    far = [a for a in row["attacks"] if a["pair"] == [0.1, 0.7]]
+    assert any(a["exceeds_bound"] for a in far) and row["within_bound"] is False
+
+
+def test_two_ratios_results_unchanged_by_the_pairs(defended):
+    # The k-ratio evaluation on two ratios is the two-ratio game: same names, same draws.
+    a = evaluate_release(
+        defended.adversary_values, defended.released_values, defended.task_accuracy,
+        {"none": None}, random_state=1,
+    )  # fmt: skip
+    b = evaluate_release(
+        defended.adversary_values, defended.released_values, defended.task_accuracy,
+        {"none": None}, random_state=1, ratios=defended.ratios,
+    )  # fmt: skip
+    assert [x["name"] for x in a[0]["attacks"]] == [
+        "likelihood-ratio test (knows the noise)",
+        "meta-classifier on noisy shadow releases",
+    ]
+    assert [x["accuracy"] for x in a[0]["attacks"]] == [x["accuracy"] for x in b[0]["attacks"]]
+    assert b[0]["attacks"][0]["pair"] == list(defended.ratios)
+
+
+def test_evaluate_release_refuses_mismatched_releases(defended):
+    from distprivacy.exceptions import DistPrivacyError
+
+    with pytest.raises(DistPrivacyError, match="two or more"):
+        evaluate_release(
+            defended.adversary_values[:1], defended.released_values[:1],
+            defended.task_accuracy, {"none": None}, random_state=0,
+        )  # fmt: skip
+
+
+def test_cli_three_ratios_json(table, capsys):
+    args = _defend(table, "--json", "--mechanism", "OptM-G")
+    args[args.index("--ratios") + 1] = "0.1,0.4,0.7"
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ratios"] == [0.1, 0.4, 0.7]
+    for row in out["defences"]:
+        assert len(row["attacks"]) == 6
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_cli_three_ratios_text_fits_the_terminal(table, capsys, monkeypatch, width):
+    monkeypatch.setenv("COLUMNS", str(width))
+    args = _defend(table, "--mechanism", "DauM-G,OptM-G")
+    args[args.index("--ratios") + 1] = "0.1,0.4,0.7"
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= width
+    assert "pair" in out and "DauM-G" in out and "not calibrated" in out
+    if width >= 80:  # each pair named whole in its column (at 60 a cell may fold)
+        for pair in ("0.1 vs 0.4", "0.1 vs 0.7", "0.4 vs 0.7"):
+            assert pair in out

@@ -20,7 +20,7 @@ _DEFAULT_MECHANISMS = "DauM-G,OptM-G,ExpM-G"
 
 
 @click.command(name="defend")
-@game_options("α0,α1: the two shares of protected rows the defence hides.")
+@game_options("α0,α1[,…]: the shares of protected rows the defence hides (every pair of them).")
 @click.option(
     "--release",
     type=click.Choice(["outputs", "parameters"]),
@@ -74,8 +74,8 @@ def defend(
     from distprivacy.outputs import check_output_file
 
     alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
-    if len(alphas) != 2:
-        raise DistPrivacyError(f"--ratios takes two values α0,α1, got {ratios!r}")
+    if len(alphas) < 2:
+        raise DistPrivacyError(f"--ratios takes two or more values α0,α1,…, got {ratios!r}")
     names = [m.strip() for m in mechanisms.split(",") if m.strip()]
     gaussian = [m for m in MECHANISMS if m.endswith("-G")]
     bad = [m for m in names if m not in gaussian]
@@ -88,7 +88,7 @@ def defend(
         check_output_file(save_path, option="--save")  # before any training
     table, cols, est = read_game(data_path, features, estimator)
     result = defend_game(
-        table, label=label, protect=protect, ratios=(alphas[0], alphas[1]), estimator=est,
+        table, label=label, protect=protect, ratios=tuple(alphas), estimator=est,
         release=release, epsilon=epsilon, delta=delta, mechanisms=names, n_models=n_models,
         n_train=n_train, n_query=n_query, features=cols, random_state=seed, n_jobs=n_jobs,
         progress=progress_bar(as_json),
@@ -109,39 +109,52 @@ def _print(result: Any, out: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    a0, a1 = result.ratios
+    shares = " vs ".join(f"{a:g}" for a in result.ratios)
     what = "outputs on the query set" if result.release == "outputs" else "parameters"
     table = Table(
         title=f"Defending the model's {what} ({out['dimension']} numbers): shares "
-        f"{a0:g} vs {a1:g} of `{result.prep.protect}` records"
+        f"{shares} of `{result.prep.protect}` records"
     )
-    for col in ("defence", "task accuracy", "bound", "attack", "accuracy", "95 % CI", "check"):
-        table.add_column(col, overflow="fold")  # narrow terminals: folded, never cut
+    # With more than two ratios each attack is run on every pair of them: a column says which.
+    # Short attack names (a legend follows); numbers never fold, the text columns do.
+    paired = len(result.ratios) > 2
+    for col in ("defence", "task acc.", "bound", *(["pair"] if paired else []), "attack"):
+        table.add_column(col, overflow="fold")
+    table.add_column("accuracy [95 % CI]", overflow="fold")
+    short = {"likelihood-ratio": "LR test", "meta-classifier": "meta-clf."}
     for row in out["defences"]:
         bound = row["max_attack_accuracy"]
         for k, a in enumerate(row["attacks"]):
             lo, hi = a["ci95"]
-            check = "—" if bound is None else ("ABOVE BOUND" if a["exceeds_bound"] else "ok")
+            pair = [f"{a['pair'][0]:g} vs {a['pair'][1]:g}" if k % 2 == 0 else ""]
+            name = next((v for s, v in short.items() if a["name"].startswith(s)), a["name"])
+            above = " [bold red]ABOVE BOUND[/]" if bound is not None and a["exceeds_bound"] else ""
             table.add_row(
                 row["defence"] if k == 0 else "",
                 f"{row['task_accuracy']:.3f}" if k == 0 else "",
                 ("—" if bound is None else f"{bound:.3f}") if k == 0 else "",
-                a["name"],
-                f"{a['accuracy']:.3f}",
-                f"[{lo:.3f}, {hi:.3f}]",
-                check,
+                *(pair if paired else []),
+                name,
+                f"{a['accuracy']:.3f} [{lo:.3f}, {hi:.3f}]{above}",
             )
-    Console().print(table)
-    for name, why in out["skipped"].items():
-        click.echo(f"{name}: not calibrated ({why})")
+    console = Console(highlight=False)
+    console.print(table)
+    lines = [
+        "LR test: likelihood-ratio test between Gaussians fitted on the adversary's shadow "
+        "releases, the noise covariance added; meta-clf.: a classifier trained on its shadows' "
+        "noisy releases (both know the noise). bound: the guarantee's bound on any attack.",
+        *(f"{name}: not calibrated ({why})" for name, why in out["skipped"].items()),
+    ]
     for row in out["defences"][1:]:
         if not row["verified"]:
-            click.echo(f"{row['defence']}: guarantee not verified for this noise; no bound shown")
+            lines.append(f"{row['defence']}: guarantee not verified for this noise; no bound shown")
         elif not row["within_bound"]:
-            click.echo(
+            lines.append(
                 f"{row['defence']}: an attack's interval lies above the bound "
                 f"{row['max_attack_accuracy']:.3f}: the Gaussian model of the release does not "
                 "describe these models; train more shadow models (--n-models)"
             )
     if "saved" in out:
-        click.echo(f"Wrote the defended release to {out['saved']}")
+        lines.append(f"Wrote the defended release to {out['saved']}")
+    for line in lines:
+        console.print(line, markup=False)  # wrapped at the terminal's width

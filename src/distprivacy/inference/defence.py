@@ -52,6 +52,7 @@ __all__ = [
     "calibrate_defences",
     "evaluate_defences",
     "fit_output_model",
+    "fit_output_models",
     "range_dp_calibration",
 ]
 
@@ -125,7 +126,7 @@ def _values(statistic: Statistic, pop: Any) -> np.ndarray:
 def fit_output_model(pop0: Any, pop1: Any, statistic: Statistic) -> GaussianModel:
     """Gaussian model of F under G0 and G1 from the defender's own models (sample means and
     covariances, ddof = 1), with the samples kept for the Wasserstein mechanisms and the single
-    protected pair (G0, G1).
+    protected pair (G0, G1): :func:`fit_output_models` with two populations.
 
     Raises
     ------
@@ -133,23 +134,42 @@ def fit_output_model(pop0: Any, pop1: Any, statistic: Statistic) -> GaussianMode
         With fewer models than dimensions + 1 per distribution (the covariance would be
         singular: train more models or use fewer query points).
     """
-    _check_pair(pop0, pop1, "the defender's populations")
-    F0, F1 = _values(statistic, pop0), _values(statistic, pop1)
-    k = F0.shape[1]
-    for F, name in ((F0, "G0"), (F1, "G1")):
+    return fit_output_models([pop0, pop1], statistic)
+
+
+def fit_output_models(pops: Sequence[Any], statistic: Statistic) -> GaussianModel:
+    """Gaussian model of F under G0, …, G(k−1) from the defender's own models (sample means
+    and covariances, ddof = 1, per distribution), protecting every pair (Gi, Gj), i < j — the
+    main paper's secrets are pairs of values of the property (Def. 3.1), here k shares of the
+    protected rows. The samples are kept for the Wasserstein mechanisms.
+
+    Raises
+    ------
+    DistPrivacyError
+        With fewer than two populations, populations of other architectures, or fewer models
+        than dimensions + 1 in one of them (the covariance would be singular).
+    """
+    if len(pops) < 2:
+        raise DistPrivacyError(f"a defence protects two or more distributions, got {len(pops)}")
+    for i, pop in enumerate(pops[1:], start=1):
+        _check_pair(pops[0], pop, f"the defender's populations (G0 and G{i})")
+    Fs = [_values(statistic, pop) for pop in pops]
+    k = Fs[0].shape[1]
+    for i, F in enumerate(Fs):
         if F.shape[0] < k + 1:
             raise DistPrivacyError(
-                f"{F.shape[0]} {name} models cannot fit a covariance of {k} outputs; train at "
+                f"{F.shape[0]} G{i} models cannot fit a covariance of {k} outputs; train at "
                 f"least {k + 1} models per distribution or use fewer query points"
             )
     names = getattr(statistic, "names", None) or tuple(f"F{i}" for i in range(k))
+    thetas = tuple(f"G{i}" for i in range(len(Fs)))
     return GaussianModel(
-        thetas=("G0", "G1"),
-        means=np.stack([F0.mean(axis=0), F1.mean(axis=0)]),
-        covariances=np.stack([np.cov(F0, rowvar=False), np.cov(F1, rowvar=False)]).reshape(2, k, k),
-        pairs=[("G0", "G1")],
+        thetas=thetas,
+        means=np.stack([F.mean(axis=0) for F in Fs]),
+        covariances=np.stack([np.cov(F, rowvar=False) for F in Fs]).reshape(len(Fs), k, k),
+        pairs=[(a, b) for i, a in enumerate(thetas) for b in thetas[i + 1 :]],
         statistic_names=names,
-        samples=[F0, F1],
+        samples=Fs,
         source="model outputs",
     )
 

@@ -1,17 +1,18 @@
 """Defending what ships: ``distprivacy models defend`` on the user's own table.
 
-The game of :mod:`distprivacy.inference.audit` (two ratios α0, α1 of a protected property; the
-rows split into an adversary's half and a victim's half) with a *release* instead of the model
-itself:
+The game of :mod:`distprivacy.inference.audit` (two or more ratios α0, α1, … of a protected
+property; the rows split into an adversary's half and a victim's half) with a *release* instead
+of the model itself:
 
 * ``outputs`` — the model's probabilities on a public query set of ``n_query`` rows
   (:class:`~distprivacy.inference.defence.OutputStatistic`);
 * ``parameters`` — the coefficients and intercept of a binary linear model
   (:class:`ParameterStatistic`).
 
-The defender trains its own shadow models on its half at α0 and α1, fits the Gaussian model of
-the release under each (:func:`~distprivacy.inference.defence.fit_output_model`) and calibrates
-the main paper's Gaussian mechanisms on it at (ε, δ) with the library's calibration
+The defender trains its own shadow models on its half at each ratio, fits the Gaussian model
+of the release under each (:func:`~distprivacy.inference.defence.fit_output_models`; every pair
+of ratios is a secret, Def. 3.1 of the main paper) and calibrates the main paper's Gaussian
+mechanisms on it at (ε, δ) with the library's calibration
 (:func:`~distprivacy.inference.defence.calibrate_defences`: DauM-G, OptM-G; ExpM-G the
 baseline). Other models from the victim's half — never used by the defender's fit — are the
 released ones. Per mechanism, :func:`evaluate_release` reports:
@@ -27,7 +28,8 @@ released ones. Per mechanism, :func:`evaluate_release` reports:
   and a meta-classifier trained on its shadows' *noisy* releases — with 95 % Clopper–Pearson
   intervals, and whether an interval lies wholly above the bound (``exceeds_bound``: the
   guarantee is contradicted; a true bound is exceeded so with probability at most 2.5 % per
-  attack).
+  attack). With more than two ratios both attacks are run on every pair of them: the bound
+  holds for each pair.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from distprivacy.inference.defence import (
     DEFAULT_MECHANISMS,
     OutputStatistic,
     calibrate_defences,
-    fit_output_model,
+    fit_output_models,
 )
 from distprivacy.inference.saved import EstimatorPopulation
 from distprivacy.mechanisms import Calibration
@@ -125,22 +127,24 @@ def _shrunk_gaussians(F0: np.ndarray, F1: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def evaluate_release(
-    adversary: tuple[np.ndarray, np.ndarray],
-    released: tuple[np.ndarray, np.ndarray],
+    adversary: Sequence[np.ndarray],
+    released: Sequence[np.ndarray],
     task_accuracy: Callable[[np.ndarray], np.ndarray],
     calibrations: Mapping[str, Calibration | None],
     *,
     random_state: RandomState = None,
     level: float = 0.95,
+    ratios: Sequence[float] | None = None,
 ) -> list[dict[str, Any]]:
     """Task accuracy and defence-aware attack accuracy for each defence of a release.
 
     Parameters
     ----------
-    adversary : (F0, F1)
-        The release of each of the adversary's shadow models from G0 and G1, (m0, k), (m1, k).
-    released : (V0, V1)
-        The true release of each released model from G0 and G1 (scored).
+    adversary : (F0, F1, …)
+        The release of each of the adversary's shadow models from G0, G1, …: (m_i, k) each.
+    released : (V0, V1, …)
+        The true release of each released model from G0, G1, … (scored), as many as
+        ``adversary``.
     task_accuracy : callable
         (m, k) releases ↦ (m,) task accuracies.
     calibrations : mapping name → Calibration or None
@@ -149,14 +153,17 @@ def evaluate_release(
         The noise draws (a simulation: None is fresh entropy).
     level : float
         Confidence of the Clopper–Pearson intervals.
+    ratios : sequence of float, optional
+        The ratio each distribution stands for, to name the pairs (default 0, 1, …).
 
     Returns
     -------
     One dict per defence: ``defence``, ``mechanism``, ``epsilon``, ``delta``, ``verified``,
     ``max_attack_accuracy`` (None when the guarantee is not verified, or no defence),
     ``expected_l2_error``, ``task_accuracy``, ``attacks`` (name, accuracy, ``ci95``, advantage,
-    n, ``exceeds_bound``) and ``within_bound`` (no attack's interval wholly above the bound;
-    None without a verified bound).
+    n, ``pair`` — the two ratios told apart — and ``exceeds_bound``; both attacks on every
+    pair of distributions, the pairs in order) and ``within_bound`` (no attack's interval
+    wholly above the bound; None without a verified bound).
     """
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -164,35 +171,58 @@ def evaluate_release(
 
     from distprivacy.attacks import LikelihoodRatioAttack
 
+    A = [np.asarray(a, dtype=float) for a in adversary]
+    V = [np.asarray(v, dtype=float) for v in released]
+    if len(A) < 2 or len(V) != len(A):
+        raise DistPrivacyError(
+            f"give the releases of two or more distributions, as many released as the "
+            f"adversary's ({len(A)} and {len(V)})"
+        )
+    labels = list(ratios) if ratios is not None else list(range(len(A)))
+    if len(labels) != len(A):
+        raise DistPrivacyError(f"{len(labels)} ratios for {len(A)} distributions")
     gen = check_random_state(random_state, secure=False)
-    A0, A1 = (np.asarray(a, dtype=float) for a in adversary)
-    V0, V1 = (np.asarray(v, dtype=float) for v in released)
-    lab = np.r_[np.zeros(len(A0), int), np.ones(len(A1), int)]
-    lr = LikelihoodRatioAttack(*_shrunk_gaussians(A0, A1))
+    pairs = [(i, j) for i in range(len(A)) for j in range(i + 1, len(A))]
+    lrs = {p: LikelihoodRatioAttack(*_shrunk_gaussians(A[p[0]], A[p[1]])) for p in pairs}
+    sizes = np.cumsum([0, *(len(a) for a in A)])
     rows = []
     for name, cal in calibrations.items():
 
         def noisy(F: np.ndarray, cal: Calibration | None = cal) -> np.ndarray:
             return F if cal is None else F + cal.sample_noise(F.shape[0], gen)
 
-        An, Vn0, Vn1 = noisy(np.concatenate([A0, A1])), noisy(V0), noisy(V1)
+        An = noisy(np.concatenate(A))
+        Vn = [noisy(v) for v in V]
         cov = None if cal is None else cal.noise_covariance
-        s_lr = score_predictions(
-            lr.log_likelihood_ratio(Vn0, cov) > 0,
-            lr.log_likelihood_ratio(Vn1, cov) > 0,
-            "likelihood-ratio test (knows the noise)",
-            level,
-        )
-        clf = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000)).fit(An, lab)
-        s_mc = score_predictions(
-            clf.predict(Vn0), clf.predict(Vn1), "meta-classifier on noisy shadow releases", level
-        )
         verified = cal is not None and cal.verified
         bound = cal.max_attack_accuracy if verified else None
-        attacks = [
-            {**s.to_dict(), "exceeds_bound": bound is not None and s.interval[0] > bound}
-            for s in (s_lr, s_mc)
-        ]
+        attacks = []
+        for i, j in pairs:
+            lr = lrs[(i, j)]
+            s_lr = score_predictions(
+                lr.log_likelihood_ratio(Vn[i], cov) > 0,
+                lr.log_likelihood_ratio(Vn[j], cov) > 0,
+                "likelihood-ratio test (knows the noise)",
+                level,
+            )
+            Ai, Aj = An[sizes[i] : sizes[i + 1]], An[sizes[j] : sizes[j + 1]]
+            lab = np.r_[np.zeros(len(Ai), int), np.ones(len(Aj), int)]
+            clf = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
+            clf.fit(np.concatenate([Ai, Aj]), lab)
+            s_mc = score_predictions(
+                clf.predict(Vn[i]),
+                clf.predict(Vn[j]),
+                "meta-classifier on noisy shadow releases",
+                level,
+            )
+            attacks += [
+                {
+                    **s.to_dict(),
+                    "pair": [labels[i], labels[j]],
+                    "exceeds_bound": bound is not None and s.interval[0] > bound,
+                }
+                for s in (s_lr, s_mc)
+            ]
         rows.append(
             {
                 "defence": name,
@@ -202,7 +232,7 @@ def evaluate_release(
                 "verified": verified,
                 "max_attack_accuracy": bound,
                 "expected_l2_error": 0.0 if cal is None else cal.expected_l2_error,
-                "task_accuracy": float(np.mean(task_accuracy(np.concatenate([Vn0, Vn1])))),
+                "task_accuracy": float(np.mean(task_accuracy(np.concatenate(Vn)))),
                 "attacks": attacks,
                 "within_bound": (
                     None if bound is None else not any(a["exceeds_bound"] for a in attacks)
@@ -217,7 +247,7 @@ class DefendResult:
     """What :func:`defend_game` found, and what ``--save`` needs."""
 
     prep: AuditData
-    ratios: tuple[float, float]
+    ratios: tuple[float, ...]
     release: str
     statistic: Any
     model: GaussianModel
@@ -226,10 +256,11 @@ class DefendResult:
     rows: list[dict[str, Any]]
     query_rows: np.ndarray | None = None
     eval_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
-    #: The true releases of the adversary's shadow models and of the released models, (G0, G1)
-    #: each, and the task accuracy of releases: :func:`evaluate_release` again, other noise.
-    adversary_values: tuple[np.ndarray, np.ndarray] | None = None
-    released_values: tuple[np.ndarray, np.ndarray] | None = None
+    #: The true releases of the adversary's shadow models and of the released models, one
+    #: array per ratio each, and the task accuracy of releases: :func:`evaluate_release`
+    #: again, other noise.
+    adversary_values: tuple[np.ndarray, ...] | None = None
+    released_values: tuple[np.ndarray, ...] | None = None
     task_accuracy: Callable[[np.ndarray], np.ndarray] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -257,7 +288,7 @@ def defend_game(
     *,
     label: str,
     protect: str,
-    ratios: tuple[float, float],
+    ratios: Sequence[float],
     estimator: Any,
     release: str,
     epsilon: float,
@@ -277,15 +308,24 @@ def defend_game(
     ``level``: confidence of the attacks' Clopper–Pearson intervals (checking several
     defences against their bounds at once calls for a Bonferroni-corrected level).
 
+    ``ratios``: two or more distinct shares of the protected rows; every pair of them is
+    protected (the calibration covers each pair, and the attacks are run on each).
+
     ``n_models`` models per ratio for each of: the adversary's shadows, the defender's shadows
-    (they fit the Gaussian model) and the released models (scored): 6 · ``n_models`` in all.
+    (they fit the Gaussian model) and the released models (scored): 3 · ``n_models`` per ratio.
     """
     if release not in RELEASES:
         raise DistPrivacyError(f"`release` must be one of {', '.join(RELEASES)}, got {release!r}")
-    a0, a1 = (float(r) for r in ratios)
-    if a0 == a1:
+    alphas = tuple(float(r) for r in ratios)
+    if len(alphas) < 2:
         raise DistPrivacyError(
-            f"the two ratios are equal ({a0:g}); a defence protects two different ratios"
+            f"give two or more ratios (the shares a defence hides), got {len(alphas)}"
+        )
+    same = sorted({a for a in alphas if alphas.count(a) > 1})
+    if same:
+        raise DistPrivacyError(
+            f"two ratios are equal ({', '.join(f'{a:g}' for a in same)}); a defence protects "
+            "different ratios"
         )
     gen = check_random_state(random_state, secure=False)
     prep = prepare_audit(
@@ -322,7 +362,7 @@ def defend_game(
             f"the release has {k} numbers; fitting its covariance needs `n_models` of at least "
             f"{k + 1} (or a smaller `n_query` / fewer `features`)"
         )
-    total, done = 6 * n_models, 0
+    total, done = 3 * len(alphas) * n_models, 0
 
     def step(j: int) -> None:
         nonlocal done
@@ -336,11 +376,11 @@ def defend_game(
             n_jobs=n_jobs, progress=step,
         )  # fmt: skip
 
-    adv = [stat(pop(0, a, n_models)) for a in (a0, a1)]
-    vic = [pop(1, a, 2 * n_models) for a in (a0, a1)]
+    adv = tuple(stat(pop(0, a, n_models)) for a in alphas)
+    vic = [pop(1, a, 2 * n_models) for a in alphas]
     defender = [EstimatorPopulation(p.models[:n_models], p.meta) for p in vic]
     released = tuple(stat(EstimatorPopulation(p.models[n_models:], p.meta)) for p in vic)
-    model = fit_output_model(defender[0], defender[1], stat)
+    model = fit_output_models(defender, stat)
     cals, skipped = calibrate_defences(
         model, [epsilon], delta, tuple(mechanisms), dp_baseline=False, output_range=None
     )
@@ -348,11 +388,11 @@ def defend_game(
     defences.update({c.mechanism: c for c in cals})
     seed = int(gen.integers(2**31))
     rows = evaluate_release(
-        (adv[0], adv[1]), released, task, defences, random_state=seed, level=level
+        adv, released, task, defences, random_state=seed, level=level, ratios=alphas
     )
     return DefendResult(
-        prep, (a0, a1), release, stat, model, cals, skipped, rows, query_rows, eval_rows,
-        (adv[0], adv[1]), (released[0], released[1]), task,
+        prep, alphas, release, stat, model, cals, skipped, rows, query_rows, eval_rows,
+        adv, released, task,
     )  # fmt: skip
 
 
