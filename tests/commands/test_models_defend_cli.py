@@ -130,6 +130,7 @@ def test_cli_human_output_parameters(table, capsys, monkeypatch):
         (["--ratios", "0.4,0.4"], "equal"),
         (["--ratios", "0.4"], "two or more"),
         (["--ratios", "0.1,0.4,0.1"], "equal"),
+        (["--ratios", "0.1,0.4,0.401"], "both give 80 protected rows of 200"),
         (["--release", "parameters", "--estimator", "tree"], "linear model"),
         (["--mechanism", "ExpM-L"], "non-Gaussian"),
         (["--label", "tree"], "binary"),

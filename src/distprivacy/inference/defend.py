@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ from distprivacy.inference.saved import EstimatorPopulation
 from distprivacy.mechanisms import Calibration
 from distprivacy.models import GaussianModel
 from distprivacy.randomness import RandomState, check_random_state
+from distprivacy.spec import proportion_to_count
 
 __all__ = [
     "DEFENDED_FORMAT",
@@ -327,6 +329,17 @@ def defend_game(
             f"two ratios are equal ({', '.join(f'{a:g}' for a in same)}); a defence protects "
             "different ratios"
         )
+    # Each training set holds exactly round(α · n_train) protected rows: two ratios that round
+    # to the same count draw from one distribution, and the pair would protect nothing.
+    sized = isinstance(n_train, int | np.integer) and not isinstance(n_train, bool)
+    counts = [proportion_to_count(a, int(n_train)) for a in alphas] if sized else alphas
+    for i, j in combinations(range(len(alphas)), 2):
+        if sized and n_train >= 1 and counts[i] == counts[j]:
+            raise DistPrivacyError(
+                f"ratios {alphas[i]!r} and {alphas[j]!r} both give {counts[i]} protected rows of "
+                f"{int(n_train)} (`n_train`): one training distribution; give ratios further "
+                "apart or raise `n_train`"
+            )
     gen = check_random_state(random_state, secure=False)
     prep = prepare_audit(
         data, label=label, protect=protect, features=features, random_state=gen, binary=True,
