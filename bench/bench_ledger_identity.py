@@ -1,9 +1,10 @@
 """What a ledger entry costs to identify its target: the keyed dataset identity, the row
-sketch and the per-column identities (column, property) over all of Adult's 15 columns.
+sketch, the per-column identities (column, property) and the columns' marginal identities
+over all of Adult's 15 columns.
 
 Run: ``python bench/bench_ledger_identity.py [--repeat 3]``. Prints, per target size, the
 median time of :func:`distprivacy.fingerprint.release_identity` (each column made canonical
-once) against the three public functions called apart, and their ratio; checks that both
+once) against the four public functions called apart, and their ratio; checks that both
 give the same values.
 """
 
@@ -24,6 +25,7 @@ def main() -> None:
     from distprivacy.datasets import load_adult
     from distprivacy.fingerprint import (
         column_identities,
+        column_marginals,
         dataset_identity,
         dataset_sketch,
         release_identity,
@@ -44,10 +46,12 @@ def main() -> None:
             a = dataset_identity(t, cols, key=key)
             b = dataset_sketch(t, cols, key=key)
             c = column_identities(t, [*cols, *read], "income", key=key)
+            d = column_marginals(t, [*cols, *read], key=key)
             t2 = time.perf_counter()
             one.append(t1 - t0)
             apart.append(t2 - t1)
             assert (r.identity, list(r.sketch), r.column_identities) == (a, b, c)
+            assert r.column_marginals == d
         m1, m2 = statistics.median(one), statistics.median(apart)
         print(f"  {n:7d}  {m1:14.3f} s  {m2:6.3f} s  {m2 / m1:4.2f}x")
 

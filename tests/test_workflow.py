@@ -223,3 +223,32 @@ def test_on_public_data_the_ledger_composes_other_columns_of_the_same_records(tm
         with pytest.raises(DistPrivacyError, match=r"mean\(wage\) in other units .*×0.0001"):
             dp.release(**cents, query="mean:education", target=in_cents, ledger=led)
         assert len(led.releases()) == before
+
+
+def test_on_public_data_shuffled_or_jittered_wages_are_the_same_workers(tmp_path):
+    """CPS 1988: mean:wage of 200 workers, then of the same workers with their wages handed to
+    one another (the same mean) or moved by a cent: linked to the first dataset and refused by
+    a budget one release meets (the same statistic twice composes to μ ≈ 0.454 > 0.44) — on
+    the full table by the columns not read, on (wage, the property's column) alone by the
+    wages' multiset. Another 200 workers: a budget of their own."""
+    from public_data import CPS1988, small
+
+    table = small("cps1988")
+    spec = dp.ProtectionSpec(CPS1988.protect, n=200, values=[0.05, 0.15])
+    records = table.sample(n=200, random_state=6)
+    prop = spec.predicate.column
+    kw = dict(data=table, spec=spec, privacy=GDP(0.4), modeling="exact", query="mean:wage")
+    gen = np.random.default_rng(0)
+    shuffled = records.assign(wage=records["wage"].sample(frac=1.0, random_state=1).to_numpy())
+    jittered = records.assign(wage=records["wage"] + gen.choice([-0.01, 0.01], len(records)))
+    for cols in (list(records.columns), ["wage", prop]):
+        for second in (shuffled, jittered):
+            if second is jittered and len(cols) == 2:
+                continue  # changed values, nothing else kept: not linked (docs/ledger.md)
+            with dp.Ledger.init(tmp_path / f"{len(cols)}{id(second)}.db", budget=GDP(0.44)) as led:
+                dp.release(**kw, target=records[cols], ledger=led)
+                with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
+                    dp.release(**kw, target=second[cols], ledger=led)
+                others = table.drop(index=records.index).sample(n=200, random_state=7)
+                out = dp.release(**kw, target=others[cols], ledger=led)
+                assert out.recorded.releases_of_dataset == 1

@@ -16,7 +16,7 @@ import base64
 import hashlib
 import hmac
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "ReleaseIdentity",
     "canonical_property",
     "column_identities",
+    "column_marginals",
     "data_fingerprint",
     "dataset_identity",
     "dataset_sketch",
@@ -255,6 +256,31 @@ class ReleaseIdentity:
     identity: str
     sketch: tuple[str, ...]
     column_identities: dict[str, str]
+    #: Per column: the keyed identity of its values alone, as a multiset (raw values, not
+    #: ranks; :func:`column_marginals`).
+    column_marginals: dict[str, str] = field(default_factory=dict)
+
+
+def column_marginals(data: pd.DataFrame, columns: Sequence[str], *, key: bytes) -> dict[str, str]:
+    """For each column of ``columns``: the keyed identity of its values alone, as a multiset
+    (row order and which record holds which value do not matter; numbers as numbers, text
+    stripped, as :func:`dataset_identity`). A statistic computed from one column at a time —
+    a mean, a sum, a count or proportion of one column's predicate — has the same value on two
+    targets whose columns it reads have the same multisets, however the values were shuffled
+    among the records: the ledger treats such a target as the earlier dataset (a table whose
+    ages were handed to other records releases the same mean age)."""
+    return _column_marginals(data, columns, _check_key(key), {})
+
+
+def _column_marginals(
+    data: pd.DataFrame,
+    columns: Sequence[str],
+    key: bytes,
+    cache: dict[str, tuple[str, np.ndarray]],
+) -> dict[str, str]:
+    return {
+        str(c): _identity(*_canonical_rows(data, [c], cache), key) for c in dict.fromkeys(columns)
+    }
 
 
 def release_identity(
@@ -266,18 +292,18 @@ def release_identity(
     key: bytes,
     size: int = 128,
 ) -> ReleaseIdentity:
-    """The keyed :func:`dataset_identity` and :func:`dataset_sketch` over ``columns`` and the
-    :func:`column_identities` of ``columns`` and ``others`` together (a ledger passes every
-    column of the target as ``others``), each column made canonical once:
-    bench/bench_ledger_identity.py times it against the three computed apart."""
+    """The keyed :func:`dataset_identity` and :func:`dataset_sketch` over ``columns``, and the
+    :func:`column_identities` and :func:`column_marginals` of ``columns`` and ``others``
+    together (a ledger passes every column of the target as ``others``), each column made
+    canonical once: bench/bench_ledger_identity.py times it against the four computed apart."""
     cache: dict[str, tuple[str, np.ndarray]] = {}
     header, rows = _canonical_rows(data, columns, cache)
+    every = [*columns, *others]
     return ReleaseIdentity(
         identity=_identity(header, rows, _check_key(key)),
         sketch=tuple(_sketch(rows, key, size)),
-        column_identities=_column_identities(
-            data, [*columns, *others], property_column, key, cache
-        ),
+        column_identities=_column_identities(data, every, property_column, key, cache),
+        column_marginals=_column_marginals(data, [*every, property_column], key, cache),
     )
 
 

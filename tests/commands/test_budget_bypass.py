@@ -80,6 +80,11 @@ def _variants(records: pd.DataFrame, used: list[str]) -> dict[str, pd.DataFrame]
         "only the used columns": records[used],
         "integers as decimals": records.assign(age=records["age"].astype(float)),
         "reordered columns": records[list(reversed(records.columns))],
+        # The columns read changed, every other column kept (linked by the records):
+        "ages given to other records": records.assign(
+            age=records["age"].sample(frac=1.0, random_state=2).to_numpy()
+        ),
+        "ages jittered": records.assign(age=records["age"] + 0.001 * (records.index % 7 - 3)),
     }
 
 

@@ -30,10 +30,14 @@ class BudgetExceededError(DistPrivacyError):
 
 def sketch_field(e: LedgerEntry) -> str:
     """The stored ``sketch`` field: the row sketch alone (a list, as ledgers before column
-    fingerprints wrote it), or ``{"rows": [...], "columns": {...}}`` with them."""
+    fingerprints wrote it), or ``{"rows": [...], "columns": {...}}`` with them, and
+    ``"marginals": {...}`` with the columns' marginal identities (ledgers since they exist)."""
     if not e.column_fingerprints:
         return _dumps(list(e.sketch))
-    return _dumps({"rows": list(e.sketch), "columns": dict(e.column_fingerprints)})
+    out: dict[str, Any] = {"rows": list(e.sketch), "columns": dict(e.column_fingerprints)}
+    if e.column_marginals:
+        out["marginals"] = dict(e.column_marginals)
+    return _dumps(out)
 
 
 def parse_sketch_field(text: str) -> tuple[tuple[str, ...], dict[str, str] | None]:
@@ -47,6 +51,20 @@ def parse_sketch_field(text: str) -> tuple[tuple[str, ...], dict[str, str] | Non
     if not isinstance(raw, list):
         raise ValueError(f"a sketch is a list or an object, got {type(raw).__name__}")
     return tuple(raw), None
+
+
+def parse_marginals(text: str) -> dict[str, str] | None:
+    """The column marginal identities of a stored ``sketch`` field, or None (an entry written
+    before they existed)."""
+    raw = json.loads(text)
+    marg = raw.get("marginals") if isinstance(raw, dict) else None
+    if marg is None:
+        return None
+    if not isinstance(marg, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in marg.items()
+    ):
+        raise ValueError("a sketch's 'marginals' map column names to text")
+    return dict(marg)
 
 
 def _dumps(x: Any) -> str:
@@ -211,8 +229,16 @@ class LedgerEntry:
         paired with the property's (:func:`distprivacy.fingerprint.column_identities`):
         how the ledger recognises the records of an earlier dataset whose other columns
         were changed. Stored with the sketch.
+    column_marginals : mapping of str to str or None
+        For each column of the target, the keyed identity of its values alone
+        (:func:`distprivacy.fingerprint.column_marginals`): how the ledger recognises a
+        target whose read columns' values were handed to other records. Stored with the
+        sketch.
     read_columns : tuple of str or None
         The columns the release reads (its statistics' and the property's). Not stored.
+    read_distinct : int or None
+        The most distinct values in one column the release reads, the property's left out.
+        Not stored.
     """
 
     fingerprint: str
@@ -235,7 +261,9 @@ class LedgerEntry:
     unbounded: bool = False
     identity_columns: tuple[str, ...] | None = field(default=None, compare=False)
     column_fingerprints: Mapping[str, str] | None = field(default=None, compare=False)
+    column_marginals: Mapping[str, str] | None = field(default=None, compare=False)
     read_columns: tuple[str, ...] | None = field(default=None, compare=False)
+    read_distinct: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("fingerprint", "property", "mechanism"):
@@ -271,6 +299,13 @@ class LedgerEntry:
             ):
                 raise LedgerError("a ledger entry's column fingerprints map column names to text")
             object.__setattr__(self, "column_fingerprints", dict(cf))
+        if self.column_marginals is not None:
+            cm = self.column_marginals
+            if not isinstance(cm, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in cm.items()
+            ):
+                raise LedgerError("a ledger entry's column marginals map column names to text")
+            object.__setattr__(self, "column_marginals", dict(cm))
 
     @classmethod
     def from_plan(

@@ -17,15 +17,18 @@ them fails ``ledger verify`` and refuses every release. A ledger written before 
 columns existed, with releases in it, keeps identifying each release by the columns it reads.
 
 Each release also stores, per column of its target, the keyed identity of that column paired with
-the property's (:func:`distprivacy.fingerprint.column_identities`): a target whose every column
-*read* holds an earlier dataset's values, record by record with the property, is checked
+the property's (:func:`distprivacy.fingerprint.column_identities`) and of its values alone
+(:func:`distprivacy.fingerprint.column_marginals`). A target whose every column *read* holds an
+earlier dataset's values record by record with the property, or whose columns *not read* (two
+or more) do, or whose columns read hold the same values given to other records, is checked
 against that dataset's releases (and recorded with them while its own dataset has none), so
-rewriting a column the release does not read does not make a new budget
-(:func:`linked_dataset`).
+rewriting a column the release does not read, or jittering or shuffling one it reads, does not
+make a new budget (:func:`linked_dataset`).
 
-What this does not resist: a value changed in any identity column makes another dataset (the
-keyed sketch over the same columns warns when it overlaps an earlier one by half or more), so a
-narrow, stable set (a record id) is the better choice when the steward has one.
+What this does not resist: a value changed in any identity column makes another identity (the
+keyed sketch over the same columns warns when it overlaps an earlier one by half or more), and
+a table whose columns read *and* all but one of its other columns are changed is not linked;
+a narrow, stable set (a record id) is the better choice when the steward has one.
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distprivacy.ledger._chain import _sql_error
-from distprivacy.ledger._entry import LedgerEntry, LedgerError, parse_sketch_field
+from distprivacy.ledger._entry import (
+    LedgerEntry,
+    LedgerError,
+    parse_marginals,
+    parse_sketch_field,
+)
 
 if TYPE_CHECKING:
     from distprivacy.ledger import Ledger
@@ -143,16 +151,39 @@ def identity_columns(
     return fixed, list(fixed)
 
 
-def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, int] | None:
-    """``(fingerprint, release id)`` of the earliest recorded *other* dataset (same property)
-    whose records hold, column by column with the property, the values of every column
-    ``entry`` reads; else None. Such a target is the same records with other columns changed
-    (a column rewritten, a column of the first table replaced by junk to make it look new):
-    its release is checked against that dataset's releases too (:func:`link_warning`)."""
+#: Columns a release does not read that must all hold an earlier dataset's values, record by
+#: record with the property, for the target to be that dataset's records (two or more: one
+#: column of few values agrees with another dataset's by chance more often).
+MIN_UNREAD_COLUMNS = 2
+
+#: Distinct values one column read (the property's aside) must hold for the same multisets of
+#: values to say "the same records' values": two datasets' counts of a column of few values
+#: (the number of women) agree by chance too often to stand for their records.
+MIN_DISTINCT_VALUES = 20
+
+
+def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, int, str] | None:
+    """``(fingerprint, release id, why)`` of the earliest recorded *other* dataset (same
+    property) that ``entry``'s target is, by one of three tests; else None:
+
+    * ``"read"`` — every column the release reads holds that dataset's values, record by
+      record with the property (up to an increasing re-encoding): the same records with other
+      columns changed (a column rewritten, replaced by junk to make the table look new);
+    * ``"records"`` — every column it does *not* read that both tables hold (two or more)
+      does: the same records, with the columns read changed (a value jittered);
+    * ``"values"`` — every column it reads holds the same values as a multiset (raw, not
+      re-encoded), one of them (the property's aside) with at least
+      :data:`MIN_DISTINCT_VALUES` values: the values handed to other records, which leaves a
+      mean, a sum or a one-column count as it was.
+
+    Such a target's release is checked against that dataset's releases too
+    (:func:`link_warning`)."""
     fps, read = entry.column_fingerprints, entry.read_columns
-    if not fps or not read or any(c not in fps for c in read):
+    if not fps or not read:
         return None
-    want = {c: fps[c] for c in read}
+    unread = [c for c in fps if c not in read]
+    marg = entry.column_marginals if (entry.read_distinct or 0) >= MIN_DISTINCT_VALUES else {}
+    marg = marg or {}
     rows = con.execute(
         "SELECT id, fingerprint, sketch FROM releases WHERE property = ? AND fingerprint != ? "
         "ORDER BY id",
@@ -161,21 +192,35 @@ def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, in
     for rid, fp, stored in rows:
         try:
             cols = parse_sketch_field(stored)[1]
+            theirs = parse_marginals(stored)
         except (TypeError, ValueError):
             continue
-        if cols and all(cols.get(c) == v for c, v in want.items()):
-            return str(fp), int(rid)
+        if not cols:
+            continue
+        if all(c in fps and cols.get(c) == fps[c] for c in read):
+            return str(fp), int(rid), "read"
+        shared = [c for c in unread if c in cols]
+        if len(shared) >= MIN_UNREAD_COLUMNS and all(cols[c] == fps[c] for c in shared):
+            return str(fp), int(rid), "records"
+        if marg and theirs and all(c in marg and theirs.get(c) == marg[c] for c in read):
+            return str(fp), int(rid), "values"
     return None
 
 
-def link_warning(linked: tuple[str, int] | None, adopted: bool) -> tuple[str, ...]:
+def link_warning(linked: tuple[str, int, str] | None, adopted: bool) -> tuple[str, ...]:
     """The warning of a release linked to an earlier dataset (``adopted``: recorded with it,
     its own dataset having no release yet)."""
     if linked is None:
         return ()
+    why = {
+        "read": "every column this release reads holds the values of the dataset of release "
+        f"{linked[1]}, record by record with the property (its other columns differ)",
+        "records": "the columns this release does not read hold the records of the dataset of "
+        f"release {linked[1]}, record by record with the property (the columns read differ)",
+        "values": "every column this release reads holds the values of the dataset of release "
+        f"{linked[1]}, given to other records (the same statistics)",
+    }[linked[2]]
     return (
-        "every column this release reads holds the values of the dataset of release "
-        f"{linked[1]}, record by record with the property (its other columns differ): the "
-        "budget is checked against that dataset's releases too"
+        f"{why}: the budget is checked against that dataset's releases too"
         + (", and the release is recorded with them" if adopted else ""),
     )

@@ -25,7 +25,13 @@ from distprivacy.ledger._chain import (
     _unbounded_guarantee,
 )
 from distprivacy.ledger._compose import plan_composer
-from distprivacy.ledger._entry import Composer, LedgerEntry, LedgerError, parse_sketch_field
+from distprivacy.ledger._entry import (
+    Composer,
+    LedgerEntry,
+    LedgerError,
+    parse_marginals,
+    parse_sketch_field,
+)
 from distprivacy.ledger._identity import read_identity
 from distprivacy.ledger._keys import decrypt, key_path, subkey
 
@@ -173,7 +179,12 @@ def entry_for(
         unbounded=unbounded,
         identity_columns=identity,
         column_fingerprints=ids.column_identities,
+        column_marginals=ids.column_marginals,
         read_columns=tuple(dict.fromkeys(read)),
+        read_distinct=max(
+            (int(target[c].nunique(dropna=False)) for c in plan.columns if c != pred.column),
+            default=0,
+        ),
     )
 
 
@@ -209,6 +220,7 @@ def row_entry(ledger: Ledger, row: Sequence[Any]) -> LedgerEntry:
             complemented=bool(comp),
             sketch=rows_sketch,
             column_fingerprints=column_fps,
+            column_marginals=parse_marginals(sketch),
             unbounded=bool(unb),
         )
     except LedgerError:
