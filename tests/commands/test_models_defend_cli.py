@@ -248,3 +248,51 @@ def test_cli_three_ratios_text_fits_the_terminal(table, capsys, monkeypatch, wid
     if width >= 80:  # each pair named whole in its column (at 60 a cell may fold)
         for pair in ("0.1 vs 0.4", "0.1 vs 0.7", "0.4 vs 0.7"):
             assert pair in out
+
+
+def test_cli_level_and_the_chance_of_a_false_flag(table, capsys, monkeypatch):
+    """--level sets the intervals' confidence: JSON keeps ci95 the 95 % interval and gives the
+    one at the level as ci (with level); the table shows the latter. Out-of-range levels are
+    one-line refusals."""
+    monkeypatch.setenv("COLUMNS", "120")
+    args = _defend(table, "--json", "--level", "0.99")
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["level"] == 0.99
+    first = out["defences"][0]["attacks"][0]
+    wide, ci95 = first["ci"], first["ci95"]
+    assert first["level"] == 0.99 and wide[0] < ci95[0] and wide[1] > ci95[1]
+    assert main(_defend(table, "--json")) == 0
+    again = json.loads(capsys.readouterr().out)["defences"][0]["attacks"][0]
+    assert again["ci95"] == ci95 and "ci" not in again  # the same game, the same 95 % interval
+    assert main(_defend(table, "--level", "0.99")) == 0
+    assert "accuracy [0.99 CI]" in capsys.readouterr().out
+    for bad in ("0.3", "1", "nan"):
+        assert main(_defend(table, "--level", bad)) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error:") and "--level" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_false_flag_note_counts_the_checks():
+    from distprivacy.commands.models_defend import _print
+
+    class R:
+        ratios = (0.1, 0.7)
+        release = "outputs"
+        prep = type("P", (), {"protect": "sex==Female"})()
+
+    attack = {"name": "likelihood-ratio test (knows the noise)", "accuracy": 0.7,
+              "ci95": [0.6, 0.8], "pair": [0.1, 0.7], "exceeds_bound": True}  # fmt: skip
+    row = {"defence": "DauM-G", "task_accuracy": 0.8, "max_attack_accuracy": 0.55,
+           "verified": True, "within_bound": False, "attacks": [attack, attack]}  # fmt: skip
+    out = {"dimension": 4, "level": 0.95, "skipped": {}, "defences": [row, row]}
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        _print(R(), out)
+    text = " ".join(buf.getvalue().split())
+    # 4 checks at 95 %: 1 − 0.975⁴ = 9.6 %, and 1 − 0.05/4 = 0.9875.
+    assert "4 intervals were checked at 0.95 each" in text
+    assert "up to 10%" in text and "--level 0.9875" in text

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from distprivacy.commands import DELTA, POSITIVE, POSITIVE_INT, dumps_json, parse_floats
+from distprivacy.commands import DELTA, POSITIVE, POSITIVE_INT, Number, dumps_json, parse_floats
 from distprivacy.commands.models_audit import game_options, progress_bar, read_game
 from distprivacy.exceptions import DistPrivacyError
 
@@ -41,6 +41,14 @@ _DEFAULT_MECHANISMS = "DauM-G,OptM-G,ExpM-G"
 @click.option("--n-query", type=POSITIVE_INT, default=8, show_default=True,
               help="Rows of the public query set (--release outputs).")  # fmt: skip
 @click.option(
+    "--level",
+    type=Number(low=0.5, high=1, high_open=True),
+    default=0.95,
+    show_default=True,
+    help="Confidence of each attack's Clopper-Pearson interval, and of the ABOVE BOUND check. "
+    "For N checks at once, 1 - 0.05/N makes a false flag at most 2.5 % likely in all.",
+)
+@click.option(
     "--save",
     "save_path",
     type=click.Path(),
@@ -65,6 +73,7 @@ def defend(
     epsilon: float,
     delta: float,
     n_query: int,
+    level: float,
     save_path: str | None,
 ) -> None:
     """Defend a model's release with distribution privacy and measure what is left: task
@@ -91,9 +100,9 @@ def defend(
         table, label=label, protect=protect, ratios=tuple(alphas), estimator=est,
         release=release, epsilon=epsilon, delta=delta, mechanisms=names, n_models=n_models,
         n_train=n_train, n_query=n_query, features=cols, random_state=seed, n_jobs=n_jobs,
-        progress=progress_bar(as_json),
+        progress=progress_bar(as_json), level=level,
     )  # fmt: skip
-    out = {"estimator": estimator, **result.to_dict()}
+    out = {"estimator": estimator, "level": level, **result.to_dict()}
     if save_path is not None:
         game = {"data": str(data_path), "label": label, "features": cols, "estimator": estimator,
                 "n_models": n_models, "n_train": n_train, "seed": seed}  # fmt: skip
@@ -120,12 +129,12 @@ def _print(result: Any, out: dict[str, Any]) -> None:
     paired = len(result.ratios) > 2
     for col in ("defence", "task acc.", "bound", *(["pair"] if paired else []), "attack"):
         table.add_column(col, overflow="fold")
-    table.add_column("accuracy [95 % CI]", overflow="fold")
+    table.add_column(f"accuracy [{out['level']:.4g} CI]", overflow="fold")
     short = {"likelihood-ratio": "LR test", "meta-classifier": "meta-clf."}
     for row in out["defences"]:
         bound = row["max_attack_accuracy"]
         for k, a in enumerate(row["attacks"]):
-            lo, hi = a["ci95"]
+            lo, hi = a.get("ci", a["ci95"])  # the interval at --level
             pair = [f"{a['pair'][0]:g} vs {a['pair'][1]:g}" if k % 2 == 0 else ""]
             name = next((v for s, v in short.items() if a["name"].startswith(s)), a["name"])
             above = " [bold red]ABOVE BOUND[/]" if bound is not None and a["exceeds_bound"] else ""
@@ -154,6 +163,16 @@ def _print(result: Any, out: dict[str, Any]) -> None:
                 f"{row['max_attack_accuracy']:.3f}: the Gaussian model of the release does not "
                 "describe these models; train more shadow models (--n-models)"
             )
+    checked = sum(len(r["attacks"]) for r in out["defences"] if r["within_bound"] is not None)
+    if checked > 1 and any(r["within_bound"] is False for r in out["defences"]):
+        # A flag is evidence against a bound only as far as chance is ruled out: say how far.
+        level = out["level"]
+        chance = 1 - (1 - (1 - level) / 2) ** checked
+        lines.append(
+            f"{checked} intervals were checked at {level:.4g} each: were every bound true, one "
+            f"would lie above its bound by chance with probability up to {chance:.0%}; "
+            f"--level {1 - (1 - level) / checked:.4g} checks them all at once"
+        )
     if "saved" in out:
         lines.append(f"Wrote the defended release to {out['saved']}")
     for line in lines:

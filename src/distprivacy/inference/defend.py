@@ -163,7 +163,8 @@ def evaluate_release(
     One dict per defence: ``defence``, ``mechanism``, ``epsilon``, ``delta``, ``verified``,
     ``max_attack_accuracy`` (None when the guarantee is not verified, or no defence),
     ``expected_l2_error``, ``task_accuracy``, ``attacks`` (name, accuracy, ``ci95``, advantage,
-    n, ``pair`` — the two ratios told apart — and ``exceeds_bound``; both attacks on every
+    n, ``pair`` — the two ratios told apart — and ``exceeds_bound``, read from the interval
+    at ``level`` (``ci95``, or ``ci`` at another level); both attacks on every
     pair of distributions, the pairs in order) and ``within_bound`` (no attack's interval
     wholly above the bound; None without a verified bound).
     """

@@ -61,11 +61,15 @@ class AttackScore:
         Fraction of correct guesses over all victim models (equal numbers per distribution give
         the game's accuracy with a fair coin b).
     interval : (float, float)
-        95 % Clopper–Pearson interval of the accuracy.
+        Clopper–Pearson interval of the accuracy at confidence ``level``.
     advantage : float
         |Pr[b̂=1 | b=1] − Pr[b̂=1 | b=0]| (Suri & Evans, §2).
     n : int
         Number of victim models scored.
+    level : float
+        The interval's confidence (default 0.95).
+    correct : int or None
+        Number of correct guesses (None: round(accuracy · n)).
     """
 
     name: str
@@ -73,15 +77,25 @@ class AttackScore:
     interval: tuple[float, float]
     advantage: float
     n: int
+    level: float = 0.95
+    correct: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """Plain data. ``ci95`` is always the 95 % interval; at another ``level`` the interval
+        at that level is ``ci`` (with ``level``)."""
+        out = {
             "name": self.name,
             "accuracy": self.accuracy,
             "ci95": list(self.interval),
             "advantage": self.advantage,
             "n": self.n,
         }
+        if self.level != 0.95:
+            k = self.correct if self.correct is not None else round(self.accuracy * self.n)
+            out["ci95"] = list(accuracy_interval(int(k), self.n, 0.95))
+            out["ci"] = list(self.interval)
+            out["level"] = self.level
+        return out
 
 
 def score_predictions(
@@ -96,7 +110,9 @@ def score_predictions(
     correct = int((pred0 == 0).sum() + (pred1 == 1).sum())
     n = pred0.size + pred1.size
     adv = abs(float(pred1.mean()) - float(pred0.mean()))
-    return AttackScore(name, correct / n, accuracy_interval(correct, n, level), adv, n)
+    return AttackScore(
+        name, correct / n, accuracy_interval(correct, n, level), adv, n, level, correct
+    )
 
 
 # ------------------------------------------------------------------------------------------------
