@@ -236,6 +236,7 @@ NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (DEFEND, "--n-query", ["0", "1.5"], ()),
     (DEFEND, "--epsilon", ["0", "-1", "nan", "inf"], ()),
     (DEFEND, "--delta", ["-0.1", "1", "nan"], ()),
+    (DEFEND, "--level", ["0.4", "1", "nan", "inf", "abc"], ()),
 ]
 NUMERIC_CASES = [
     pytest.param(cmd, opt, v, words, id=f"{' '.join(cmd[:2])} {opt}={v}")
