@@ -292,20 +292,16 @@ class LedgerEntry:
             object.__setattr__(
                 self, "statistic_indices", tuple(int(i) for i in self.statistic_indices)
             )
-        if self.column_fingerprints is not None:
-            cf = self.column_fingerprints
-            if not isinstance(cf, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in cf.items()
-            ):
-                raise LedgerError("a ledger entry's column fingerprints map column names to text")
-            object.__setattr__(self, "column_fingerprints", dict(cf))
-        if self.column_marginals is not None:
-            cm = self.column_marginals
+        for name in ("column_fingerprints", "column_marginals"):
+            cm = getattr(self, name)
+            if cm is None:
+                continue
             if not isinstance(cm, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in cm.items()
             ):
-                raise LedgerError("a ledger entry's column marginals map column names to text")
-            object.__setattr__(self, "column_marginals", dict(cm))
+                what = name.replace("_", " ")
+                raise LedgerError(f"a ledger entry's {what} map column names to text")
+            object.__setattr__(self, name, dict(cm))
 
     @classmethod
     def from_plan(
