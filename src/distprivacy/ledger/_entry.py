@@ -40,31 +40,25 @@ def sketch_field(e: LedgerEntry) -> str:
     return _dumps(out)
 
 
-def parse_sketch_field(text: str) -> tuple[tuple[str, ...], dict[str, str] | None]:
-    """``(sketch, column_fingerprints)`` from a stored ``sketch`` field (either form)."""
+def parse_sketch_field(
+    text: str,
+) -> tuple[tuple[str, ...], dict[str, str] | None, dict[str, str] | None]:
+    """``(sketch, column_fingerprints, column_marginals)`` from a stored ``sketch`` field
+    (either form; the maps None for entries written before they existed), in one parse."""
     raw = json.loads(text)
-    if isinstance(raw, dict):
-        rows, cols = raw.get("rows"), raw.get("columns")
-        if not isinstance(rows, list) or not isinstance(cols, dict):
-            raise ValueError("a sketch object holds 'rows' (a list) and 'columns' (an object)")
-        return tuple(rows), dict(cols)
-    if not isinstance(raw, list):
+    if isinstance(raw, list):
+        return tuple(raw), None, None
+    if not isinstance(raw, dict):
         raise ValueError(f"a sketch is a list or an object, got {type(raw).__name__}")
-    return tuple(raw), None
-
-
-def parse_marginals(text: str) -> dict[str, str] | None:
-    """The column marginal identities of a stored ``sketch`` field, or None (an entry written
-    before they existed)."""
-    raw = json.loads(text)
-    marg = raw.get("marginals") if isinstance(raw, dict) else None
-    if marg is None:
-        return None
-    if not isinstance(marg, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in marg.items()
+    rows, cols, marg = raw.get("rows"), raw.get("columns"), raw.get("marginals")
+    if not isinstance(rows, list) or not isinstance(cols, dict):
+        raise ValueError("a sketch object holds 'rows' (a list) and 'columns' (an object)")
+    if marg is not None and not (
+        isinstance(marg, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in marg.items())
     ):
         raise ValueError("a sketch's 'marginals' map column names to text")
-    return dict(marg)
+    return tuple(rows), dict(cols), None if marg is None else dict(marg)
 
 
 def _dumps(x: Any) -> str:

@@ -40,12 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distprivacy.ledger._chain import _sql_error
-from distprivacy.ledger._entry import (
-    LedgerEntry,
-    LedgerError,
-    parse_marginals,
-    parse_sketch_field,
-)
+from distprivacy.ledger._entry import LedgerEntry, LedgerError, parse_sketch_field
 
 if TYPE_CHECKING:
     from distprivacy.ledger import Ledger
@@ -182,8 +177,8 @@ def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, in
     if not fps or not read:
         return None
     unread = [c for c in fps if c not in read]
-    marg = entry.column_marginals if (entry.read_distinct or 0) >= MIN_DISTINCT_VALUES else {}
-    marg = marg or {}
+    many = (entry.read_distinct or 0) >= MIN_DISTINCT_VALUES
+    marg = (entry.column_marginals or {}) if many else {}
     rows = con.execute(
         "SELECT id, fingerprint, sketch FROM releases WHERE property = ? AND fingerprint != ? "
         "ORDER BY id",
@@ -191,8 +186,7 @@ def linked_dataset(con: sqlite3.Connection, entry: LedgerEntry) -> tuple[str, in
     ).fetchall()
     for rid, fp, stored in rows:
         try:
-            cols = parse_sketch_field(stored)[1]
-            theirs = parse_marginals(stored)
+            _, cols, theirs = parse_sketch_field(stored)
         except (TypeError, ValueError):
             continue
         if not cols:

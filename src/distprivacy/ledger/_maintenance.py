@@ -29,7 +29,6 @@ from distprivacy.ledger._entry import (
     Composer,
     LedgerEntry,
     LedgerError,
-    parse_marginals,
     parse_sketch_field,
 )
 from distprivacy.ledger._identity import read_identity
@@ -196,7 +195,7 @@ def row_entry(ledger: Ledger, row: Sequence[Any]) -> LedgerEntry:
         (_, time, fp, prop, ptext, comp, digest, mech, stats, g, fam, cov, vals, plan,
          idx, cum, sketch, unb) = row[: len(_FIELDS)]  # fmt: skip
         cov_v = None if cov is None else np.array(json.loads(cov), dtype=float)
-        rows_sketch, column_fps = parse_sketch_field(sketch)
+        rows_sketch, column_fps, column_marg = parse_sketch_field(sketch)
         plan_v = None
         if plan is not None:
             text = decrypt(ledger.key, plan, f"the plan of release {rid}")
@@ -220,7 +219,7 @@ def row_entry(ledger: Ledger, row: Sequence[Any]) -> LedgerEntry:
             complemented=bool(comp),
             sketch=rows_sketch,
             column_fingerprints=column_fps,
-            column_marginals=parse_marginals(sketch),
+            column_marginals=column_marg,
             unbounded=bool(unb),
         )
     except LedgerError:
