@@ -332,10 +332,11 @@ def defend_game(
         )
     # Each training set holds exactly round(α · n_train) protected rows: two ratios that round
     # to the same count draw from one distribution, and the pair would protect nothing.
-    sized = isinstance(n_train, int | np.integer) and not isinstance(n_train, bool)
-    counts = [proportion_to_count(a, int(n_train)) for a in alphas] if sized else alphas
-    for i, j in combinations(range(len(alphas)), 2):
-        if sized and n_train >= 1 and counts[i] == counts[j]:
+    # (A bad n_train is refused where the training sets are drawn.)
+    sized = isinstance(n_train, int | np.integer) and not isinstance(n_train, bool) and n_train > 0
+    counts = [proportion_to_count(a, int(n_train)) for a in alphas] if sized else []
+    for i, j in combinations(range(len(counts)), 2):
+        if counts[i] == counts[j]:
             raise DistPrivacyError(
                 f"ratios {alphas[i]!r} and {alphas[j]!r} both give {counts[i]} protected rows of "
                 f"{int(n_train)} (`n_train`): one training distribution; give ratios further "
