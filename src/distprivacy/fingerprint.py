@@ -259,6 +259,8 @@ class ReleaseIdentity:
     #: Per column: the keyed identity of its values alone, as a multiset (raw values, not
     #: ranks; :func:`column_marginals`).
     column_marginals: dict[str, str] = field(default_factory=dict)
+    #: Per column: how many distinct values it holds (as the identities compare them).
+    column_distinct: dict[str, int] = field(default_factory=dict)
 
 
 def column_marginals(data: pd.DataFrame, columns: Sequence[str], *, key: bytes) -> dict[str, str]:
@@ -299,11 +301,13 @@ def release_identity(
     cache: dict[str, tuple[str, np.ndarray]] = {}
     header, rows = _canonical_rows(data, columns, cache)
     every = [*columns, *others]
+    marginals = _column_marginals(data, [*every, property_column], key, cache)
     return ReleaseIdentity(
         identity=_identity(header, rows, _check_key(key)),
         sketch=tuple(_sketch(rows, key, size)),
         column_identities=_column_identities(data, every, property_column, key, cache),
-        column_marginals=_column_marginals(data, [*every, property_column], key, cache),
+        column_marginals=marginals,
+        column_distinct={c: int(np.unique(cache[c][1]).size) for c in marginals},
     )
 
 

@@ -233,6 +233,7 @@ def test_release_identity_is_the_three_computed_apart(adult):
     assert list(r.sketch) == dataset_sketch(t, cols, key=key)
     assert r.column_identities == column_identities(t, [*cols, *read], "income", key=key)
     assert r.column_marginals == column_marginals(t, [*cols, *read], key=key)
+    assert r.column_distinct == {c: t[c].nunique() for c in r.column_marginals}
     # A column's marginal identity does not depend on which record holds which value.
     shuffled = t.assign(age=t["age"].sample(frac=1.0, random_state=1).to_numpy())
     assert column_marginals(shuffled, ["age"], key=key) == column_marginals(t, ["age"], key=key)

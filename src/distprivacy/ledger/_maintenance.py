@@ -181,8 +181,7 @@ def entry_for(
         column_marginals=ids.column_marginals,
         read_columns=tuple(dict.fromkeys(read)),
         read_distinct=max(
-            (int(target[c].nunique(dropna=False)) for c in plan.columns if c != pred.column),
-            default=0,
+            (ids.column_distinct[c] for c in plan.columns if c != pred.column), default=0
         ),
     )
 
