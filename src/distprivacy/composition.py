@@ -66,6 +66,16 @@ _ASSUMPTIONS_JOINT = (
     "the releases' noises are independent of each other and of the data",
 )
 
+_ASSUMPTIONS_DATASETS = (
+    "under each θ the statistics of every release are jointly Gaussian with the fitted means "
+    "and covariance; two datasets' statistics covary by their share of shared records times "
+    "the fitted covariance (sums and means of the records)",
+    "every dataset holds n records drawn from the same θ; the records two datasets do not "
+    "share are independent draws, and the shares of shared records are those measured from "
+    "the registered files",
+    "the releases' noises are independent of each other and of the data",
+)
+
 #: Conventions for the pairs' covariances in μ (as single calibrations: ``average`` for the
 #: exact rule, ``own`` for the classic rule).
 CONVENTIONS = ("average", "own")
@@ -73,6 +83,43 @@ CONVENTIONS = ("average", "own")
 
 class CompositionError(DistPrivacyError):
     """Releases whose guarantees cannot be composed (naming why)."""
+
+
+def _overlap_matrix(
+    datasets: Sequence[int] | None, overlap: Any, sizes: Sequence[int]
+) -> np.ndarray | None:
+    """R, the K×K share of records behind each pair of stacked coordinates (None: one dataset),
+    after checking ``datasets`` and ``overlap`` (:meth:`JointGaussianModel.from_model`)."""
+    if datasets is None and overlap is None:
+        return None
+    if datasets is None or overlap is None:
+        raise DistPrivacyError("give both datasets (one per release) and their overlap matrix")
+    try:
+        share = np.asarray(overlap, dtype=float)
+    except (TypeError, ValueError):
+        raise DistPrivacyError("the overlap of the datasets is not a matrix of numbers") from None
+    D = share.shape[0] if share.ndim == 2 else -1
+    if share.ndim != 2 or share.shape != (D, D) or D < 1:
+        raise DistPrivacyError(f"the overlap of the datasets must be square, got {share.shape}")
+    if not np.isfinite(share).all() or (share < 0).any() or (share > 1).any():
+        raise DistPrivacyError("the overlap of the datasets must hold shares in [0, 1]")
+    if not np.array_equal(share, share.T) or not (np.diagonal(share) == 1).all():
+        raise DistPrivacyError(
+            "the overlap of the datasets must be symmetric with 1 on its diagonal"
+        )
+    if np.linalg.eigvalsh(share)[0] < -1e-12:
+        raise DistPrivacyError(
+            "the overlap of the datasets is not positive semidefinite: no datasets of n "
+            "records share records in these proportions"
+        )
+    ds = list(datasets)
+    if len(ds) != len(sizes):
+        raise DistPrivacyError(f"{len(sizes)} releases but {len(ds)} dataset indices")
+    for r, d in enumerate(ds):
+        if isinstance(d, bool) or not isinstance(d, int | np.integer) or not 0 <= d < D:
+            raise DistPrivacyError(f"release {r + 1}: dataset index {d!r} is not in 0..{D - 1}")
+    per = np.repeat(np.asarray(ds, dtype=int), sizes)
+    return share[np.ix_(per, per)]
 
 
 def _noise_matrix(noise: Any, k: int, r: int) -> np.ndarray:
@@ -128,16 +175,32 @@ class JointGaussianModel(FModel):
         model: FModel,
         index_lists: Sequence[Sequence[int]],
         noise_covariances: Sequence[Any],
+        *,
+        datasets: Sequence[int] | None = None,
+        overlap: Any = None,
     ) -> JointGaussianModel:
         """Stack the releases ``index_lists`` (indices into ``model``'s statistics) with their
         noise covariances (arrays, or objects with a ``covariance`` attribute such as a
         :class:`~distprivacy.noise.NoiseDistribution`).
 
+        ``datasets`` (one index per release, default all 0) and ``overlap`` (a D×D matrix,
+        default the identity) stack releases of *several* datasets of n records each drawn
+        from the same θ: ``overlap[a, b]`` is the share k_ab / n of records datasets a and b
+        hold in common (1 on the diagonal). For statistics that are sums or means of the
+        records (every statistic kind of :mod:`distprivacy.query`), F(D_a) and F(D_b) then
+        covary by ``overlap[a, b]`` · S_θ: the shared records' contribution, the others drawn
+        independently (exact when the records are i.i.d. under θ; docs/ledger.md). So the
+        stacked covariance is S_θ[I, I] ∘ R, R[i, j] = overlap of the datasets of
+        coordinates i and j — positive semidefinite whenever ``overlap`` is, as any matrix of
+        shared-record shares k_ab / n is (a Gram matrix of record memberships).
+
         Raises
         ------
         DistPrivacyError
-            No release, an index out of range, or a noise covariance of the wrong shape, not
-            finite, not symmetric or not positive semidefinite.
+            No release, an index out of range, a noise covariance of the wrong shape, not
+            finite, not symmetric or not positive semidefinite; a dataset index out of range;
+            an overlap matrix that is not symmetric, not 1 on its diagonal, outside [0, 1] or
+            not positive semidefinite.
         """
         model._check_fitted()
         lists = [tuple(x) for x in index_lists]
@@ -169,6 +232,7 @@ class JointGaussianModel(FModel):
         for b, N in zip(blocks, Ns, strict=True):
             Z[b, b] = N
         ix = np.array(idx)
+        R = _overlap_matrix(datasets, overlap, [len(lst) for lst in lists])
         out.base_ = model
         out.index_lists_ = tuple(tuple(int(i) for i in lst) for lst in lists)
         out.noise_covariances_ = tuple(Ns)
@@ -176,7 +240,10 @@ class JointGaussianModel(FModel):
         out.blocks_ = tuple(blocks)
         out.thetas_ = tuple(model.thetas_)
         out.means_ = np.ascontiguousarray(model.means_[:, ix])
-        out.covariances_ = np.ascontiguousarray(model.covariances_[:, ix][:, :, ix])
+        cov = model.covariances_[:, ix][:, :, ix]
+        out.covariances_ = np.ascontiguousarray(cov if R is None else cov * R)
+        out.datasets_ = (0,) * len(lists) if datasets is None else tuple(int(d) for d in datasets)
+        out.overlap_ = None if overlap is None else np.asarray(overlap, dtype=float)
         out.pair_indices_ = tuple(model.pair_indices_)
         names = model.statistic_names_
         out.statistic_names_ = tuple(
@@ -200,6 +267,11 @@ class JointGaussianModel(FModel):
         return JointGaussianModel.from_model(
             self.base_, [self.index_lists_[r]], [self.noise_covariances_[r]]
         )
+
+    @property
+    def n_datasets(self) -> int:
+        """How many datasets the releases were made from."""
+        return len(set(self.datasets_))
 
     def equal_covariances(self) -> bool:
         """Whether both members of every pair have exactly the same stacked covariance (then
@@ -371,6 +443,8 @@ def joint_accounting(
     epsilon: float | None = None,
     delta: float | None = None,
     convention: str = "average",
+    datasets: Sequence[int] | None = None,
+    overlap: Any = None,
 ) -> JointAccounting:
     """Exact joint accounting of Gaussian releases of one dataset (module docstring).
 
@@ -385,6 +459,10 @@ def joint_accounting(
         Exactly one: report δ at this ε, or the smallest ε whose δ is at most this.
     convention : {"average", "own"}
         The pairs' covariances in μ, as the calibration rule (``average``: exact rule).
+    datasets, overlap : optional
+        Releases of several datasets drawn from the same θ: the dataset of each release and
+        the datasets' shares of shared records (:meth:`JointGaussianModel.from_model`).
+        Default: every release is of one dataset.
 
     Returns
     -------
@@ -392,11 +470,13 @@ def joint_accounting(
         Failures of the exact profile fail closed (δ = 1, accuracy 1, ``failure`` set).
     """
     if isinstance(model, JointGaussianModel):
-        if releases is not None:
+        if releases is not None or datasets is not None or overlap is not None:
             raise DistPrivacyError("give a JointGaussianModel alone, or a model and releases")
         joint = model
     else:
-        joint = JointGaussianModel.from_model(model, *_as_releases(releases))
+        joint = JointGaussianModel.from_model(
+            model, *_as_releases(releases), datasets=datasets, overlap=overlap
+        )
     if (epsilon is None) == (delta is None):
         raise DistPrivacyError("give exactly one of epsilon (report δ) and delta (report ε)")
     mu = joint.mu(convention)
@@ -443,7 +523,7 @@ def joint_accounting(
         max_attack_accuracy=acc,
         basis=BASIS_JOINT,
         verified=failure is None,
-        assumptions=_ASSUMPTIONS_JOINT,
+        assumptions=_ASSUMPTIONS_JOINT if joint.n_datasets == 1 else _ASSUMPTIONS_DATASETS,
         holds_for_every_input=False,
         profile=exact_profile if (not gdp_curve and failure is None) else None,
     )
@@ -467,10 +547,19 @@ def compose_gaussian(
     epsilon: float | None = None,
     delta: float | None = None,
     convention: str = "average",
+    datasets: Sequence[int] | None = None,
+    overlap: Any = None,
 ) -> Guarantee:
-    """The joint guarantee of Gaussian releases of one dataset (:func:`joint_accounting`)."""
+    """The joint guarantee of Gaussian releases of one dataset, or of several datasets drawn
+    from the same θ with the shares of records they hold in common (:func:`joint_accounting`)."""
     return joint_accounting(
-        model, releases, epsilon=epsilon, delta=delta, convention=convention
+        model,
+        releases,
+        epsilon=epsilon,
+        delta=delta,
+        convention=convention,
+        datasets=datasets,
+        overlap=overlap,
     ).guarantee
 
 
