@@ -150,7 +150,7 @@ def test_a_plan_with_less_noise_is_refused_by_its_own_check(world, capsys, tmp_p
     bad = tmp_path / "less-noise.json"
     bad.write_text(json.dumps(_redigest(raw)))
     rc, out, err = run(capsys, "release", "--plan", bad, "--target", world["target"])
-    refused(rc, err, "worse than the guarantee it states")
+    refused(rc, err, "not the guarantee it states")
     assert out == ""
 
 
@@ -171,7 +171,7 @@ def test_an_edited_sealed_plan_fails_its_seal(world, capsys, tmp_path, edit):
                        "--ledger", world["ledger"])  # fmt: skip
     # Caught by the seal — or earlier, when the edit also makes the plan's own model give a
     # worse guarantee than it states (the self-check).
-    assert rc == 2 and ("seal" in err or "worse than the guarantee" in err), err
+    assert rc == 2 and ("seal" in err or "not the guarantee it states" in err), err
     assert out == "" and world["ledger"].read_bytes() == before
 
 

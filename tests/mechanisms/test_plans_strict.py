@@ -203,3 +203,27 @@ def test_a_release_needs_only_the_statistics_columns(plan, adult):
         plan.target_values(stats_only, require_property=True)
     _one_line(e)
     assert plan.target_values(target, require_property=True).shape == (2,)
+
+
+def test_means_moved_closer_are_refused_by_the_self_check(plan):
+    """Issue 30's R2: the θ means 10× closer (digest recomputed, stated guarantee unchanged).
+    The plan is consistent with itself in one direction only — its numbers now give a *smaller*
+    μ than it states — and the two-sided self-check refuses it: the release would be accounted
+    on a model that is not the one calibrated."""
+    raw = copy.deepcopy(plan.to_dict())
+    thetas = raw["model"]["thetas"]
+    means = np.asarray([t["mean"] for t in thetas], dtype=float)
+    centre = means.mean(axis=0)
+    for t, m in zip(thetas, centre + (means - centre) / 10, strict=True):
+        t["mean"] = m.tolist()
+    with pytest.raises(PlanError, match="not the guarantee it states") as e:
+        Plan.from_dict(_redigest(raw))
+    assert "states μ = 0.21" in _one_line(e)
+
+
+@pytest.mark.parametrize("mechanism", ["DauM-G", "ExpM-G", "DirM-G", "EigM-G", "GroupDP-G"])
+def test_every_gaussian_plan_passes_the_two_sided_self_check(adult, mechanism, tmp_path):
+    """ExpM-G and DirM-G state their theorem's μ* (the noise alone), the others the model's
+    μ: each is recomputed the way it was stated, so an untouched plan always loads."""
+    made = make_plan(adult, mechanism)
+    assert Plan.load(made.save(tmp_path / "p.json")).guarantee == made.guarantee

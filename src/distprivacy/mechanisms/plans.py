@@ -467,10 +467,13 @@ class Plan:
 
 def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None:
     """Recompute a Gaussian plan's guarantee from its own stored model and noise, by the same
-    exact accounting as a calibration, and refuse a plan that states better than that.
+    exact accounting as a calibration, and refuse a plan that states another guarantee than
+    that (beyond float rounding, either way).
 
     Catches a plan whose noise was reduced (or whose stated μ, δ or attack bound was
-    improved) and then re-digested. It cannot catch an edit that keeps the plan consistent
+    improved) and then re-digested, and one whose θ means were moved closer (its numbers then
+    give a *smaller* μ than stated: the release would be accounted on a model that is not the
+    one calibrated). It cannot catch an edit that keeps the plan consistent
     with itself — noise moved into the stored model's covariances, or θ means set equal —
     since the model is then what is checked against: only a seal (a ledger's key) or a refit on
     the data catches those (docs/ledger.md)."""
@@ -486,7 +489,14 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
         return  # group DP holds for every dataset; its noise is checked by its own theorem
     Z = np.asarray(cal.noise_covariance, dtype=float)
     conv = "own" if getattr(cal, "rule", None) == "classic" else "average"
-    mu = max_mahalanobis(pair_covariances(model, conv), Z)
+    pairs = pair_covariances(model, conv)
+    mu = max_mahalanobis(pairs, Z)
+    # ExpM-G and DirM-G state their theorem's μ* = sup ‖Δ‖ under the noise alone, which is at
+    # least the model's μ (the sampling spread of F only adds to the noise): their stated μ is
+    # that one, recomputed the same way.
+    alone = max_mahalanobis([(d, [np.zeros_like(c) for c in cs]) for d, cs in pairs], Z)
+    if math.isfinite(alone) and alone >= mu and _agrees(alone, float(stated.mu)):
+        mu = alone
     eps = float(stated.epsilon)
     delta = float(gdp_delta(eps, mu)) if math.isfinite(mu) else 1.0
     acc = float(gdp_accuracy(mu)) if math.isfinite(mu) else 1.0
@@ -494,20 +504,37 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
         prof = fitted_profile(model, Z, eps)
         delta = max(delta, float(prof["delta_at_epsilon"]))
         acc = max(acc, float(prof["max_attack_accuracy"]))
-    tol = 1 + 1e-9
     bad = []
-    if not mu <= float(stated.mu) * tol:
+    if not _agrees(mu, float(stated.mu)):
         bad.append(f"μ = {mu:.6g} (states μ = {stated.mu:.6g})")
-    if not delta <= float(stated.delta) * tol + 1e-300:
+    if not _agrees(delta, float(stated.delta), floor=_DELTA_FLOOR):
         bad.append(f"δ = {delta:.3g} at ε = {eps:.4g} (states δ = {stated.delta:.3g})")
-    if stated.max_attack_accuracy is not None and not acc <= stated.max_attack_accuracy * tol:
+    if stated.max_attack_accuracy is not None and not _agrees(acc, stated.max_attack_accuracy):
         bad.append(f"attack bound {acc:.2%} (states {stated.max_attack_accuracy:.2%})")
     if bad:
         raise PlanError(
-            f"{source}: its own model and noise give {'; '.join(bad)} — worse than the "
-            "guarantee it states; it was edited after calibration: calibrate again and save a "
-            "new plan (`save`)"
+            f"{source}: its own model and noise give {'; '.join(bad)} — not the guarantee it "
+            "states; it was edited after calibration: calibrate again and save a new plan "
+            "(`save`)"
         )
+
+
+#: How far a plan's recomputed μ, δ or attack bound may be from the stated one (relative):
+#: the same computation on the same stored numbers agrees to float rounding; an edit that moves
+#: the noise or the means moves them by far more.
+_SELF_CHECK_RTOL = 1e-6
+#: Below this, two δ's are both "no δ" (an exact profile's own error bound is ~1e-11).
+_DELTA_FLOOR = 1e-9
+
+
+def _agrees(recomputed: float, stated: float, floor: float = 0.0) -> bool:
+    """Whether a plan's recomputed figure is its stated one (two-sided: a plan that states a
+    *worse* guarantee than its numbers give was edited too — the θ means moved closer, say)."""
+    if not (math.isfinite(recomputed) and math.isfinite(stated)):
+        return recomputed == stated
+    if max(recomputed, stated) <= floor:
+        return True
+    return abs(recomputed - stated) <= _SELF_CHECK_RTOL * max(abs(recomputed), abs(stated))
 
 
 def _no_constant(name: str) -> float:
