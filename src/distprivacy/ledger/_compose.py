@@ -106,22 +106,35 @@ def _check_units(entries: Sequence[LedgerEntry], models: Sequence[Any], joint: A
 
 def merge_repeats(
     releases: Sequence[tuple[list[int], np.ndarray | None]],
+    datasets: Sequence[int] | None = None,
 ) -> list[tuple[list[int], np.ndarray]]:
     """k releases of the same statistics with the same noise covariance N, as one release with
     noise N/k — exactly: Y_i = F + Z_i with Z_i ~ N(0, N) i.i.d. given F; their mean
     F + Z̄ (Z̄ ~ N(0, N/k)) is sufficient for θ, because the deviations Y_i − Ȳ depend on the
     noises alone and are independent of Ȳ (Gaussian), so their law is the same under every θ.
     The joint model's dimension then stays the number of *distinct* releases, and the cost of a
-    release no longer grows with how often the same plan was released before."""
-    groups: dict[tuple[tuple[int, ...], bytes], list] = {}
-    for idx, cov in releases:
+    release no longer grows with how often the same plan was released before.
+
+    With ``datasets`` (one index per release), only repeats of one dataset merge; use
+    :func:`merge_repeats_by_dataset` to get their datasets back."""
+    return [(idx, c) for idx, c, _ in merge_repeats_by_dataset(releases, datasets)]
+
+
+def merge_repeats_by_dataset(
+    releases: Sequence[tuple[list[int], np.ndarray | None]],
+    datasets: Sequence[int] | None = None,
+) -> list[tuple[list[int], np.ndarray, int]]:
+    """:func:`merge_repeats`, keeping each merged release's dataset index."""
+    ds = [0] * len(releases) if datasets is None else [int(d) for d in datasets]
+    groups: dict[tuple[int, tuple[int, ...], bytes], list] = {}
+    for (idx, cov), d in zip(releases, ds, strict=True):
         c = np.zeros((len(idx), len(idx))) if cov is None else np.asarray(cov, dtype=float)
-        key = (tuple(int(i) for i in idx), np.ascontiguousarray(c).tobytes())
+        key = (d, tuple(int(i) for i in idx), np.ascontiguousarray(c).tobytes())
         if key in groups:
-            groups[key][2] += 1
+            groups[key][3] += 1
         else:
-            groups[key] = [list(idx), c, 1]
-    return [(idx, c / k) for idx, c, k in groups.values()]
+            groups[key] = [list(idx), c, d, 1]
+    return [(idx, c / k, d) for idx, c, d, k in groups.values()]
 
 
 def plan_composer(
@@ -129,6 +142,7 @@ def plan_composer(
     delta: float,
     fit: Callable[[str], Any] | None = None,
     convention: str = "average",
+    shared: Callable[[str, str], float] | None = None,
 ) -> Composer:
     """The ``compose`` of :meth:`Ledger.record` for releases made from plans.
 
@@ -142,6 +156,11 @@ def plan_composer(
       :func:`distprivacy.composition.compose_guarantees`.
     * Else a single release keeps its own guarantee, and several are refused
       (:class:`~distprivacy.composition.CompositionError`): no ε is ever added silently.
+
+    Entries of several datasets (their ``fingerprint``) need ``shared(a, b)``: the share of
+    records datasets a and b hold in common (a ledger of secrets measures it at registration);
+    the joint model then covaries their statistics by it
+    (:meth:`~distprivacy.composition.JointGaussianModel.from_model`).
     """
     from distprivacy.checks import check_delta
 
@@ -174,7 +193,27 @@ def plan_composer(
                         "the joint model"
                     )
                 releases.append(([names.index(n) for n in picked], e.noise_covariance))
-            return compose_gaussian(model, merge_repeats(releases), delta=d, convention=convention)
+            keys = list(dict.fromkeys(e.fingerprint for e in entries))
+            if len(keys) == 1:
+                return compose_gaussian(
+                    model, merge_repeats(releases), delta=d, convention=convention
+                )
+            if shared is None:
+                raise CompositionError(
+                    "these releases are of several datasets; composing them needs the share "
+                    "of records the datasets hold in common (a ledger of secrets measures it)"
+                )
+            overlap = np.array([[1.0 if a == b else shared(a, b) for b in keys] for a in keys])
+            index = [keys.index(e.fingerprint) for e in entries]
+            merged = merge_repeats_by_dataset(releases, index)
+            return compose_gaussian(
+                model,
+                [(idx, c) for idx, c, _ in merged],
+                delta=d,
+                convention=convention,
+                datasets=[ds for _, _, ds in merged],
+                overlap=overlap,
+            )
         if len(entries) == 1:
             return entries[0].guarantee
         if all(e.guarantee.holds_for_every_input for e in entries):
