@@ -283,6 +283,87 @@ class Guarantee:
             raise DistPrivacyError(f"a guarantee is missing a field: {e}") from None
 
 
+@dataclass(frozen=True)
+class ExactStatistic:
+    """A statistic a release publishes without noise, or with noise below its resolution
+    (the exactness gate, :mod:`distprivacy.mechanisms._exactness`, finds them).
+
+    Attributes
+    ----------
+    statistic : str
+        Its name.
+    noise_sd : float
+        The SD of its noise (0: no noise at all).
+    resolution : float
+        The SD below which its noise counts as none; ``resolution_text`` gives it with where
+        it comes from (half a count, a share of its spread under the model, the float
+        resolution of its value).
+    resolution_text : str
+    justified : bool
+        True when its mean moves by no more than its resolution between any two protected
+        shares (``mean_difference`` ≤ ``resolution``, by the fitted model; 0 for a statistic
+        a directional mechanism leaves noise-free): what it says about the secret is itself
+        below what the release resolves, and it is released without ``allow_exact``, the
+        output saying so. False: releasing it needs ``allow_exact=True``.
+    mean_difference : float or None
+        Its largest |E_θi F − E_θj F| over the protected pairs, in its own units (None when
+        the model is not at hand).
+    """
+
+    statistic: str
+    noise_sd: float
+    resolution: float
+    resolution_text: str
+    justified: bool
+    mean_difference: float | None = None
+
+    @property
+    def noise_free(self) -> bool:
+        """Whether no noise at all is added to it."""
+        return self.noise_sd == 0.0
+
+    @property
+    def same_mean(self) -> bool:
+        """Whether its mean is the same under every protected share: its largest difference
+        at most 10⁻⁶ of its resolution (float rounding of equal means)."""
+        d = self.mean_difference
+        return d is not None and (d == 0.0 or d <= 1e-6 * self.resolution)
+
+    def describe(self) -> str:
+        """One sentence for the output: what is released (near-)exactly, and why it may be."""
+        name = self.statistic
+        how = (
+            "without noise"
+            if self.noise_free
+            else f"with noise SD {self.noise_sd:.3g}, below {self.resolution_text}"
+        )
+        if self.justified and self.same_mean:
+            return (
+                f"{name} is released {how}: its mean is the same under every protected share "
+                "(verified by the model), and the guarantee covers the whole release"
+            )
+        if self.justified:
+            return (
+                f"{name} is released {how}: its mean moves by at most "
+                f"{self.mean_difference:.3g} between protected shares, below that resolution "
+                "too (verified by the model), and the guarantee covers the whole release"
+            )
+        return f"{name} is released {how}: its (near-)exact value (by `allow_exact=True`)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(
+            {
+                "statistic": self.statistic,
+                "noise_sd": self.noise_sd,
+                "resolution": self.resolution,
+                "resolution_text": self.resolution_text,
+                "justified": self.justified,
+                "mean_difference": self.mean_difference,
+                "note": self.describe(),
+            }
+        )
+
+
 @dataclass(frozen=True, repr=False)
 class Release:
     """Released values M(D) and the calibration that produced them.
@@ -295,12 +376,29 @@ class Release:
     calibration : Calibrated
     secure : bool
         Whether the noise came from the cryptographically secure generator.
+    exact_statistics : tuple of ExactStatistic
+        The statistics released without noise or with noise below their resolution (the
+        exactness gate's findings); :attr:`notes` says each in a sentence.
     """
 
     values: np.ndarray
     statistic_names: tuple[str, ...]
     calibration: Any
     secure: bool
+    exact_statistics: tuple[ExactStatistic, ...] = ()
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One sentence per statistic released (near-)exactly, saying why it may be."""
+        return tuple(e.describe() for e in self.exact_statistics)
+
+    @property
+    def exact(self) -> bool:
+        """Whether this release published (near-)exact values by consent (``allow_exact``):
+        a calibration that adds no noise, or a statistic whose (near-)exact value the
+        guarantee does not cover by itself."""
+        none = not bool(getattr(self.calibration, "adds_noise", True))
+        return none or any(not e.justified for e in self.exact_statistics)
 
     @property
     def guarantee(self) -> Guarantee:
@@ -334,6 +432,7 @@ class Release:
             {
                 "statistics": stats,
                 "noise_added": bool(getattr(self.calibration, "adds_noise", True)),
+                "exact_statistics": [e.to_dict() for e in self.exact_statistics],
                 "secure_randomness": self.secure,
                 "guarantee": self.guarantee.to_dict(),
                 "calibration": self.calibration.to_dict(),

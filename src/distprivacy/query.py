@@ -91,6 +91,20 @@ class Statistic(ABC):
         [low, high] (the engines compute the range; NaN when unknown)."""
         return float("nan")
 
+    def resolution(self, n: int) -> float:
+        """Half the step between the statistic's possible values in a dataset of n records:
+        noise with a smaller SD rounds away, and a release then publishes the true value
+        (0.5 for a count, 0.5/n for a proportion). 0 for a statistic whose values the kind
+        does not put on a grid (a mean, a sum, a Python callable): the exactness gate
+        (:mod:`distprivacy.mechanisms._exactness`) then judges its noise by its spread under
+        the model alone."""
+        return 0.0
+
+    def value_range(self, n: int) -> tuple[float, float] | None:
+        """The statistic's possible values in a dataset of n records ([0, n] for a count,
+        [0, 1] for a proportion), None when the kind does not bound them."""
+        return None
+
     def sql_value(self, sql: Any) -> tuple[str, str, str]:
         """(per-record value g, condition making a record unusable, message) as SQL, built
         with the engine's compiler ``sql`` (``number``, ``kind``, ``predicate``, ``missing``,
@@ -259,6 +273,14 @@ class Count(LinearStatistic):
 
     def sensitivity_from_range(self, n: int, low: float, high: float) -> float:
         return float(abs(self.scale(n)))  # one record moves the count by at most 1
+
+    def resolution(self, n: int) -> float:
+        """Half of one record's step, scale(n)/2: 0.5 for a count, 0.5/n for a proportion."""
+        return 0.5 * abs(float(self.scale(n)))
+
+    def value_range(self, n: int) -> tuple[float, float] | None:
+        """From no record to all n of them: [0, n] for a count, [0, 1] for a proportion."""
+        return (0.0, float(self.scale(n) * n))
 
     def sql_value(self, sql: Any) -> tuple[str, str, str]:
         col = self.predicate.column

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from distprivacy.commands import allow_exact_option, dumps_json, parse_floats
@@ -34,6 +35,7 @@ from distprivacy.commands._display import (
     spec_of,
     text_column,
 )
+from distprivacy.commands._flags import to_flags
 from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
 from distprivacy.commands._settings import Settings
@@ -54,13 +56,13 @@ def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip)
     table.add_column("released value", justify="right")
     table.add_column("noise std", justify="right")
     table.add_column("relative error", justify="right")
+    noise_free = {e.statistic for e in rel.exact_statistics if e.noise_free}
     for k, (name, v, sd, re) in enumerate(
         zip(rel.statistic_names, clip.values, cal.noise_sd, cal.relative_error, strict=True)
     ):
         relative = "—" if not np.isfinite(re) else f"{re:.2%}"
-        table.add_row(
-            name, f"{v:.4f}" + (" *" if k in clip.moved else ""), fmt(float(sd)), relative
-        )
+        noise = "none" if name in noise_free else fmt(float(sd))
+        table.add_row(name, f"{v:.4f}" + (" *" if k in clip.moved else ""), noise, relative)
     console.print(table)
     for k in clip.moved:
         console.print(
@@ -90,6 +92,10 @@ def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip)
             "[yellow]warning:[/] no noise was added: these are the TRUE statistics "
             "(--allow-exact, Theorem 4.4)"
         )
+    else:
+        for e in rel.exact_statistics:  # the exactness gate's findings, each said once
+            head = "note:" if e.justified else "[yellow]warning:[/]"
+            console.print(f"{head} {escape(to_flags(e.describe()))}")
     if not rel.secure:
         console.print(
             "[yellow]warning:[/] --seed makes the noise reproducible; never publish a "

@@ -59,7 +59,10 @@ def release_recorded(
     without the columns the release reads or the ledger's identity columns
     (:mod:`distprivacy.ledger._identity`) or of the wrong size, and a release over budget
     (:class:`~distprivacy.ledger.BudgetExceededError`, nothing recorded). ``allow_exact`` with
-    a noiseless calibration records an exact release, which exhausts the dataset's budget.
+    a (near-)exact release (a noiseless calibration, or values the exactness gate of
+    :mod:`distprivacy.mechanisms._exactness` finds exact: :attr:`Release.exact
+    <distprivacy.guarantee.Release.exact>`) records an exact release, which exhausts the
+    dataset's budget.
     """
     from distprivacy.mechanisms.plans import Plan
 
@@ -80,7 +83,7 @@ def release_recorded(
     rel = cal.release(values, None, allow_exact=allow_exact)
     if not rel.secure:  # pragma: no cover - guard: random_state None is always secure
         raise LedgerError("the release did not come from the secure generator; not recorded")
-    exact = not cal.adds_noise
+    exact = rel.exact  # no noise, or (near-)exact values by consent: the gate's finding
     entry = ledger.entry(plan, np.asarray(rel.values, dtype=float), target, unbounded=exact)
     compose = plan_composer(delta=ledger.budget.report_delta, fit=fit)
     cumulative = ledger.record(entry, compose)

@@ -35,22 +35,15 @@ RANGE_SHARE = 1.0
 
 
 def statistic_ranges(cal: Any) -> list[tuple[float, float] | None]:
-    """Each statistic's possible values: [0, 1] for a proportion, [0, n] for a count (n the
-    dataset size), None otherwise or when the query is not known (a user's model file)."""
+    """Each statistic's possible values, as its kind states them
+    (:meth:`~distprivacy.query.Statistic.value_range`: [0, 1] for a proportion, [0, n] for a
+    count, n the dataset size), None otherwise or when the query or n is not known (a user's
+    model file)."""
     query = getattr(cal, "query", None)
     stats = getattr(query, "statistics", None)
-    if stats is None or len(stats) != len(cal.statistic_names):
+    if stats is None or len(stats) != len(cal.statistic_names) or cal.n is None:
         return [None] * len(cal.statistic_names)
-    out: list[tuple[float, float] | None] = []
-    for s in stats:
-        kind = getattr(s, "kind", None)
-        if kind == "proportion":
-            out.append((0.0, 1.0))
-        elif kind == "count" and cal.n is not None:
-            out.append((0.0, float(cal.n)))
-        else:
-            out.append(None)
-    return out
+    return [s.value_range(cal.n) for s in stats]
 
 
 def range_text(r: tuple[float, float]) -> str:

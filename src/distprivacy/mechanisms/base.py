@@ -29,6 +29,7 @@ from distprivacy.exceptions import (
     has_extra,
 )
 from distprivacy.guarantee import Release
+from distprivacy.mechanisms._exactness import exact_release_reason
 from distprivacy.mechanisms._swamped import flag_swamped
 from distprivacy.mechanisms.calibration import (
     BASIS_EQUAL_COVARIANCES,
@@ -37,7 +38,6 @@ from distprivacy.mechanisms.calibration import (
     BASIS_TRANSLATION,
     BASIS_UNCONDITIONAL,
     Calibration,
-    exact_release_reason,
 )
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution

@@ -21,9 +21,10 @@ import pandas as pd
 
 from distprivacy._json import jsonable, number
 from distprivacy.checks import check_delta, check_int, check_number, check_vector
-from distprivacy.exceptions import WARNING_CODES, DistPrivacyError, ExactReleaseError, Notice
+from distprivacy.exceptions import WARNING_CODES, DistPrivacyError, Notice
 from distprivacy.guarantee import Guarantee, Release, check_names
 from distprivacy.mechanisms._accounting import GaussianAccounting
+from distprivacy.mechanisms._exactness import Exactness, check_exact, exactness
 from distprivacy.noise import NoiseDistribution
 from distprivacy.randomness import RandomState, check_random_state, is_secure
 
@@ -245,6 +246,10 @@ class Calibration:
             rel_text = "—" if rel is None else f"{rel:.2%}"
             lines.append(f"    {row['statistic']}: SD {row['noise_sd']:.4g} ({rel_text})")
         lines += [f"  warning: {w}" for w in self.warnings]
+        found = self.exactness()
+        lines += [f"  note: {s.describe()}" for s in found.statistics if s.justified]
+        if found.refused:
+            lines.append(f"  exact: {found.message()}")
         return "\n".join(lines)
 
     @property
@@ -322,6 +327,13 @@ class Calibration:
         ``random_state`` None: the secure generator)."""
         return self.noise.sample(size, random_state)
 
+    def exactness(self, value: Any = None) -> Exactness:
+        """What the exactness gate finds for this calibration (and the value ``value`` to
+        release, for the float-resolution test): the statistics released without noise or
+        with noise below their resolution, and whether a release needs ``allow_exact``
+        (:mod:`distprivacy.mechanisms._exactness`)."""
+        return exactness(self, value)
+
     def evaluate(self, data: pd.DataFrame) -> np.ndarray:
         """F(data): the calibration's query on a dataset of the specification's n records.
 
@@ -363,17 +375,26 @@ class Calibration:
             None (default): cryptographically secure noise (OpenDP). A seed or generator makes the
             release reproducible — for experiments only, never for a real release.
         allow_exact : bool
-            Release even when the calibration adds no noise, i.e. publish the true statistics
-            (NoNoise, Thm 4.4, or any calibration whose noise came out zero). Off by default.
+            Release even when the release is (near-)exact: the calibration adds no noise
+            (NoNoise, Thm 4.4), its attack bound rounds to 1, or a statistic's noise SD is
+            below its resolution while its mean moves by more than that between protected
+            shares (the one gate of :mod:`distprivacy.mechanisms._exactness`,
+            :meth:`exactness`). Off by default. A statistic whose mean moves by less — one a
+            directional mechanism leaves noise-free because its mean is the same under every
+            protected share — needs no consent: the release says so (:attr:`Release.notes
+            <distprivacy.guarantee.Release.notes>`).
 
         Returns
         -------
         Release
+            With ``exact_statistics``: the statistics released without noise or with noise
+            below their resolution.
 
         Raises
         ------
         ExactReleaseError
-            When the calibration adds no noise and ``allow_exact`` is False.
+            When the release is (near-)exact and ``allow_exact`` is False (one line naming
+            the statistics, their noise SD against their resolution, and the fix).
         DistPrivacyError
             When ``value`` is not a vector of m finite real numbers (or a dataset of n records
             the query can be computed on), or the release overflows.
@@ -393,22 +414,7 @@ class Calibration:
             check_target(
                 model.means_, model.covariances_, self.noise_covariance, v, self.statistic_names
             )
-        if not self.adds_noise and not allow_exact:
-            raise ExactReleaseError(exact_release_reason(self))
-        B = np.asarray(self.noise.basis, dtype=float)
-        # Each statistic's noise magnitude without squaring (a variance can underflow to 0).
-        reach = (
-            np.abs(B * np.asarray(self.noise.scales, dtype=float)[None, :]).max(axis=1)
-            if B.size
-            else np.zeros(len(v))
-        )
-        lost = underflowed(reach * np.sqrt(max(B.shape[1], 1)), v, self.statistic_names)
-        if lost and not allow_exact:
-            raise ExactReleaseError(
-                f"the noise on {', '.join(lost)} is below the float resolution of the value "
-                f"(ε = {self.epsilon:g} asks for almost no noise): the release would publish "
-                "the true value; pass `allow_exact=True` to release it exactly"
-            )
+        found = check_exact(self, v, allow_exact)
         gen = check_random_state(random_state, secure=True)
         noisy = v + self.noise.sample(None, gen)
         bad = [n for n, x in zip(self.statistic_names, noisy, strict=True) if not np.isfinite(x)]
@@ -417,7 +423,9 @@ class Calibration:
                 f"the release of {', '.join(bad)} overflowed (value plus noise is not a finite "
                 "number); rescale the statistic"
             )
-        return Release(noisy, self.statistic_names, self, is_secure(gen))
+        return Release(
+            noisy, self.statistic_names, self, is_secure(gen), exact_statistics=found.statistics
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (JSON output of ``distprivacy calibrate``); :meth:`from_dict` reads it
@@ -585,25 +593,3 @@ def _optional_float(x: Any) -> float | None:
 
 def _optional_array(x: Any) -> np.ndarray | None:
     return None if x is None else np.asarray(x, dtype=float)
-
-
-#: Noise whose SD is below this many units of float resolution (the spacing of doubles at the
-#: value) does not change the released value beyond rounding: it counts as no noise.
-UNDERFLOW_ULPS = 2.0**10
-
-
-def underflowed(noise_sd: np.ndarray, value: np.ndarray, names: Any) -> list[str]:
-    """The statistics whose noise is meant to be there (SD > 0) but is below the float
-    resolution of their value (:data:`UNDERFLOW_ULPS` spacings): released exactly in floats."""
-    sd = np.asarray(noise_sd, dtype=float)
-    res = np.spacing(np.abs(np.asarray(value, dtype=float)))
-    return [str(n) for n, a, r in zip(names, sd, res, strict=True) if 0 < a < UNDERFLOW_ULPS * r]
-
-
-def exact_release_reason(cal: Calibration) -> str:
-    """Why a zero-noise release is refused, naming Theorem 4.4 and the way to allow it."""
-    return (
-        f"{cal.mechanism} adds no noise here: the release would publish the true statistics "
-        "(Chen & Ohrimenko 2023, Theorem 4.4: the model's own randomness gives the guarantee); "
-        "pass `allow_exact=True` to release them exactly"
-    )

@@ -235,6 +235,11 @@ def release_report(
             '<p class="verdict-bad">No noise was added: these are the TRUE statistics '
             "(--allow-exact).</p>"
         )
+    else:  # the exactness gate's findings (issue 31), as the terminal says them
+        for e in getattr(rel, "exact_statistics", ()):
+            kind = "" if e.justified else ' class="verdict-bad"'
+            note = e.describe().replace("`allow_exact=True`", "--allow-exact")
+            released += f"<p{kind}>{esc(note)}</p>"
     page.section("Released statistics", released)
     page.section("What is protected", protected_section(spec, context))
     page.section(
