@@ -273,3 +273,39 @@ def test_a_declared_identity_is_the_commands_too(world, capsys, tmp_path):
                          "--identify-by", bad)  # fmt: skip
         refused(rc, err, why)
         assert not (tmp_path / "bad.db").exists()
+
+
+def test_an_exact_release_is_never_recorded(world, capsys, tmp_path, adult_dir):
+    """Issue 30 (E1): with the budget spent (two releases recorded, a third refused), a NoNoise
+    plan released with --allow-exact was recorded (μ = ∞) and printed the true statistics. An
+    exact release exceeds every budget: a ledger records none — refused in one line, nothing
+    recorded or printed, on the spent ledger and on a fresh one alike. Without a ledger,
+    --allow-exact still publishes (outside any budget, as the message says)."""
+    plan = tmp_path / "plan.json"  # (a copy: another test seals the world's with its ledger)
+    shutil.copy(world["plan"], plan)
+    assert main(["ledger", "seal", str(world["ledger"]), str(plan)]) == 0
+    args = ("release", "--plan", plan, "--target", world["target"], "--ledger", world["ledger"])
+    refused(*run(capsys, *args)[::2], "budget")  # the budget is spent
+    exact = tmp_path / "exact.json"
+    assert main(["calibrate", "--data", str(adult_dir), "--subset-size", str(N),
+                 "--statistics", "mean:fnlwgt", "--epsilon", "2", "--mechanism", "NoNoise",
+                 "--save", str(exact), "--json"]) == 0  # fmt: skip
+    assert json.loads(exact.read_text())["calibration"]["noise"]["scales"] == []  # no noise
+    fresh = tmp_path / "fresh.db"
+    assert main(["ledger", "init", str(fresh), "--budget-mu", "1e6"]) == 0
+    for led in (world["ledger"], fresh):
+        assert main(["ledger", "seal", str(led), str(exact)]) == 0
+        capsys.readouterr()
+        before = led.read_bytes()
+        rc, out, err = run(capsys, "release", "--plan", exact, "--target", world["target"],
+                           "--ledger", led, "--allow-exact")  # fmt: skip
+        refused(rc, err, "--allow-exact", "exceeds every budget", "a ledger does not record one")
+        assert out == "" and led.read_bytes() == before
+    counts = [json.loads(run(capsys, "ledger", "show", led, "--json")[1])["releases"]
+              for led in (world["ledger"], fresh)]  # fmt: skip
+    assert [len(c) for c in counts] == [2, 0]
+    rc, out, err = run(capsys, "release", "--plan", exact, "--target", world["target"],
+                       "--allow-exact", "--json")  # fmt: skip
+    assert rc == 0, err
+    (value,) = json.loads(out)["raw_statistics"].values()
+    assert value == pytest.approx(world["records"]["fnlwgt"].mean(), rel=1e-12)

@@ -178,7 +178,8 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
     default=None,
     help="Record the release in this ledger (distprivacy ledger init) before showing it; "
     "refused (exit 2, nothing recorded) when the cumulative guarantee of every release of "
-    "this dataset would exceed the ledger's budget.",
+    "this dataset would exceed the ledger's budget, and always with --allow-exact (an exact "
+    "release exceeds every budget: a ledger does not record one).",
 )
 @click.option(
     "--no-clip",
@@ -214,6 +215,11 @@ def release(
             "a release recorded in a ledger never takes one; drop --seed (seeds are for "
             "experiments)"
         )
+    if ledger_path is not None and allow_exact:
+        from distprivacy.ledger import BudgetExceededError
+        from distprivacy.ledger._release import EXACT_REFUSED
+
+        raise BudgetExceededError(EXACT_REFUSED)  # μ = ∞: over every budget
     led = _open_ledger(ledger_path)  # a bad ledger is refused before any work
     if led is not None:
         ctx.call_on_close(led.close)  # closed however the command ends
