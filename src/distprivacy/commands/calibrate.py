@@ -33,6 +33,7 @@ from distprivacy.commands._display import (
     spec_of,
     swamped_summary,
 )
+from distprivacy.commands._files import check_apart, config_file, data_files
 from distprivacy.commands._report import report_option, write_calibrate
 from distprivacy.commands._settings import Settings
 from distprivacy.commands.config import config_option
@@ -175,6 +176,11 @@ def calibrate(
     ctx: click.Context, mechanisms: tuple[str, ...], save: str | None, report: str | None, **p: Any
 ) -> None:
     """Show every applicable mechanism's noise and expected L2 error side by side."""
+    check_apart(
+        [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
+         *config_file(ctx)],
+        [("--save", save), ("--report", report)],
+    )  # fmt: skip
     if save is not None:
         if len(mechanisms) != 1:
             raise DistPrivacyError(

@@ -26,6 +26,7 @@ from typing import Any
 
 import click
 
+from distprivacy.commands._files import CONFIG_KEY
 from distprivacy.exceptions import DistPrivacyError
 
 #: Largest configuration file read (bytes).
@@ -145,6 +146,7 @@ def _apply(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     if value is None or ctx.resilient_parsing:
         return value
     settings = read_config(value, ctx.command)
+    ctx.meta[CONFIG_KEY] = value  # an input: no output may write over it (._files)
     # Through click's own machinery: a value in default_map is converted and validated by the
     # option's type exactly as if it had been typed, and the command line still wins.
     ctx.default_map = {**(ctx.default_map or {}), **settings}

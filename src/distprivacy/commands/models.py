@@ -115,9 +115,12 @@ def train(
     as_json: bool,
 ) -> None:
     """Train a population of models on datasets from the ratio filter (Eq. 2) and save it."""
+    from distprivacy.commands._files import check_apart, data_files
     from distprivacy.inference.census import CensusTraining, population_settings, train_or_load
     from distprivacy.inference.population import population_file
     from distprivacy.outputs import check_output_file
+
+    check_apart(data_files(data), [("--out", population_file(out_path))])  # the file written
 
     if not 0 <= ratio <= 1:
         raise DistPrivacyError(f"ratios must lie in [0, 1], got {ratio}")
@@ -397,7 +400,10 @@ def reproduce(
     model-inference' runs the defaults)."""
     import dataclasses
 
+    from distprivacy.commands._files import check_apart, data_files
     from distprivacy.experiments.model_inference import Config, run
+
+    check_apart(data_files(data), [("--out", out_dir)])
 
     cfg = Config.quick(seed) if quick else Config(seed=seed)
     changes: dict[str, Any] = {

@@ -34,6 +34,7 @@ from distprivacy.commands._display import (
     spec_of,
     text_column,
 )
+from distprivacy.commands._files import check_apart, config_file, data_files, ledger_files
 from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
 from distprivacy.commands._settings import Settings
@@ -208,6 +209,12 @@ def release(
     from distprivacy.mechanisms.plans import Plan
     from distprivacy.workflow import release as release_workflow
 
+    check_apart(
+        [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
+         ("--target", target), ("--plan", plan_path), *ledger_files(ledger_path, "--ledger"),
+         *config_file(ctx)],
+        [("--report", report)],
+    )  # fmt: skip
     s = Settings.from_click(ctx, p)
     if ledger_path is not None and s.seed is not None:
         raise DistPrivacyError(
