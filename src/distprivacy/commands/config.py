@@ -33,8 +33,9 @@ from distprivacy.exceptions import DistPrivacyError
 MAX_CONFIG_BYTES = 1 * 2**20
 #: Deepest nesting of brackets/tables read (checked on the text before parsing).
 MAX_CONFIG_DEPTH = 16
-#: Options that are command-line flags only: a file never turns them on.
-FLAG_ONLY = frozenset({"allow_exact"})
+#: Options that are command-line flags only: a file never turns them on (each shows exact
+#: statistics: a release without noise, the fitted model's moments).
+FLAG_ONLY = frozenset({"allow_exact", "include_model"})
 
 
 def _depth(text: str) -> int:
@@ -125,7 +126,7 @@ def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
         param = known[key]
         if param.name in FLAG_ONLY:
             raise DistPrivacyError(
-                f"--config: {key} cannot come from a file: releasing exact statistics is a "
+                f"--config: {key} cannot come from a file: showing exact statistics is a "
                 f"command-line flag only (--{key.replace('_', '-')}), typed each time"
             )
         if isinstance(value, dict):
