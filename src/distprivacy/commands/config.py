@@ -133,6 +133,9 @@ def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
             raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a value, not a table")
         if param.name in settings:
             raise DistPrivacyError(f"--config: {p.name!r} sets {key} twice (two spellings)")
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "\0" in v for v in items):  # no path or name holds one
+            raise DistPrivacyError(f"--config: {key} in {p.name!r} holds a NUL character")
         if isinstance(value, list) and not param.multiple:
             if any(isinstance(v, list | dict) for v in value):
                 raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a flat list")
