@@ -30,11 +30,15 @@ CONFIG_KEY = "distprivacy.config_file"
 
 
 def _resolve(path: Any) -> tuple[str, tuple[int, int] | None, bool]:
-    """The path resolved, its (device, inode) if it exists, and whether it is a directory."""
-    real = os.path.realpath(os.path.expanduser(os.fspath(path)))
+    """The path resolved, its (device, inode) if it exists, and whether it is a directory (a
+    path no file can have, e.g. with a NUL byte, is left as written: the read or write of it
+    refuses it with its own message)."""
     try:
+        real = os.path.realpath(os.path.expanduser(os.fspath(path)))
         st = os.stat(real)
-    except (OSError, ValueError):
+    except ValueError:
+        return os.fspath(path), None, False
+    except OSError:
         return real, None, False
     return real, (st.st_dev, st.st_ino), stat.S_ISDIR(st.st_mode)
 
