@@ -101,8 +101,8 @@ def ledger_files(path: Any, what: str = "the ledger") -> list[Named]:
     """A ledger and the files that are part of it: its key (``<ledger>.key``, beside the path
     as given) and its SQLite write-ahead log and shared-memory index (``-wal``, ``-shm``,
     beside the resolved path, which is the one SQLite opens)."""
-    if path is None:
-        return []
+    if path is None or not str(os.fspath(path)).strip():
+        return []  # (refused where the ledger is opened)
     from distprivacy.ledger import key_path
 
     p = os.fspath(path)
@@ -119,7 +119,7 @@ def data_files(path: Any, what: str = "--data") -> list[Named]:
     """What ``--data PATH`` reads: a directory of the Adult data is its two files (an output
     may be written beside them), a glob its matches, anything else the path itself (a folder of
     Parquet files with everything in it; a table name, which is no file, matches nothing)."""
-    if path is None:
+    if path is None or not str(os.fspath(path)).strip():
         return []
     from distprivacy.datasets import ADULT_FILES
 

@@ -120,8 +120,6 @@ def train(
     from distprivacy.inference.population import population_file
     from distprivacy.outputs import check_output_file
 
-    check_apart(data_files(data), [("--out", population_file(out_path))])  # the file written
-
     if not 0 <= ratio <= 1:
         raise DistPrivacyError(f"ratios must lie in [0, 1], got {ratio}")
     cfg = CensusTraining(
@@ -134,6 +132,7 @@ def train(
     )
     check_output_file(out_path, option="--out", create_parents=False)  # before training
     check_output_file(population_file(out_path), option="--out", create_parents=False)
+    check_apart(data_files(data), [("--out", population_file(out_path))])  # the file written
     game = _game(data, seed)
     settings = population_settings(cfg, prop, role, ratio, b, game)
     pop, _ = train_or_load(game, settings, None, reuse=False)
