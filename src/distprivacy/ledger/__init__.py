@@ -466,9 +466,8 @@ class Ledger:
         In one ``BEGIN IMMEDIATE`` transaction: verify the chain, read the earlier releases of
         the same dataset and property, ``compose(earlier + [entry])``, then refuse or insert,
         move the head and commit. Reveal the release only after this returns. An ``unbounded``
-        entry (an exact release: μ = ∞) exceeds every budget and is refused; an unbounded row a
-        ledger already holds (written before issue 30) exhausts its dataset and property:
-        every later release of them is refused. Near-duplicate warnings (a
+        entry (exact: μ = ∞) is refused; one an older ledger holds exhausts its dataset and
+        property (every later release of them refused). Near-duplicate warnings (a
         target whose rows overlap an earlier released dataset's by ≥ :data:`NEAR_DUPLICATE`)
         are left in :attr:`last_warnings`.
 
