@@ -5,15 +5,18 @@
 Generates malformed and extreme inputs for `calibrate`, `release`, `ledger` and `local city` —
 numbers, lists, predicates, statistics, paths (missing, directories, FIFOs, device nodes,
 malformed CSV/JSON/TOML, deep documents), plans and ledgers edited by hand, side doors (seeds,
-config files) — and library calls with wrong types, NaN and unknown keywords, runs each in
-process with a time limit, and classifies the outcome:
+config files), outputs pointed at inputs (issue 30: a report onto the ledger or its key, a
+plan onto the data, each spelled plainly, through ``..``, a symbolic or a hard link) — and
+library calls with wrong types, NaN and unknown keywords, runs each in process with a time
+limit, and classifies the outcome:
 
 * ``ok`` — exit 0 on valid input, or a clean refusal (exit 2, one line ``error: …``) of invalid
   input (exit 1 only where a command documents it: ``ledger verify`` on a tampered ledger);
 * ``traceback`` — an exception escaped, or exit 1 with a Python traceback;
 * ``exact`` — exit 0 printing a true statistic of the target without ``--allow-exact``;
 * ``silent`` — exit 0 on input the generator marks as clearly invalid;
-* ``hang`` — no answer within the time limit.
+* ``hang`` — no answer within the time limit;
+* ``clobber`` — a file the command reads (``Case.inputs``) was changed: an output wrote over it.
 
 It prints the tally and writes it (with every non-``ok`` case) to ``--out``. The goal is 0 of
 every kind but ``ok``. ``tests/test_fuzz_sample.py`` runs a fixed sample of the same cases.
@@ -50,6 +53,7 @@ class Case:
     call: Callable[[], object] | None = None
     exact_check: bool = False
     allow_exit_1: bool = False
+    inputs: tuple[str, ...] = ()
 
 
 class _HangError(Exception):
@@ -76,6 +80,7 @@ def run_case(case: Case, world: dict) -> tuple[str, str]:
     from distprivacy.exceptions import DistPrivacyError
 
     out, err = io.StringIO(), io.StringIO()
+    before = {p: _content(p) for p in case.inputs}
     try:
         with _limit(LIMIT_S), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             if case.call is not None:
@@ -93,6 +98,9 @@ def run_case(case: Case, world: dict) -> tuple[str, str]:
         return "hang", f"no answer within {LIMIT_S} s"
     except BaseException as e:
         return "traceback", f"{type(e).__name__}: {e}"[:300]
+    changed = [p for p in case.inputs if _content(p) != before[p]]
+    if changed:
+        return "clobber", f"wrote over {changed[0]}"
     stderr, stdout = err.getvalue(), out.getvalue()
     if "Traceback" in stderr:
         return "traceback", stderr.strip().splitlines()[-1][:300]
@@ -113,6 +121,13 @@ def run_case(case: Case, world: dict) -> tuple[str, str]:
     if case.invalid:
         return "silent", f"exit 0 on invalid input: {stdout[:120]!r}"
     return "ok", ""
+
+
+def _content(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
 
 
 def _released_values(stdout: str) -> list[float]:
@@ -193,6 +208,7 @@ def make_world(tmp: Path) -> dict:
     (tmp / "deep.toml").write_text("a = " + "[" * 500 + "]" * 500 + "\n")
     (tmp / "bad.toml").write_text("= =\n")
     (tmp / "exact.toml").write_text("allow-exact = true\n")
+    (tmp / "nul.toml").write_text('report = "a\\u0000b"\n')
     (tmp / "text.db").write_text("not a database")
     return {"tmp": tmp, "base": base, "true": true, "data": data}
 
@@ -292,7 +308,7 @@ def cases(world: dict) -> list[Case]:
                 out.append(
                     Case(f"release --target {p}", with_option(good, "--target", str(tmp / p)))
                 )
-        for cfg in ("missing.toml", "deep.toml", "bad.toml", "exact.toml"):
+        for cfg in ("missing.toml", "deep.toml", "bad.toml", "exact.toml", "nul.toml"):
             out.append(
                 Case(
                     f"{cmd} --config {cfg}",
@@ -415,7 +431,63 @@ def cases(world: dict) -> list[Case]:
     for o in ("null.csv", "dir.csv", "fifo.csv"):
         out.append(Case(f"local city --out {o}", ("local", "city", "--out", str(tmp / o))))
         out.append(Case(f"ledger init {o}", ("ledger", "init", str(tmp / o), "--budget-mu", "1")))
+    out.extend(clobber_cases(world))
     out.extend(api_cases(world))
+    return out
+
+
+def clobber_cases(world: dict) -> list[Case]:
+    """Outputs pointed at the command's inputs (issue 30, C1), each input spelled four ways:
+    as is, through ``sub/..``, through a symbolic link and through a hard link. Each case has
+    its own copies of the files (one that wrote over them spoils only its own)."""
+    import shutil
+
+    tmp = world["tmp"]
+    writers = {  # what writes: (its command line with {out}, the inputs it is pointed at)
+        "ledger show --report": (("ledger", "show", "{L}", "--report", "{out}"),
+                                 ("L", "K", "W", "S")),
+        "release --report": (("release", "--plan", "{P}", "--target", "{T}", "--ledger", "{L}",
+                              "--report", "{out}"), ("L", "K", "T", "P")),
+        "calibrate --save": (("calibrate", *world["base"][2:], "--data", "{D}", "--mechanism",
+                              "DauM-G", "--save", "{out}"), ("D",)),
+        "calibrate --report": (("calibrate", *world["base"][2:], "--data", "{D}", "--report",
+                                "{out}"), ("D",)),
+        "ledger seal PLAN": (("ledger", "seal", "{L}", "{out}"), ("L", "K")),
+        "ledger backup OUT": (("ledger", "backup", "{L}", "{out}"), ("L", "K")),
+    }  # fmt: skip
+    out: list[Case] = []
+    combos = [(w, n, h) for w, (_, ts) in writers.items() for n in ts
+              for h in ("plain", "dotdot", "symlink", "hardlink")]  # fmt: skip
+    for k, (writer, name, how) in enumerate(combos):
+        argv = writers[writer][0]
+        d = tmp / f"clobber-{k}"
+        (d / "sub").mkdir(parents=True)
+        files = {"P": d / "plan.json", "T": d / "target.csv", "L": d / "ledger.db",
+                 "D": d / "data.csv"}  # fmt: skip
+        shutil.copy(tmp / "plan.json", files["P"])
+        shutil.copy(tmp / "target.csv", files["T"])
+        shutil.copy(tmp / "ledger.db", files["L"])
+        shutil.copy(tmp / "ledger.db.key", str(files["L"]) + ".key")
+        if name == "D":
+            shutil.copy(tmp / "data.csv", files["D"])
+        files["K"] = Path(str(files["L"]) + ".key")
+        files["W"], files["S"] = Path(f"{files['L']}-wal"), Path(f"{files['L']}-shm")
+        victim = files[name]
+        if how == "dotdot":
+            spelled = d / "sub" / ".." / victim.name
+        elif how == "symlink":
+            spelled = d / "link"
+            spelled.symlink_to(victim)
+        elif how == "hardlink":
+            if not victim.exists():
+                continue  # (the -wal and -shm exist only while the ledger is open)
+            spelled = d / "hard"
+            os.link(victim, spelled)
+        else:
+            spelled = victim
+        args = tuple(a.format(out=spelled, **files) for a in argv)
+        inputs = tuple(str(p) for p in files.values() if p.exists())
+        out.append(Case(f"clobber: {writer} onto {name} ({how})", args, inputs=inputs))
     return out
 
 

@@ -187,6 +187,12 @@ def test_read_config_refuses_bad_arguments(tmp_path):
     for bad in (None, 3, b"x"):
         with pytest.raises(DistPrivacyError):
             read_config(bad, click.Command("x"))  # type: ignore[arg-type]
+    from distprivacy.commands.release import release
+
+    for text in ('report = "a\\u0000b"', 'values = ["0.4", "0.5\\u0000"]'):  # click's
+        (tmp_path / "nul.toml").write_text(text + "\n")  # Path type raised a ValueError
+        with pytest.raises(DistPrivacyError, match="holds a NUL character"):
+            read_config(tmp_path / "nul.toml", release)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -262,8 +262,9 @@ def test_cli_calibrate_on_a_csv(name: str, tmp_path: Path, capsys) -> None:
     df = small(name)
     path = _write_csv(df, tmp_path / f"{name}.csv")
     mech_args = [a for m in CLI_MECHANISMS for a in ("--mechanism", m)]
-    rc, out, err = _cli(capsys, *_cli_args(path, ds), *mech_args, "--json")
+    rc, out, err = _cli(capsys, *_cli_args(path, ds), *mech_args, "--json", "--include-model")
     assert rc == 0, err
+    assert "exact population statistics" in err  # said on stderr: stdout holds the model
     res = json.loads(out)
     assert res["spec"]["values"] == list(ds.values)
     assert res["spec"]["counts"] == [round(v * N) for v in ds.values]

@@ -12,7 +12,8 @@ decided here, once, for Python users and for the command (which only parses and 
   ``data`` as a random θ of the spec says;
 * ``ledger`` given: the release is recorded before it is revealed (a fresh calibration becomes
   an unsealed plan that the ledger checks and records; a loaded plan must be sealed by it),
-  seeds are refused, and the ledger's budget may refuse it (nothing recorded).
+  seeds and ``allow_exact=True`` are refused, and the ledger's budget may refuse it (nothing
+  recorded).
 
 Every refusal is a one-line :class:`~distprivacy.exceptions.DistPrivacyError` that names the
 API's arguments (between backquotes, which the command line turns into its flags).
@@ -121,7 +122,8 @@ def release(
         Record the release (record, then reveal); needs ``target`` (a release is keyed on its
         dataset) and secure noise (``random_state=None``).
     allow_exact : bool
-        Release even when the calibration adds no noise (the true statistics).
+        Release even when the calibration adds no noise (the true statistics). Refused with a
+        ``ledger`` (BudgetExceededError): an exact release exceeds every budget.
     random_state : None, int or Generator
         None: cryptographically secure noise. A seed: reproducible noise, for experiments only.
     modeling, n_samples, engine, model_seed
@@ -137,9 +139,12 @@ def release(
         which a μ or accuracy target's ε is reported) for a Gaussian mechanism given by name.
     """
     if ledger is not None:
-        from distprivacy.ledger import Ledger
+        from distprivacy.ledger import BudgetExceededError, Ledger
+        from distprivacy.ledger._release import EXACT_REFUSED
 
         _check(isinstance(ledger, Ledger), f"ledger must be a Ledger, got {type(ledger).__name__}")
+        if allow_exact:  # μ = ∞: over every budget (before any work)
+            raise BudgetExceededError(EXACT_REFUSED)
         _check(
             random_state is None,
             "seeded noise is reproducible (anyone with the seed could subtract it): a release "

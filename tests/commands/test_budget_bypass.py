@@ -273,3 +273,219 @@ def test_a_declared_identity_is_the_commands_too(world, capsys, tmp_path):
                          "--identify-by", bad)  # fmt: skip
         refused(rc, err, why)
         assert not (tmp_path / "bad.db").exists()
+
+
+def test_an_exact_release_is_never_recorded(world, capsys, tmp_path, adult_dir):
+    """Issue 30 (E1): with the budget spent (two releases recorded, a third refused), a NoNoise
+    plan released with --allow-exact was recorded (μ = ∞) and printed the true statistics. An
+    exact release exceeds every budget: a ledger records none — refused in one line, nothing
+    recorded or printed, on the spent ledger and on a fresh one alike. Without a ledger,
+    --allow-exact still publishes (outside any budget, as the message says)."""
+    plan = tmp_path / "plan.json"  # (a copy: another test seals the world's with its ledger)
+    shutil.copy(world["plan"], plan)
+    assert main(["ledger", "seal", str(world["ledger"]), str(plan)]) == 0
+    args = ("release", "--plan", plan, "--target", world["target"], "--ledger", world["ledger"])
+    refused(*run(capsys, *args)[::2], "budget")  # the budget is spent
+    exact = tmp_path / "exact.json"
+    assert main(["calibrate", "--data", str(adult_dir), "--subset-size", str(N),
+                 "--statistics", "mean:fnlwgt", "--epsilon", "2", "--mechanism", "NoNoise",
+                 "--save", str(exact), "--json"]) == 0  # fmt: skip
+    assert json.loads(exact.read_text())["calibration"]["noise"]["scales"] == []  # no noise
+    fresh = tmp_path / "fresh.db"
+    assert main(["ledger", "init", str(fresh), "--budget-mu", "1e6"]) == 0
+    for led in (world["ledger"], fresh):
+        assert main(["ledger", "seal", str(led), str(exact)]) == 0
+        capsys.readouterr()
+        before = led.read_bytes()
+        rc, out, err = run(capsys, "release", "--plan", exact, "--target", world["target"],
+                           "--ledger", led, "--allow-exact")  # fmt: skip
+        refused(rc, err, "--allow-exact", "exceeds every budget", "a ledger does not record one")
+        assert out == "" and led.read_bytes() == before
+    counts = [json.loads(run(capsys, "ledger", "show", led, "--json")[1])["releases"]
+              for led in (world["ledger"], fresh)]  # fmt: skip
+    assert [len(c) for c in counts] == [2, 0]
+    rc, out, err = run(capsys, "release", "--plan", exact, "--target", world["target"],
+                       "--allow-exact", "--json")  # fmt: skip
+    assert rc == 0, err
+    (value,) = json.loads(out)["raw_statistics"].values()
+    assert value == pytest.approx(world["records"]["fnlwgt"].mean(), rel=1e-12)
+
+
+def _clobber_world(world, tmp: Path) -> dict[str, str]:
+    """Copies of the world's files (a case that wrote over one spoils only its copy), and the
+    other inputs the commands take: a config file, a model file, a folder of data, a symbolic
+    link and a hard link to inputs."""
+    paths = {"plan": tmp / "plan.json", "target": tmp / "records.csv", "ledger": tmp / "l.db"}
+    shutil.copy(world["plan"], paths["plan"])
+    shutil.copy(world["target"], paths["target"])
+    shutil.copy(world["ledger"], paths["ledger"])
+    shutil.copy(str(world["ledger"]) + ".key", str(paths["ledger"]) + ".key")
+    paths["key"] = Path(str(paths["ledger"]) + ".key")
+    paths["config"] = tmp / "release.toml"
+    paths["config"].write_text("delta = 0.001\n")  # an option of calibrate and release
+    paths["model"] = tmp / "model.json"
+    paths["model"].write_text('{"statistics": ["x"]}\n')  # never read: refused before
+    (tmp / "parts").mkdir()
+    shutil.copy(world["target"], tmp / "parts" / "part-0.csv")
+    paths["parts"] = tmp / "parts"
+    paths["link"] = tmp / "link.html"
+    paths["link"].symlink_to(paths["ledger"])
+    paths["hard"] = tmp / "hard.html"
+    os.link(paths["target"], paths["hard"])
+    return {k: str(v) for k, v in paths.items()}
+
+
+def _adult_copy(adult_dir: Path, tmp: Path) -> str:
+    d = tmp / "adult"
+    d.mkdir()
+    for name in ("adult.data", "adult.test"):
+        shutil.copy(adult_dir / name, d / name)
+    return str(d)
+
+
+_GAME = ("--label", "income", "--protect", "sex==Female")
+#: (command line, the output refused): every command that writes a file, each output flag
+#: onto each kind of input — the ledger and its key and -wal file, --target, --plan, --data
+#: (a file, a folder, the Adult folder), --model, --config — or onto another output.
+CLOBBERS = {
+    "ledger show --report LEDGER": (("ledger", "show", "{ledger}", "--report", "{ledger}"),
+                                    "--report"),
+    "ledger show --report KEY": (("ledger", "show", "{ledger}", "--report", "{key}"), "--report"),
+    "ledger show --report LEDGER-wal": (("ledger", "show", "{ledger}", "--report",
+                                         "{ledger}-wal"), "--report"),
+    "ledger show --report SYMLINK-to-LEDGER": (("ledger", "show", "{ledger}", "--report",
+                                                "{link}"), "--report"),
+    "ledger show --report ./LEDGER": (("ledger", "show", "{ledger}", "--report",
+                                       "{tmp}/./parts/../l.db"), "--report"),
+    "ledger seal LEDGER KEY": (("ledger", "seal", "{ledger}", "{key}"), "the plan"),
+    "ledger backup LEDGER KEY": (("ledger", "backup", "{ledger}", "{key}"), "the backup"),
+    "release --report LEDGER": (("release", "--plan", "{plan}", "--target", "{target}",
+                                 "--ledger", "{ledger}", "--report", "{ledger}"), "--report"),
+    "release --report KEY": (("release", "--plan", "{plan}", "--target", "{target}",
+                              "--ledger", "{ledger}", "--report", "{key}"), "--report"),
+    "release --report TARGET": (("release", "--plan", "{plan}", "--target", "{target}",
+                                 "--report", "{target}"), "--report"),
+    "release --report HARDLINK-to-TARGET": (("release", "--plan", "{plan}", "--target",
+                                             "{target}", "--report", "{hard}"), "--report"),
+    "release --report PLAN": (("release", "--plan", "{plan}", "--target", "{target}",
+                               "--report", "{plan}"), "--report"),
+    "release --report CONFIG": (("release", "--config", "{config}", "--plan", "{plan}",
+                                 "--target", "{target}", "--report", "{config}"), "--report"),
+    "release --report DATA": (("release", "--data", "{target}", "--protect", "income==>50K",
+                               "--statistics", "mean:age", "--report", "{target}"), "--report"),
+    "calibrate --save DATA": (("calibrate", "--data", "{target}", "--mechanism", "DauM-G",
+                               "--save", "{target}"), "--save"),
+    "calibrate --report DATA": (("calibrate", "--data", "{target}", "--report", "{target}"),
+                                "--report"),
+    "calibrate --report inside DATA-FOLDER": (("calibrate", "--data", "{parts}", "--report",
+                                               "{parts}/report.html"), "--report"),
+    "calibrate --report MODEL": (("calibrate", "--model", "{model}", "--report", "{model}"),
+                                 "--report"),
+    "calibrate --save CONFIG": (("calibrate", "--config", "{config}", "--mechanism", "DauM-G",
+                                 "--save", "{config}"), "--save"),
+    "calibrate --save P --report P": (("calibrate", "--data", "{target}", "--mechanism",
+                                       "DauM-G", "--save", "{plan}", "--report", "{plan}"),
+                                      "--report"),
+    "audit --report DATA": (("audit", "--data", "{target}", "--report", "{target}"), "--report"),
+    "models audit --report DATA": (("models", "audit", "--data", "{target}", *_GAME,
+                                    "--report", "{target}"), "--report"),
+    "models defend --save DATA": (("models", "defend", "--data", "{target}", *_GAME,
+                                   "--save", "{target}"), "--save"),
+    "reproduce --report ADULT": (("reproduce", "table2", "--out", "{tmp}/out", "--data",
+                                  "{adult}", "--report", "{adult}/adult.data"), "--report"),
+    "reproduce --out ADULT-FILE": (("reproduce", "table2", "--out", "{adult}/adult.test",
+                                    "--data", "{adult}"), "--out"),
+    "models reproduce --out ADULT-FILE": (("models", "reproduce", "--quick", "--out",
+                                           "{adult}/adult.data", "--data", "{adult}"), "--out"),
+}  # fmt: skip
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.is_symlink()}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CLOBBERS))
+def test_outputs_never_write_over_inputs(world, capsys, tmp_path, adult_dir, case):
+    """Issue 30 (C1): `ledger show L.db --report L.db` replaced the ledger (its spent budget)
+    with HTML, and likewise for every output onto an input. Each is refused before any work:
+    exit 2, one line naming the output, and every file byte for byte as it was (no new one)."""
+    argv, flag = CLOBBERS[case]
+    files = {**_clobber_world(world, tmp_path), "tmp": str(tmp_path)}
+    if any("{adult}" in a for a in argv):
+        files["adult"] = _adult_copy(adult_dir, tmp_path)
+    before = _snapshot(tmp_path)
+    rc, out, err = run(capsys, *(a.format(**files) for a in argv))
+    refused(rc, err, flag)
+    assert any(w in err for w in ("which this command reads", "lies inside", "the same file"))
+    assert out == "" and _snapshot(tmp_path) == before
+
+
+#: Every path option of the command line, as (command, option): what it writes (checked above
+#: against every input of its command), or what it only reads. A new path option must be
+#: added to one of the two (the test below walks the CLI), and an output to a case above.
+WRITES = {
+    "calibrate --save", "calibrate --report", "release --report", "audit --report",
+    "ledger show --report", "ledger seal plan_path", "ledger backup out", "reproduce --out",
+    "reproduce --report", "models audit --report", "models defend --save",
+    "models reproduce --out",
+    # No input to write over: a new ledger, a generated city, a population (its name ends
+    # in .npz, never one of the Adult files read) and a folder rendered again in place.
+    "ledger init path", "local city --out", "models train --out", "models render out_dir",
+}  # fmt: skip
+READS = {
+    "calibrate --config", "calibrate --data", "calibrate --model", "release --config",
+    "release --data", "release --model", "release --target", "release --plan", "release --ledger",
+    "audit --data", "audit --model", "ledger backup path", "ledger seal path", "ledger show path",
+    "ledger verify path", "reproduce --data", "attribute gaussian --problem",
+    "attribute quilt --data", "local distp --pair", "models attack --adversary",
+    "models attack --victim", "models attack --data", "models audit --data",
+    "models defend --data", "models info path", "models reproduce --data", "models train --data",
+}  # fmt: skip
+_NO_INPUT = {"ledger init path", "local city --out", "models train --out", "models render out_dir"}
+
+
+def _covers(argv: tuple[str, ...], flag: str) -> str:
+    """The (command, option) a case of CLOBBERS writes through."""
+    words = [
+        a
+        for a in argv[:3]
+        if a
+        in {
+            "ledger",
+            "models",
+            "show",
+            "seal",
+            "backup",
+            "audit",
+            "defend",
+            "reproduce",
+            "release",
+            "calibrate",
+        }
+    ]
+    return " ".join([*words, {"the plan": "plan_path", "the backup": "out"}.get(flag, flag)])
+
+
+def test_every_path_option_is_classified_and_every_output_checked():
+    """Walk the command line: each path option reads or writes (no third kind), and each
+    output of a command that reads files has a case in CLOBBERS."""
+    import click
+
+    from distprivacy.cli import cli
+
+    found = set()
+
+    def walk(cmd: click.Command, prefix: str) -> None:
+        if isinstance(cmd, click.Group):
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), f"{prefix} {name}".strip())
+        for p in cmd.params:
+            if isinstance(p.type, click.Path):
+                found.add(f"{prefix} {p.opts[0] if p.opts[0].startswith('--') else p.name}")
+
+    walk(cli, "")
+    assert found == WRITES | READS and not WRITES & READS, sorted(found ^ (WRITES | READS))
+    covered = {_covers(argv, flag) for argv, flag in CLOBBERS.values()}
+    assert covered == WRITES - _NO_INPUT, sorted(covered ^ (WRITES - _NO_INPUT))

@@ -397,8 +397,9 @@ def test_release_target_wrong_size(capsys, adult, tmp_path, rows):
 def test_model_file_section_4_3_eigm_g(capsys, tmp_path, suffix):
     path = _write_model(tmp_path / f"model{suffix}", [SECTION_4_3_COV, SECTION_4_3_COV])
     d = run_json(
-        capsys, "calibrate", "--model", path, "--mechanism", "EigM-G", "--calibration", "classic"
-    )
+        capsys, "calibrate", "--model", path, "--mechanism", "EigM-G", "--calibration", "classic",
+        "--include-model",
+    )  # fmt: skip
     assert d["model_file"] == path
     [m] = d["mechanisms"]
     assert m["name"] == "EigM-G" and m["statistics"] == ["x", "y"]
@@ -411,6 +412,26 @@ def test_model_file_section_4_3_eigm_g(capsys, tmp_path, suffix):
     np.testing.assert_allclose(np.array(m["noise_covariance"]), expected, rtol=1e-3, atol=1e-9)
     assert m["details"]["top_up"] == 0.0
     assert d["model"]["means"] == [[100.0, 101.0], [99.0, 102.0]]
+
+
+def test_calibrate_json_prints_the_model_only_when_asked(capsys, tmp_path):
+    """Issue 30: the fitted θ-means and covariances are exact population statistics (0600 in a
+    plan): `calibrate --json` omits them, saying how to get them; --include-model prints them
+    and says on stderr that stdout holds them; a --config file never turns it on."""
+    path = _write_model(tmp_path / "model.json", [SECTION_4_3_COV, SECTION_4_3_COV])
+    args = ("calibrate", "--model", path, "--mechanism", "EigM-G", "--json")
+    rc, out, err = run(capsys, *args)
+    assert rc == 0 and err == "", err
+    d = json.loads(out)
+    assert isinstance(d["model"], str) and "--include-model" in d["model"]
+    assert "exact population statistics" in d["model"]
+    rc, out, err = run(capsys, *args, "--include-model")
+    assert rc == 0 and json.loads(out)["model"]["covariances"] == [SECTION_4_3_COV] * 2
+    assert len(err.splitlines()) == 1 and "stdout holds exact population statistics" in err
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("include-model = true\n")
+    rc, out, err = run(capsys, *args, "--config", str(cfg))
+    assert_one_line_error(rc, out, err, "include-model cannot come from a file")
 
 
 def test_model_with_data_is_an_error(capsys, tmp_path, small_csv):

@@ -1,6 +1,7 @@
-"""Issue 20 in the library: true numbers against the closed form, exact releases exhaust a
-dataset, near-duplicates are flagged, faults are one-line errors that leave the ledger as it
-was, backups verify, the key is required."""
+"""Issue 20 in the library: true numbers against the closed form, exact releases never
+recorded (issue 30; one an older ledger holds exhausts its dataset), near-duplicates are
+flagged, faults are one-line errors that leave the ledger as it was, backups verify, the key
+is required."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from distprivacy.ledger import (
 from distprivacy.mechanisms import DauM
 from distprivacy.mechanisms.plans import Plan
 from distprivacy.models import GaussianModel
+from distprivacy.workflow import release as dp_release
 
 mpmath.mp.dps = 40
 
@@ -84,16 +86,64 @@ def test_epsilon_at_is_finite_below_the_stated_delta(equal_cov_plan):
     assert math.isfinite(eps) and _closed_delta(eps, g.mu) == pytest.approx(1e-5, rel=1e-6)
 
 
-def test_an_exact_release_exhausts_the_dataset(equal_cov_plan, tmp_path):
+def _record_as_before_issue_30(led: Ledger, entry: LedgerEntry) -> None:
+    """Insert ``entry`` as `record` did before issue 30 with an exact release (unbounded, μ = ∞,
+    whatever the budget): the ledgers written then hold such rows."""
+    from datetime import UTC, datetime
+
+    from distprivacy.ledger._chain import _unbounded_guarantee
+    from distprivacy.ledger._identity import fix_identity
+
+    with led._immediate() as con:
+        report, _ = led._chain_check(con)
+        identity = fix_identity(con, led.path, entry, report.releases)
+        now = datetime.now(UTC).isoformat(timespec="microseconds")
+        led._insert(con, entry, now, _unbounded_guarantee(), report, identity)
+
+
+def test_an_exact_release_is_never_recorded(equal_cov_plan, tmp_path):
+    """Issue 30 (E1): an exact release has μ = ∞ and exceeds every budget, however large: the
+    ledger refuses it (BudgetExceededError, one line) and the file is byte for byte as it was."""
+    plan, _ = equal_cov_plan
+    compose = plan_composer(delta=1e-3)
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=1e6) as led:
+        led.record(_entry(plan), compose)
+    before = path.read_bytes()
+    with Ledger(path) as led:
+        with pytest.raises(BudgetExceededError, match="exceeds every budget") as e:
+            led.record(_entry(plan, unbounded=True), compose)
+        assert "\n" not in str(e.value) and "add noise" in str(e.value)
+        with pytest.raises(BudgetExceededError, match="exceeds every budget"):
+            led.record(_entry(plan, fp="hmac-sha256:new", unbounded=True), compose)
+        # Refused by every way in, before the target is read or the seal checked.
+        records = pd.DataFrame({"a": [1.0], "b": [2.0]})
+        for release in (
+            lambda: led.release(plan, records, allow_exact=True),
+            lambda: led.release(plan, records, allow_exact=True, require_seal=False),
+            lambda: dp_release(plan=plan, target=records, ledger=led, allow_exact=True),
+        ):
+            with pytest.raises(BudgetExceededError, match="a ledger does not record one"):
+                release()
+        assert len(led.releases()) == 1 and led.verify().ok
+    assert path.read_bytes() == before
+
+
+def test_an_exact_release_recorded_before_still_exhausts_the_dataset(equal_cov_plan, tmp_path):
+    """A ledger written before issue 30 may hold an exact release: it is read, verifies, and
+    still exhausts its dataset (every later release of it refused); another dataset is free."""
     plan, _ = equal_cov_plan
     compose = plan_composer(delta=1e-3)
     with Ledger.init(tmp_path / "l.db", budget_mu=100.0) as led:
-        g = led.record(_entry(plan, unbounded=True), compose)
-        assert math.isinf(g.mu) and g.max_attack_accuracy == 1.0
+        _record_as_before_issue_30(led, _entry(plan, unbounded=True))
+        (old,) = led.releases()
+        assert old.unbounded and math.isinf(old.cumulative.mu)
         with pytest.raises(BudgetExceededError, match="exact statistics"):
             led.record(_entry(plan), compose)
         led.record(_entry(plan, fp="hmac-sha256:other"), compose)  # another dataset is free
         assert led.verify().ok
+        (c,) = [c for c in led.show()["cumulative"] if c["fingerprint"] == old.fingerprint]
+        assert c["exhausted_by_exact_release"] and not c["within_budget"]
 
 
 def test_near_duplicates_are_flagged(tmp_path, adult):

@@ -116,14 +116,16 @@ def test_ledger_report_budget_over_time(reports):
 
 
 def test_modes_exact_statistics_are_private(reports):
-    for kind in ("calibrate", "release", "audit"):
+    for kind in ("calibrate", "release", "audit", "ledger"):
         assert stat.S_IMODE(os.stat(reports[kind]).st_mode) == 0o600, kind
-    assert "mode 0600" in reports["calibrate"].read_text(encoding="utf-8")
-    # The ledger report holds guarantees and fingerprints only; a models audit report the
-    # accuracies of attacks on models trained on random samples: the usual mode.
+        assert "mode 0600" in reports[kind].read_text(encoding="utf-8"), kind
+    # The ledger's report holds its contents, private as the ledger (issue 30), and says so.
+    assert "(mode 0600), as the ledger is" in reports["ledger"].read_text(encoding="utf-8")
+    # A models audit report holds the accuracies of attacks on models trained on random
+    # samples: the usual mode.
     umask = os.umask(0)
     os.umask(umask)
-    for kind in ("ledger", "models", "models-pairs"):
+    for kind in ("models", "models-pairs"):
         assert "mode 0600" not in reports[kind].read_text(encoding="utf-8")
         assert stat.S_IMODE(os.stat(reports[kind]).st_mode) == 0o666 & ~umask, kind
     assert "no exact statistic" in reports["models"].read_text(encoding="utf-8")

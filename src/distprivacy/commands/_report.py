@@ -171,13 +171,14 @@ def write_audit(
 
 
 def write_ledger(path: str | None, led: Any, shown: Mapping[str, Any], show: bool) -> None:
-    """The report of ``ledger show`` (no exact statistics: written with the usual mode)."""
+    """The report of ``ledger show``: no exact statistic, but the ledger's contents (its
+    releases, datasets, properties and budget spent), written 0600 as the ledger is."""
     if path is None:
         return
     from distprivacy.report import ledger_report, write_report
 
     html = ledger_report(shown, led.releases(), led.budget)
-    write_report(path, html, private=False)
+    write_report(path, html, private=True)
     _done(path)
 
 

@@ -26,6 +26,7 @@ from distprivacy.commands._display import (
     print_statement,
     short_name,
 )
+from distprivacy.commands._files import check_apart, data_files
 from distprivacy.commands._names import AUDIT_ATTACKS
 from distprivacy.commands._names import DEFAULT_AUDIT_ATTACKS as DEFAULT_ATTACKS
 from distprivacy.commands._report import report_option, write_audit
@@ -152,6 +153,10 @@ def audit(
     Exit status 1 when some mechanism's claimed ε is refuted (its lower bound is larger)."""
     from distprivacy.audit import audit_calibrations
 
+    check_apart(
+        [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file"))],
+        [("--report", report)],
+    )
     s = Settings.from_click(ctx, p)
     names = mechanism_names(mechanisms, s)
     model, info, built = build(s)

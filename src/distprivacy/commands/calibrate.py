@@ -13,6 +13,7 @@ from distprivacy.commands._common import (
     build,
     calibrate_many,
     common_options,
+    err_console,
     mechanism_names,
     released_size,
     warn_large_delta,
@@ -33,6 +34,7 @@ from distprivacy.commands._display import (
     spec_of,
     swamped_summary,
 )
+from distprivacy.commands._files import check_apart, config_file, data_files
 from distprivacy.commands._report import report_option, write_calibrate
 from distprivacy.commands._settings import Settings
 from distprivacy.commands.config import config_option
@@ -41,6 +43,10 @@ from distprivacy.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
     from distprivacy.mechanisms import Calibration
+
+#: ``model`` of ``calibrate --json`` without ``--include-model`` (issue 30): the fitted θ-means
+#: and covariances are exact statistics of the population, which a plan keeps 0600.
+MODEL_OMITTED = "omitted: exact population statistics; pass --include-model"
 
 
 def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
@@ -169,12 +175,30 @@ def _calibrations_split(cals: list[Calibration], abbreviate: bool) -> list[Table
     help="Write a plan (with exactly one --mechanism): the spec, statistics, model, noise, "
     "verified guarantee, data fingerprint and a digest, for `release --plan` later.",
 )
+@click.option(
+    "--include-model",
+    "include_model",
+    is_flag=True,
+    help="With --json: also print the fitted model (each θ's means and covariances of the "
+    "statistics: exact population statistics, kept 0600 in a plan). Without it `model` says "
+    "it was omitted. Never read from a --config file.",
+)
 @report_option
 @click.pass_context
 def calibrate(
-    ctx: click.Context, mechanisms: tuple[str, ...], save: str | None, report: str | None, **p: Any
+    ctx: click.Context,
+    mechanisms: tuple[str, ...],
+    save: str | None,
+    include_model: bool,
+    report: str | None,
+    **p: Any,
 ) -> None:
     """Show every applicable mechanism's noise and expected L2 error side by side."""
+    check_apart(
+        [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
+         *config_file(ctx)],
+        [("--save", save), ("--report", report)],
+    )  # fmt: skip
     if save is not None:
         if len(mechanisms) != 1:
             raise DistPrivacyError(
@@ -201,13 +225,20 @@ def calibrate(
                 {
                     **info,
                     **s.to_dict(),
-                    "model": model_dict(model),
+                    "model": model_dict(model) if include_model else MODEL_OMITTED,
                     "mechanisms": [c.to_dict() for c in cals],
                     "best": _best(cals, s.utility),
                     "not_applicable": skipped,
                 }
             )
         )
+        if include_model:
+            err_console.print(
+                "note: stdout holds exact population statistics (the fitted θ-means and "
+                "covariances, --include-model): keep it as private as a plan (mode 0600)",
+                highlight=False,
+                markup=False,
+            )
         return
     console = Console()
     if cals:

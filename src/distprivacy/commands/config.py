@@ -26,14 +26,16 @@ from typing import Any
 
 import click
 
+from distprivacy.commands._files import CONFIG_KEY
 from distprivacy.exceptions import DistPrivacyError
 
 #: Largest configuration file read (bytes).
 MAX_CONFIG_BYTES = 1 * 2**20
 #: Deepest nesting of brackets/tables read (checked on the text before parsing).
 MAX_CONFIG_DEPTH = 16
-#: Options that are command-line flags only: a file never turns them on.
-FLAG_ONLY = frozenset({"allow_exact"})
+#: Options that are command-line flags only: a file never turns them on (each shows exact
+#: statistics: a release without noise, the fitted model's moments).
+FLAG_ONLY = frozenset({"allow_exact", "include_model"})
 
 
 def _depth(text: str) -> int:
@@ -124,13 +126,16 @@ def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
         param = known[key]
         if param.name in FLAG_ONLY:
             raise DistPrivacyError(
-                f"--config: {key} cannot come from a file: releasing exact statistics is a "
+                f"--config: {key} cannot come from a file: showing exact statistics is a "
                 f"command-line flag only (--{key.replace('_', '-')}), typed each time"
             )
         if isinstance(value, dict):
             raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a value, not a table")
         if param.name in settings:
             raise DistPrivacyError(f"--config: {p.name!r} sets {key} twice (two spellings)")
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "\0" in v for v in items):  # no path or name holds one
+            raise DistPrivacyError(f"--config: {key} in {p.name!r} holds a NUL character")
         if isinstance(value, list) and not param.multiple:
             if any(isinstance(v, list | dict) for v in value):
                 raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a flat list")
@@ -145,6 +150,7 @@ def _apply(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     if value is None or ctx.resilient_parsing:
         return value
     settings = read_config(value, ctx.command)
+    ctx.meta[CONFIG_KEY] = value  # an input: no output may write over it (._files)
     # Through click's own machinery: a value in default_map is converted and validated by the
     # option's type exactly as if it had been typed, and the command line still wins.
     ctx.default_map = {**(ctx.default_map or {}), **settings}

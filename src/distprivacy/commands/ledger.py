@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 
 from distprivacy.commands import DELTA, POSITIVE, dumps_json
+from distprivacy.commands._files import check_apart, ledger_files
 from distprivacy.commands._report import report_option, write_ledger
 
 
@@ -96,6 +97,8 @@ def seal(path: str, plan_path: str) -> None:
     from distprivacy.ledger import Ledger
     from distprivacy.mechanisms.plans import Plan
 
+    # The plan is rewritten in place, sealed: by design; never onto the ledger's own files.
+    check_apart(ledger_files(path), [("the plan", plan_path)])
     plan = Plan.load(plan_path)
     with Ledger(path) as led:
         sealed = led.seal(plan)
@@ -115,6 +118,7 @@ def backup(path: str, out: str) -> None:
     """Copy a (possibly live) ledger and its key consistently (SQLite's backup API)."""
     from distprivacy.ledger import Ledger
 
+    check_apart(ledger_files(path), ledger_files(out, "the backup"))
     with Ledger(path) as led:
         led.backup(out)
     click.echo(f"backed up {path} to {out} (and its key to {out}.key), both 0600")
@@ -128,6 +132,7 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     """List the recorded releases and the cumulative guarantee of each dataset."""
     from distprivacy.ledger import Ledger
 
+    check_apart(ledger_files(path), [("--report", report)])
     with Ledger(path) as led:
         shown = led.show()
         the_budget = led.budget

@@ -115,6 +115,7 @@ def train(
     as_json: bool,
 ) -> None:
     """Train a population of models on datasets from the ratio filter (Eq. 2) and save it."""
+    from distprivacy.commands._files import check_apart, data_files
     from distprivacy.inference.census import CensusTraining, population_settings, train_or_load
     from distprivacy.inference.population import population_file
     from distprivacy.outputs import check_output_file
@@ -131,6 +132,7 @@ def train(
     )
     check_output_file(out_path, option="--out", create_parents=False)  # before training
     check_output_file(population_file(out_path), option="--out", create_parents=False)
+    check_apart(data_files(data), [("--out", population_file(out_path))])  # the file written
     game = _game(data, seed)
     settings = population_settings(cfg, prop, role, ratio, b, game)
     pop, _ = train_or_load(game, settings, None, reuse=False)
@@ -397,7 +399,10 @@ def reproduce(
     model-inference' runs the defaults)."""
     import dataclasses
 
+    from distprivacy.commands._files import check_apart, data_files
     from distprivacy.experiments.model_inference import Config, run
+
+    check_apart(data_files(data), [("--out", out_dir)])
 
     cfg = Config.quick(seed) if quick else Config(seed=seed)
     changes: dict[str, Any] = {

@@ -112,12 +112,15 @@ def audit(
     """How well do models trained on your table reveal the share of protected rows?
     (Suri & Evans' game: accuracy of every applicable attack with its 95 % interval; with
     three ratios or more, every pair and the regression of α.)"""
+    from distprivacy.commands._files import check_apart, data_files, estimator_file
     from distprivacy.inference.audit import (
         audit_ratios,
         pairwise_attacks,
         ratio_regression,
         run_attacks,
     )
+
+    check_apart([*data_files(data_path), *estimator_file(estimator)], [("--report", report)])
 
     alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
     if len(alphas) < 2:

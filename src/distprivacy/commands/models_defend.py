@@ -78,9 +78,12 @@ def defend(
 ) -> None:
     """Defend a model's release with distribution privacy and measure what is left: task
     accuracy, the guaranteed bound on any attack, and defence-aware attacks (95 % intervals)."""
+    from distprivacy.commands._files import check_apart, data_files, estimator_file
     from distprivacy.inference.defend import defend_game, save_defended
     from distprivacy.mechanisms import MECHANISMS
     from distprivacy.outputs import check_output_file
+
+    check_apart([*data_files(data_path), *estimator_file(estimator)], [("--save", save_path)])
 
     alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
     if len(alphas) < 2:

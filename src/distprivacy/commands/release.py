@@ -36,6 +36,7 @@ from distprivacy.commands._display import (
     text_column,
 )
 from distprivacy.commands._flags import to_flags
+from distprivacy.commands._files import check_apart, config_file, data_files, ledger_files
 from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
 from distprivacy.commands._settings import Settings
@@ -184,7 +185,8 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
     default=None,
     help="Record the release in this ledger (distprivacy ledger init) before showing it; "
     "refused (exit 2, nothing recorded) when the cumulative guarantee of every release of "
-    "this dataset would exceed the ledger's budget.",
+    "this dataset would exceed the ledger's budget, and always with --allow-exact (an exact "
+    "release exceeds every budget: a ledger does not record one).",
 )
 @click.option(
     "--no-clip",
@@ -213,6 +215,12 @@ def release(
     from distprivacy.mechanisms.plans import Plan
     from distprivacy.workflow import release as release_workflow
 
+    check_apart(
+        [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
+         ("--target", target), ("--plan", plan_path), *ledger_files(ledger_path, "--ledger"),
+         *config_file(ctx)],
+        [("--report", report)],
+    )  # fmt: skip
     s = Settings.from_click(ctx, p)
     if ledger_path is not None and s.seed is not None:
         raise DistPrivacyError(
@@ -220,6 +228,11 @@ def release(
             "a release recorded in a ledger never takes one; drop --seed (seeds are for "
             "experiments)"
         )
+    if ledger_path is not None and allow_exact:
+        from distprivacy.ledger import BudgetExceededError
+        from distprivacy.ledger._release import EXACT_REFUSED
+
+        raise BudgetExceededError(EXACT_REFUSED)  # μ = ∞: over every budget
     led = _open_ledger(ledger_path)  # a bad ledger is refused before any work
     if led is not None:
         ctx.call_on_close(led.close)  # closed however the command ends

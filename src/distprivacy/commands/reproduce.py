@@ -51,6 +51,7 @@ def reproduce(
     """Reproduce the papers: TARGETS among table2, table3, figure2, figure3, figure4, figure5,
     accounting, audit (the main paper's §5, or ``paper`` for all of them), attribute-privacy,
     local-distp, model-inference, or all. The other papers' targets write into OUT/TARGET/."""
+    from distprivacy.commands._files import check_apart, data_files
     from distprivacy.experiments.paper import Config
     from distprivacy.experiments.reproduce import (
         EXTRA_TARGETS,
@@ -60,6 +61,7 @@ def reproduce(
     )
     from distprivacy.experiments.reproduce import reproduce as run
 
+    check_apart(data_files(data), [("--out", out_dir), ("--report", report_path)])
     names = resolve_targets(targets)
     check_outputs(out_dir, report_path, names)  # before any computation
     paper_names = [n for n in names if n not in EXTRA_TARGETS]

@@ -91,6 +91,7 @@ from distprivacy.ledger._keys import (
     subkey,
 )
 from distprivacy.ledger._maintenance import NEAR_DUPLICATE, near_duplicates
+from distprivacy.ledger._release import EXACT_REFUSED
 from distprivacy.targets import Target
 
 __all__ = [
@@ -465,8 +466,8 @@ class Ledger:
         In one ``BEGIN IMMEDIATE`` transaction: verify the chain, read the earlier releases of
         the same dataset and property, ``compose(earlier + [entry])``, then refuse or insert,
         move the head and commit. Reveal the release only after this returns. An ``unbounded``
-        entry (an exact release) is recorded whatever the budget, and exhausts it: every
-        later release of that dataset and property is refused. Near-duplicate warnings (a
+        entry (exact: μ = ∞) is refused; one an older ledger holds exhausts its dataset and
+        property (every later release of them refused). Near-duplicate warnings (a
         target whose rows overlap an earlier released dataset's by ≥ :data:`NEAR_DUPLICATE`)
         are left in :attr:`last_warnings`.
 
@@ -483,6 +484,8 @@ class Ledger:
             raise LedgerError(f"record takes a LedgerEntry, got {type(entry).__name__}")
         if not callable(compose):
             raise LedgerError(f"record takes a compose function, got {type(compose).__name__}")
+        if entry.unbounded:
+            raise BudgetExceededError(EXACT_REFUSED)
         fresh = replace(entry, id=None, time=None, cumulative=None)
         for _ in range(RECORD_ATTEMPTS):
             # Outside the write lock: compose on a consistent snapshot (a read transaction).

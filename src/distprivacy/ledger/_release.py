@@ -9,10 +9,17 @@ import numpy as np
 
 from distprivacy.guarantee import Guarantee, Release
 from distprivacy.ledger._compose import plan_composer
-from distprivacy.ledger._entry import LedgerError
+from distprivacy.ledger._entry import BudgetExceededError, LedgerError
 
 if TYPE_CHECKING:
     from distprivacy.ledger import Ledger
+
+#: Why a ledger refuses an exact release (issue 30): its μ is ∞, above every finite budget, so
+#: recording one would spend the budget and reveal the true statistics all the same.
+EXACT_REFUSED = (
+    "`allow_exact=True` refused: an exact release exceeds every budget; a ledger does not "
+    "record one: publish outside the ledger or add noise"
+)
 
 
 @dataclass(frozen=True)
@@ -22,7 +29,7 @@ class RecordedRelease:
     Attributes
     ----------
     release : Release
-        The noisy statistics (never the true ones, unless an exact release was asked for).
+        The noisy statistics (never the true ones: a ledger records no exact release).
     cumulative : Guarantee
         The guarantee of every recorded release of this dataset and property together.
     release_id : int
@@ -58,11 +65,9 @@ def release_recorded(
     (seeds are for experiments: a recorded release draws from the secure generator), a target
     without the columns the release reads or the ledger's identity columns
     (:mod:`distprivacy.ledger._identity`) or of the wrong size, and a release over budget
-    (:class:`~distprivacy.ledger.BudgetExceededError`, nothing recorded). ``allow_exact`` with
-    a (near-)exact release (a noiseless calibration, or values the exactness gate of
-    :mod:`distprivacy.mechanisms._exactness` finds exact: :attr:`Release.exact
-    <distprivacy.guarantee.Release.exact>`) records an exact release, which exhausts the
-    dataset's budget.
+    (:class:`~distprivacy.ledger.BudgetExceededError`, nothing recorded). ``allow_exact=True``
+    is refused (BudgetExceededError, :data:`EXACT_REFUSED`): an exact release has μ = ∞ and
+    exceeds every budget, so a ledger never records one.
     """
     from distprivacy.mechanisms.plans import Plan
 
@@ -76,15 +81,16 @@ def release_recorded(
         )
     if not isinstance(allow_exact, bool):
         raise LedgerError(f"allow_exact must be True or False, got {allow_exact!r}")
+    if allow_exact:
+        raise BudgetExceededError(EXACT_REFUSED)
     if require_seal:
         ledger.verify_seal(plan)
     values = plan.target_values(target, require_property=True)
     cal = plan.calibration
-    rel = cal.release(values, None, allow_exact=allow_exact)
+    rel = cal.release(values, None, allow_exact=False)  # no noise: ExactReleaseError
     if not rel.secure:  # pragma: no cover - guard: random_state None is always secure
         raise LedgerError("the release did not come from the secure generator; not recorded")
-    exact = rel.exact  # no noise, or (near-)exact values by consent: the gate's finding
-    entry = ledger.entry(plan, np.asarray(rel.values, dtype=float), target, unbounded=exact)
+    entry = ledger.entry(plan, np.asarray(rel.values, dtype=float), target)
     compose = plan_composer(delta=ledger.budget.report_delta, fit=fit)
     cumulative = ledger.record(entry, compose)
     count = len(ledger.releases(ledger.last_fingerprint, entry.property))

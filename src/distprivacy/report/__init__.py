@@ -43,8 +43,8 @@ __all__ = [
 
 def write_report(path: str | Path, html: str, *, private: bool) -> Path:
     """Write a report atomically; mode 0600 when ``private`` (it holds exact statistics of
-    the data). A path that exists and is not a regular file is never written over
-    (:func:`distprivacy.outputs.atomic_write`)."""
+    the data, or a ledger's contents). A path that exists and is not a regular file is never
+    written over (:func:`distprivacy.outputs.atomic_write`)."""
     from distprivacy.outputs import write_text
 
     return write_text(path, html, mode=0o600 if private else None)

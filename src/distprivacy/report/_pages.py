@@ -37,6 +37,14 @@ PRIVATE_NOTE = (
     "it was written readable by its owner only (mode 0600)."
 )
 
+#: Why the ledger's report is 0600 (issue 30): it holds no exact statistic, but the ledger's
+#: contents, which the ledger file keeps 0600.
+LEDGER_NOTE = (
+    "This file holds the ledger's contents (its releases, the datasets' fingerprints, the "
+    "protected properties, the budget spent): it was written readable by its owner only (mode "
+    "0600), as the ledger is."
+)
+
 
 def _footer(private: bool) -> list[str]:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -471,7 +479,7 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
             numeric=(2, 3, 4, 5, 6),
         ),
     )
-    return page.render(_footer(private=False))
+    return page.render([*_footer(private=False), LEDGER_NOTE])
 
 
 def _n(k: int, noun: str) -> str:
