@@ -35,8 +35,8 @@ from distprivacy.commands._display import (
     spec_of,
     text_column,
 )
-from distprivacy.commands._flags import to_flags
 from distprivacy.commands._files import check_apart, config_file, data_files, ledger_files
+from distprivacy.commands._flags import to_flags
 from distprivacy.commands._names import MECHANISM_NAMES
 from distprivacy.commands._report import report_option, write_release
 from distprivacy.commands._settings import Settings
