@@ -35,11 +35,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,14 @@ import numpy as np
 
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
+from distprivacy.ledger._anchor import (
+    ANCHORED,
+    Anchor,
+    anchor_path,
+    check_anchor,
+    read_anchor,
+    write_anchor,
+)
 from distprivacy.ledger._chain import (
     _FIELDS,
     BUSY_TIMEOUT,
@@ -109,8 +119,11 @@ __all__ = [
     "plan_composer",
 ]
 
-#: How often a release is composed again when other releases were recorded meanwhile.
-RECORD_ATTEMPTS = 8
+#: How often a release is composed on a snapshot, outside the write lock, before it is composed
+#: under the lock (guaranteed progress: contention costs latency, never a refusal).
+OPTIMISTIC_ATTEMPTS = 3
+
+_JITTER = random.SystemRandom()  # for back-off delays only
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -145,6 +158,48 @@ _SCHEMA = (
 _COLUMNS = ", ".join(_FIELDS)
 
 
+@dataclass(frozen=True)
+class _View:
+    """What a release is composed on (:meth:`Ledger._view`): one verified state of the ledger.
+
+    ``state``: (rows, last id, ``PRAGMA data_version``); ``report``: the chain check;
+    ``entry``: the new release as it would be recorded (under the linked dataset when adopted);
+    ``prior``/``extra``: the earlier releases it is composed with / also checked against;
+    ``linked``, ``adopted``: the link (:func:`._identity.linked_dataset`); ``near``: the
+    near-duplicate warnings."""
+
+    state: tuple[int, int, int]
+    report: VerifyReport
+    entry: LedgerEntry
+    prior: list[LedgerEntry]
+    extra: list[LedgerEntry]
+    linked: tuple[str, int, str] | None
+    adopted: bool
+    near: tuple[str, ...]
+
+
+def _private_companions(p: Path) -> None:
+    """A ``-wal``/``-shm`` left without its owner's write bit by a past permission error goes
+    back to 0600 — owner only, never wider — when the ledger itself is ours and writable by
+    us: SQLite creates them with the database's mode, so a release attempted while the ledger
+    was 0400 leaves them 0400, and every later release would fail "read-only"."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return
+    if st.st_uid != os.geteuid() or not st.st_mode & stat.S_IWUSR or not os.access(p, os.W_OK):
+        return
+    for suffix in ("-wal", "-shm"):
+        c = Path(str(p) + suffix)
+        try:
+            cst = os.lstat(c)
+        except OSError:
+            continue
+        if stat.S_ISREG(cst.st_mode) and cst.st_uid == st.st_uid and not cst.st_mode & stat.S_IWUSR:
+            with contextlib.suppress(OSError):
+                os.chmod(c, 0o600)
+
+
 class Ledger:
     """An open privacy ledger (module docstring). Use :meth:`init` to create one.
 
@@ -169,6 +224,8 @@ class Ledger:
         #: The dataset the last release was recorded under (an earlier one's, when linked).
         self.last_fingerprint: str | None = None
         self.last_warnings: tuple[str, ...] = ()
+        #: Decrypted rows by (id, chain value): a row is immutable once its chain verifies.
+        self._entries: dict[tuple[Any, Any], LedgerEntry] = {}
         if not p.is_file():
             if p.exists():
                 raise LedgerError(f"{str(p)!r} is not a regular file; a ledger is a file")
@@ -182,6 +239,7 @@ class Ledger:
             raise LedgerError(f"cannot read the ledger {str(p)!r}: {e.strerror}") from None
         if head != _SQLITE_HEADER:
             raise LedgerError(f"{str(p)!r} is not a distprivacy ledger (not an SQLite database)")
+        _private_companions(p)
         try:
             with _private_umask():
                 self._con = self._connect(p, "rw")
@@ -280,6 +338,11 @@ class Ledger:
             raise LedgerError(f"the directory of {str(p)!r} does not exist")
         if key_path(p).exists():
             raise LedgerError(f"{str(key_path(p))!r} already exists; a new ledger needs a new key")
+        if anchor_path(p).exists() or anchor_path(p).is_symlink():
+            raise LedgerError(
+                f"{str(anchor_path(p))!r} already exists (the anchor of an earlier ledger?); "
+                "a new ledger needs a new anchor: remove it, or choose another path"
+            )
         try:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -305,7 +368,8 @@ class Ledger:
                         ("format", LEDGER_FORMAT),
                         ("library_version", __version__),
                         ("created", created),
-                        ("head", _head_mac(key, 0, genesis, identity)),
+                        ("head", _head_mac(key, 0, genesis, identity, anchored=True)),
+                        (ANCHORED, "1"),
                     ],
                 )
                 if identity is not None:
@@ -315,11 +379,12 @@ class Ledger:
                     "INSERT INTO budget (kind, mu, epsilon, delta) VALUES (?, ?, ?, ?)",
                     (budget.kind, budget.mu, budget.epsilon, budget.delta),
                 )
+                write_anchor(key, p, 0, genesis)  # before the commit: never missing after it
                 con.execute("COMMIT")
             finally:
                 con.close()
         except BaseException as exc:
-            for suffix in ("", "-wal", "-shm", ".key"):
+            for suffix in ("", "-wal", "-shm", ".key", ".anchor"):
                 Path(str(p) + suffix).unlink(missing_ok=True)
             if isinstance(exc, sqlite3.Error | OSError):
                 raise _sql_error(p, exc, "create the ledger") from None
@@ -339,10 +404,15 @@ class Ledger:
             raise _sql_error(self.path, e, "read the ledger") from None
 
     def _entry(self, row: Sequence[Any]) -> LedgerEntry:
-        """A row as a :class:`LedgerEntry` (:func:`._maintenance.row_entry`)."""
+        """A row as a :class:`LedgerEntry` (:func:`._maintenance.row_entry`), its plan
+        decrypted once per row: kept by (id, chain value), which the row's content determines."""
         from distprivacy.ledger._maintenance import row_entry
 
-        return row_entry(self, row)
+        key = (row[0], row[len(_FIELDS)])
+        hit = self._entries.get(key)
+        if hit is None:
+            hit = self._entries[key] = row_entry(self, row)
+        return hit
 
     def _select(
         self, fingerprint: str | None, property: str | None, con: sqlite3.Connection
@@ -385,10 +455,18 @@ class Ledger:
         row = con.execute("SELECT value FROM ledger_meta WHERE key = 'created'").fetchone()
         return "" if row is None else str(row[0])
 
-    def _chain_check(self, con: sqlite3.Connection) -> tuple[VerifyReport, list]:
-        """The keyed chain and head of every row (fast: one HMAC per row)."""
+    def _anchored(self, con: sqlite3.Connection) -> bool:
+        """Whether the ledger records that it has an anchor (:mod:`._anchor`)."""
+        row = con.execute("SELECT 1 FROM ledger_meta WHERE key = ?", (ANCHORED,)).fetchone()
+        return row is not None
+
+    def _chain_check(
+        self, con: sqlite3.Connection, anchor: Anchor | None
+    ) -> tuple[VerifyReport, list]:
+        """The keyed chain and head of every row (fast: one HMAC per row), then the anchor —
+        read *before* the transaction ``con`` is in, so that it is never newer than the rows."""
         rows = self._rows(con)
-        prev = _genesis(self.key, self.budget, self._created(con))
+        genesis = prev = _genesis(self.key, self.budget, self._created(con))
         for r in rows:
             want = mac(self.key, "chain", prev.encode() + _content(r[: len(_FIELDS)]))
             if not isinstance(r[-1], str) or not _eq(r[-1], want):
@@ -403,13 +481,35 @@ class Ledger:
             identity = read_identity(con, self.path)
         except LedgerError:
             identity = ("(malformed)",)
-        if head is None or not _eq(str(head[0]), _head_mac(self.key, len(rows), prev, identity)):
+        anchored = self._anchored(con)
+        if head is None or not _eq(
+            str(head[0]), _head_mac(self.key, len(rows), prev, identity, anchored)
+        ):
             why = (
                 "the ledger's head does not match its rows: releases were deleted from the end, "
-                "or the budget or the identity columns were changed"
+                "or the budget, the identity columns or the anchor's record were changed"
             )
             return VerifyReport(False, len(rows), None, why, prev), rows
+        chains = [str(r[-1]) for r in rows]
+        why = check_anchor(self.key, self.path, anchor, anchored, chains, genesis)
+        if why is not None:
+            n = anchor.releases if anchor is not None else 0
+            fork = 0 < n <= len(rows) and "another chain value" in why
+            bad = int(rows[n - 1][0]) if fork else None
+            return VerifyReport(False, len(rows), bad, why, prev), rows
         return VerifyReport(True, len(rows), None, "", prev), rows
+
+    def _verified(self) -> tuple[VerifyReport, list]:
+        """:meth:`_chain_check` on one snapshot of the ledger (its anchor read first)."""
+        anchor = read_anchor(self.path)
+        try:
+            self._con.execute("BEGIN")
+            try:
+                return self._chain_check(self._con, anchor)
+            finally:
+                self._con.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise _sql_error(self.path, e, "read the ledger") from None
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -418,28 +518,41 @@ class Ledger:
     on_wait: Any = None
 
     def _begin_immediate(self) -> None:
-        """``BEGIN IMMEDIATE``, polling every 50 ms for at most :data:`BUSY_TIMEOUT` s while
-        another process writes, and reporting the wait to :attr:`on_wait`."""
+        """``BEGIN IMMEDIATE``, polling every 50 ms while another process writes, and
+        reporting the wait to :attr:`on_wait`. It gives up only when the ledger made no
+        progress for :data:`BUSY_TIMEOUT` s (a stuck holder): while other releases are being
+        recorded meanwhile, contention costs latency, never a refusal."""
         start = time.monotonic()
         self._con.execute("PRAGMA busy_timeout=50")
         try:
+            seen = self._data_version()
             while True:
                 try:
                     self._con.execute("BEGIN IMMEDIATE")
                     return
                 except sqlite3.OperationalError as e:
-                    waited = time.monotonic() - start
                     text = str(e).lower()
-                    if ("locked" not in text and "busy" not in text) or waited > BUSY_TIMEOUT:
+                    if "locked" not in text and "busy" not in text:
+                        raise
+                    now = self._data_version()
+                    if now != seen:  # another process committed: progress, not a stuck holder
+                        seen, start = now, time.monotonic()
+                    waited = time.monotonic() - start
+                    if waited > BUSY_TIMEOUT:
                         raise
                     if self.on_wait is not None:
                         self.on_wait(waited, BUSY_TIMEOUT)
-                    time.sleep(0.05)
+                    time.sleep(_JITTER.uniform(0.025, 0.05))
         finally:
             self._con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
 
+    def _data_version(self) -> int:
+        """Changes whenever another connection commits (``PRAGMA data_version``)."""
+        return int(self._con.execute("PRAGMA data_version").fetchone()[0])
+
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """The write lock: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
         try:
             self._begin_immediate()
         except sqlite3.Error as e:
@@ -462,20 +575,26 @@ class Ledger:
     def record(self, entry: LedgerEntry, compose: Composer) -> Guarantee:
         """Record ``entry`` if the cumulative guarantee stays within the budget.
 
-        In one ``BEGIN IMMEDIATE`` transaction: verify the chain, read the earlier releases of
-        the same dataset and property, ``compose(earlier + [entry])``, then refuse or insert,
-        move the head and commit. Reveal the release only after this returns. An ``unbounded``
-        entry (an exact release) is recorded whatever the budget, and exhausts it: every
-        later release of that dataset and property is refused. Near-duplicate warnings (a
-        target whose rows overlap an earlier released dataset's by ≥ :data:`NEAR_DUPLICATE`)
-        are left in :attr:`last_warnings`.
+        On a snapshot (a read transaction, no lock): verify the chain and the anchor, read the
+        earlier releases of the same dataset and property, ``compose(earlier + [entry])`` and
+        refuse, or take the write lock and insert if nothing was recorded since the snapshot.
+        After :data:`OPTIMISTIC_ATTEMPTS` snapshots that others overtook, compose under the
+        write lock (guaranteed progress). Then, before returning, make the release durable:
+        copy it into the main database file (a checkpoint, so deleting ``-wal``/``-shm``
+        cannot remove it) and move the anchor (:mod:`._anchor`). Reveal the release only after
+        this returns. An ``unbounded`` entry (an exact release) is recorded whatever the
+        budget, and exhausts it: every later release of that dataset and property is refused.
+        Near-duplicate warnings (a target whose rows overlap an earlier released dataset's by
+        ≥ :data:`NEAR_DUPLICATE`) are left in :attr:`last_warnings`.
 
         Raises
         ------
         BudgetExceededError
             The budget would be exceeded (the ledger is unchanged).
         LedgerError
-            The ledger fails verification, or cannot be written (one line naming the cause).
+            The ledger fails verification, or cannot be written (one line naming the cause;
+            nothing recorded), or — after the commit — the release could not be made durable
+            (it is recorded, its budget spent, and must not be revealed).
         DistPrivacyError
             ``compose`` refused (e.g. releases that cannot be composed); the ledger unchanged.
         """
@@ -484,54 +603,20 @@ class Ledger:
         if not callable(compose):
             raise LedgerError(f"record takes a compose function, got {type(compose).__name__}")
         fresh = replace(entry, id=None, time=None, cumulative=None)
-        for _ in range(RECORD_ATTEMPTS):
-            # Outside the write lock: compose on a consistent snapshot (a read transaction).
-            snap, prior, linked, extra = self._snapshot(fresh)
-            # Linked, with no release of its own dataset yet: recorded with the linked dataset.
-            adopted = linked is not None and not extra
-            entry_now = replace(fresh, fingerprint=linked[0]) if linked and adopted else fresh
-            exhausted = next((e for e in [*extra, *prior] if e.unbounded), None)
-            if exhausted is not None:
-                raise BudgetExceededError(
-                    f"release refused: release {exhausted.id} of this dataset published its "
-                    "exact statistics (`allow_exact=True`), which exhausted its budget; nothing "
-                    "was recorded"
-                )
-            if fresh.unbounded:
-                g = _unbounded_guarantee()
-            else:
-                g = compose([*prior, entry_now])
-                # With a linked dataset, the budget holds for both datasets' releases together.
-                for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
-                    if not isinstance(g_, Guarantee):
-                        raise LedgerError(
-                            f"compose returned a {type(g_).__name__}, not a Guarantee"
-                        )
-                    # Rows are only ever appended, so a refusal on a snapshot stays right.
-                    why = self.budget.exceeded_by(g_)
-                    if why is not None:
-                        k = len(prior) + len(extra) * (g_ is not g)
-                        raise BudgetExceededError(
-                            f"release refused: {why} ({k} earlier release"
-                            f"{'' if k == 1 else 's'} of this dataset); nothing was recorded"
-                        )
-            # Under the write lock: verify the chain, check nothing was added since the
-            # snapshot, insert. The time held does not depend on the composition.
-            with self._immediate() as con:
-                report, _ = self._chain_check(con)
-                self._refuse_unverified(report)
-                if self._state(con) != snap:
-                    continue  # another release came in: compose again on the new state
-                identity = fix_identity(con, self.path, fresh, report.releases)
-                self.last_warnings = link_warning(linked, adopted) + near_duplicates(entry_now, con)
-                now = datetime.now(UTC).isoformat(timespec="microseconds")
-                rid = self._insert(con, entry_now, now, g, report, identity)
-            self.last_id, self.last_fingerprint = rid, entry_now.fingerprint
-            return g
-        raise LedgerError(
-            f"the ledger {str(self.path)!r} kept receiving other releases while this one was "
-            f"composed ({RECORD_ATTEMPTS} attempts); nothing was recorded — try again"
-        )
+        for attempt in range(OPTIMISTIC_ATTEMPTS):
+            view = self._snapshot(fresh)
+            g = self._cumulative(fresh, view, compose)
+            written = self._write_if_unchanged(view, g)
+            if written is not None:
+                break
+            time.sleep(_JITTER.uniform(0.0, 0.01 * 2**attempt))  # others overtook: back off
+        else:
+            view, g, written = self._record_locked(fresh, compose, view.near)
+        rid, releases, chain = written
+        self.last_id, self.last_fingerprint = rid, view.entry.fingerprint
+        self.last_warnings = link_warning(view.linked, view.adopted) + view.near
+        self._make_durable(rid, releases, chain)
+        return g
 
     def _refuse_unverified(self, report: VerifyReport) -> None:
         if not report.ok:
@@ -545,26 +630,149 @@ class Ledger:
         row = con.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM releases").fetchone()
         return int(row[0]), int(row[1])
 
-    def _snapshot(self, entry: LedgerEntry) -> tuple[Any, list, Any, list]:
-        """In one read transaction (a consistent snapshot under WAL; no write lock): the
-        ledger's state; the earlier releases of ``entry``'s dataset, or, when it has none, of
-        the dataset it is linked to (:func:`._identity.linked_dataset`); that link; and the
-        linked dataset's releases when ``entry``'s own has some (checked, not recorded with)."""
+    def _snapshot(self, entry: LedgerEntry) -> _View:
+        """:meth:`_view` in one read transaction (a consistent snapshot under WAL; no write
+        lock), the anchor read before it."""
+        anchor = read_anchor(self.path)
         try:
             self._con.execute("BEGIN")
             try:
-                state = self._state(self._con)
-                self._refuse_unverified(self._chain_check(self._con)[0])
-                linked = linked_dataset(self._con, entry)
-                prior = self._select(entry.fingerprint, entry.property, self._con)
-                extra = [] if linked is None else self._select(linked[0], entry.property, self._con)
-                if not prior:
-                    prior, extra = extra, []
+                return self._view(self._con, entry, anchor, None)
             finally:
                 self._con.execute("COMMIT")
         except sqlite3.Error as e:
             raise _sql_error(self.path, e, "read the ledger") from None
-        return state, prior, linked, extra
+
+    def _view(
+        self,
+        con: sqlite3.Connection,
+        entry: LedgerEntry,
+        anchor: Anchor | None,
+        near: tuple[str, ...] | None,
+    ) -> _View:
+        """Inside a transaction of ``con``: the ledger's state, verified (chain, head and
+        ``anchor``); the earlier releases of ``entry``'s dataset, or, when it has none, of the
+        dataset it is linked to (:func:`._identity.linked_dataset`), with which it is then
+        recorded; that link; the linked dataset's releases when ``entry``'s own has some
+        (checked, not recorded with); and the near-duplicate warnings (``near``, or scanned)."""
+        state = (*self._state(con), self._data_version())
+        report = self._chain_check(con, anchor)[0]
+        self._refuse_unverified(report)
+        linked = linked_dataset(con, entry)
+        prior = self._select(entry.fingerprint, entry.property, con)
+        extra = [] if linked is None else self._select(linked[0], entry.property, con)
+        if not prior:
+            prior, extra = extra, []
+        # Linked, with no release of its own dataset yet: recorded with the linked dataset.
+        adopted = linked is not None and not extra
+        entry_now = replace(entry, fingerprint=linked[0]) if linked and adopted else entry
+        if near is None:
+            near = near_duplicates(entry_now, con)
+        return _View(state, report, entry_now, prior, extra, linked, adopted, near)
+
+    def _cumulative(self, fresh: LedgerEntry, view: _View, compose: Composer) -> Guarantee:
+        """The guarantee of ``view``'s earlier releases with the new one, or a refusal
+        (:class:`BudgetExceededError`). Rows are only ever appended, so a refusal on a
+        snapshot stays right."""
+        prior, extra, entry_now = view.prior, view.extra, view.entry
+        exhausted = next((e for e in [*extra, *prior] if e.unbounded), None)
+        if exhausted is not None:
+            raise BudgetExceededError(
+                f"release refused: release {exhausted.id} of this dataset published its "
+                "exact statistics (`allow_exact=True`), which exhausted its budget; nothing "
+                "was recorded"
+            )
+        if fresh.unbounded:
+            return _unbounded_guarantee()
+        g = compose([*prior, entry_now])
+        # With a linked dataset, the budget holds for both datasets' releases together.
+        for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
+            if not isinstance(g_, Guarantee):
+                raise LedgerError(f"compose returned a {type(g_).__name__}, not a Guarantee")
+            why = self.budget.exceeded_by(g_)
+            if why is not None:
+                k = len(prior) + len(extra) * (g_ is not g)
+                raise BudgetExceededError(
+                    f"release refused: {why} ({k} earlier release"
+                    f"{'' if k == 1 else 's'} of this dataset); nothing was recorded"
+                )
+        return g
+
+    def _write_if_unchanged(self, view: _View, g: Guarantee) -> tuple[int, int, str] | None:
+        """Under the write lock, if nothing was committed since the snapshot ``view`` (its
+        state and ``PRAGMA data_version`` unchanged: the verified snapshot is the ledger):
+        :meth:`_write`. None when other releases came in: compose again."""
+        with self._immediate() as con:
+            if (*self._state(con), self._data_version()) != view.state:
+                return None
+            return self._write(con, view, g)
+
+    def _record_locked(
+        self, fresh: LedgerEntry, compose: Composer, near: tuple[str, ...]
+    ) -> tuple[_View, Guarantee, tuple[int, int, str]]:
+        """Verify, compose and write under the write lock (after others overtook the
+        snapshots); ``near``: the near-duplicate warnings of the last snapshot."""
+        anchor = read_anchor(self.path)
+        with self._immediate() as con:
+            view = self._view(con, fresh, anchor, near)
+            g = self._cumulative(fresh, view, compose)
+            return view, g, self._write(con, view, g)
+
+    def _write(self, con: sqlite3.Connection, view: _View, g: Guarantee) -> tuple[int, int, str]:
+        """Under the write lock, on the verified state ``view``: fix the identity columns,
+        anchor a ledger from before anchors, insert the row and move the head. Returns (id,
+        rows now, the new row's chain value)."""
+        report = view.report
+        identity = fix_identity(con, self.path, view.entry, report.releases)
+        if not self._anchored(con):
+            # The committed state first (never missing once the flag is committed), then the flag.
+            write_anchor(self.key, self.path, report.releases, report.head)
+            con.execute("INSERT INTO ledger_meta (key, value) VALUES (?, '1')", (ANCHORED,))
+        now = datetime.now(UTC).isoformat(timespec="microseconds")
+        rid, chain = self._insert(con, view.entry, now, g, report, identity)
+        return rid, report.releases + 1, chain
+
+    def _make_durable(self, rid: int, releases: int, chain: str) -> None:
+        """After the commit of release ``rid``: copy it into the main database file
+        (:meth:`_checkpoint`) and anchor the ledger at it (:func:`._anchor.write_anchor`; even
+        when the copy failed: the anchor then counts a release only the -wal file holds).
+        Refuses (one line) when either cannot be done: the release is recorded and must not
+        be revealed."""
+        failed: BaseException | None = None
+        for step in (self._checkpoint, lambda: write_anchor(self.key, self.path, releases, chain)):
+            try:
+                step()
+            except (LedgerError, sqlite3.Error, OSError) as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise LedgerError(
+                f"release {rid} was recorded in {str(self.path)!r} (its budget is spent) but "
+                f"must not be revealed: {failed}"
+            )
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the main file and fsync it — ``PRAGMA wal_checkpoint(PASSIVE)``
+        (it waits for no one), its result checked and retried, with back-off, while a reader's
+        older snapshot or another checkpoint holds it back; at most :data:`BUSY_TIMEOUT` s.
+
+        Done when every frame up to the WAL's end as first seen (which holds this release's
+        commit) is copied, or when the WAL has restarted (SQLite restarts it only once every
+        frame of it is in the main file)."""
+        start, delay, target = time.monotonic(), 0.001, None
+        while True:
+            busy, log, done = self._con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if not busy and log >= 0:
+                target = log if target is None else target
+                if done >= target or log < target:
+                    return
+            if time.monotonic() - start > BUSY_TIMEOUT:
+                raise LedgerError(
+                    f"another process kept a read transaction open on the ledger for more "
+                    f"than {BUSY_TIMEOUT:g} s, so the release could not be copied from its -wal "
+                    "file into the ledger (close that reader)"
+                )
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
 
     def _insert(
         self,
@@ -574,7 +782,7 @@ class Ledger:
         g: Guarantee,
         report: Any,
         identity: Sequence[str] | None,
-    ) -> int:
+    ) -> tuple[int, str]:
         nxt = con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM releases").fetchone()[0]
         plan = None if e.plan is None else encrypt(self.key, _dumps(e.plan).encode("utf-8"))
         values = (
@@ -606,11 +814,11 @@ class Ledger:
             )
             con.execute(
                 "UPDATE ledger_meta SET value = ? WHERE key = 'head'",
-                (_head_mac(self.key, report.releases + 1, chain, identity),),
+                (_head_mac(self.key, report.releases + 1, chain, identity, anchored=True),),
             )
         except sqlite3.Error as exc:
             raise _sql_error(self.path, exc, "write to the ledger") from None
-        return int(nxt)
+        return int(nxt), chain
 
     # -- keeping ------------------------------------------------------------------------------
 
