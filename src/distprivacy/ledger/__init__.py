@@ -12,23 +12,31 @@ rows (to notice near-duplicates); the plan, **encrypted** under the key (its fit
 exact population statistics); the mechanism, the statistics' names, the guarantee, the noise,
 the released values and the cumulative guarantee after it; and a keyed **hash chain**: each
 row's HMAC covers the previous row's and the row's whole content, the first one covers the
-budget, and the ledger's head (count, last chain value and identity columns) is MACed too.
-:meth:`Ledger.verify` recomputes the chain, the head, every row's guarantee from its plan and
-every running total: deleting, reordering or editing a row, raising the budget or editing a
-total is caught (``distprivacy ledger verify`` exits 1 naming the first bad row).
+budget, and the ledger's head (count, last chain value, identity columns, and that it has an
+anchor) is MACed too. Beside the key, ``L.db.anchor`` (0600; :mod:`distprivacy.ledger._anchor`)
+holds the number of rows and the last chain value again, MACed, moved forward after every
+release. :meth:`Ledger.verify` recomputes the chain, the head, the anchor, every row's guarantee
+from its plan and every running total: deleting, reordering or editing a row, raising the
+budget or editing a total is caught (``distprivacy ledger verify`` exits 1 naming the first bad
+row), and so is a ledger older than its anchor — an old copy restored, its last rows deleted
+with an old head written back, or its ``-wal`` deleted — or one whose anchor was deleted.
 
-:meth:`Ledger.record` is the one way in. Inside a single ``BEGIN IMMEDIATE`` transaction (two
-processes serialise on it) it verifies the chain, reads every earlier release of the same
-dataset and property, computes the guarantee of all of them together with the new one (a
-``compose`` callable, e.g. :func:`plan_composer`), and either refuses —
-:class:`BudgetExceededError`, the transaction rolled back, the file byte-for-byte unchanged —
-or inserts the row, moves the head and commits (``synchronous=FULL``: durable before it
-returns). The caller prints the release only after :meth:`record` returned: record, then reveal.
+:meth:`Ledger.record` is the one way in. On a snapshot (a read transaction, no lock) it verifies
+the chain and the anchor, reads every earlier release of the same dataset and property and
+computes the guarantee of all of them together with the new one (a ``compose`` callable, e.g.
+:func:`plan_composer`); it refuses — :class:`BudgetExceededError`, the file byte-for-byte
+unchanged — or takes the write lock (``BEGIN IMMEDIATE``: processes serialise on it) and, if
+nothing was committed since the snapshot, inserts the row, moves the head and commits. Others
+having overtaken it :data:`OPTIMISTIC_ATTEMPTS` times, it composes under the lock: contention
+costs latency, never a refusal. Then, before it returns, the release is made durable: a WAL
+checkpoint copies it into the main database file and fsyncs it (so deleting ``-wal``/``-shm``
+cannot remove it), and the anchor moves to it. The caller prints the release only after
+:meth:`record` returned: record, then reveal.
 
 What it does not resist (docs/ledger.md): someone holding the key file can rewrite the whole
-ledger consistently; restoring an older copy of *both* files rolls the budget back (keep the
-head that ``ledger verify`` prints elsewhere to notice); a dataset with records changed is
-another dataset (the sketch warns when it overlaps an earlier one by half or more).
+ledger consistently, anchor included; restoring older copies of the ledger *and* its anchor
+together (with the key) rolls the budget back; a dataset with records changed is another
+dataset (the sketch warns when it overlaps an earlier one by half or more).
 """
 
 from __future__ import annotations
@@ -248,7 +256,10 @@ class Ledger:
         try:
             self._check()
             self.key = read_key(p)
-            self._con.execute("PRAGMA synchronous=FULL")
+            # A commit appends to the WAL without an fsync (none under the write lock); the
+            # checkpoint that follows it in record() fsyncs the WAL, then the main file, before
+            # anything is revealed (SQLite keeps a WAL consistent across power loss either way).
+            self._con.execute("PRAGMA synchronous=NORMAL")
             self.budget = self._read_budget()
         except BaseException:
             self._con.close()
@@ -655,7 +666,7 @@ class Ledger:
         dataset it is linked to (:func:`._identity.linked_dataset`), with which it is then
         recorded; that link; the linked dataset's releases when ``entry``'s own has some
         (checked, not recorded with); and the near-duplicate warnings (``near``, or scanned)."""
-        state = (*self._state(con), self._data_version())
+        state = self._current(con)
         report = self._chain_check(con, anchor)[0]
         self._refuse_unverified(report)
         linked = linked_dataset(con, entry)
@@ -701,11 +712,18 @@ class Ledger:
     def _write_if_unchanged(self, view: _View, g: Guarantee) -> tuple[int, int, str] | None:
         """Under the write lock, if nothing was committed since the snapshot ``view`` (its
         state and ``PRAGMA data_version`` unchanged: the verified snapshot is the ledger):
-        :meth:`_write`. None when other releases came in: compose again."""
+        :meth:`_write`. None when other releases came in (seen first without the lock, so as
+        not to wait for it in vain): compose again."""
+        if self._current(self._con) != view.state:
+            return None
         with self._immediate() as con:
-            if (*self._state(con), self._data_version()) != view.state:
+            if self._current(con) != view.state:
                 return None
             return self._write(con, view, g)
+
+    def _current(self, con: sqlite3.Connection) -> tuple[int, int, int]:
+        """(rows, last id, ``PRAGMA data_version``): changes with every other commit."""
+        return (*self._state(con), self._data_version())
 
     def _record_locked(
         self, fresh: LedgerEntry, compose: Composer, near: tuple[str, ...]
@@ -845,9 +863,10 @@ class Ledger:
 
     def backup(self, out: str | Path) -> Path:
         """A consistent copy of the live ledger (SQLite's online backup API, WAL content
-        included) at ``out``, with its key at ``<out>.key``, both 0600; refuses existing
-        files. Copying the main file alone while the ledger is in use can miss releases that
-        are still in its -wal file."""
+        included) at ``out``, with its key at ``<out>.key`` and its anchor at
+        ``<out>.anchor``, all 0600; refuses existing files
+        (:func:`distprivacy.ledger._maintenance.backup_ledger`). Restoring the three together
+        rolls the ledger back to the copy; restoring the ledger alone is refused."""
         from distprivacy.ledger._maintenance import backup_ledger
 
         return backup_ledger(self, out)
