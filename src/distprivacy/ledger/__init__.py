@@ -617,7 +617,7 @@ class Ledger:
         for attempt in range(OPTIMISTIC_ATTEMPTS):
             view = self._snapshot(fresh)
             g = self._cumulative(fresh, view, compose)
-            written = self._write_if_unchanged(view, g)
+            written = self._write_if_unchanged(view, self._row(view, g))
             if written is not None:
                 break
             time.sleep(_JITTER.uniform(0.0, 0.01 * 2**attempt))  # others overtook: back off
@@ -709,17 +709,19 @@ class Ledger:
                 )
         return g
 
-    def _write_if_unchanged(self, view: _View, g: Guarantee) -> tuple[int, int, str] | None:
+    def _write_if_unchanged(
+        self, view: _View, row: tuple[tuple[Any, ...], str]
+    ) -> tuple[int, int, str] | None:
         """Under the write lock, if nothing was committed since the snapshot ``view`` (its
         state and ``PRAGMA data_version`` unchanged: the verified snapshot is the ledger):
-        :meth:`_write`. None when other releases came in (seen first without the lock, so as
-        not to wait for it in vain): compose again."""
+        :meth:`_write` the ``row`` made on it. None when other releases came in (seen first
+        without the lock, so as not to wait for it in vain): compose again."""
         if self._current(self._con) != view.state:
             return None
         with self._immediate() as con:
             if self._current(con) != view.state:
                 return None
-            return self._write(con, view, g)
+            return self._write(con, view, row)
 
     def _current(self, con: sqlite3.Connection) -> tuple[int, int, int]:
         """(rows, last id, ``PRAGMA data_version``): changes with every other commit."""
@@ -734,20 +736,21 @@ class Ledger:
         with self._immediate() as con:
             view = self._view(con, fresh, anchor, near)
             g = self._cumulative(fresh, view, compose)
-            return view, g, self._write(con, view, g)
+            return view, g, self._write(con, view, self._row(view, g))
 
-    def _write(self, con: sqlite3.Connection, view: _View, g: Guarantee) -> tuple[int, int, str]:
+    def _write(
+        self, con: sqlite3.Connection, view: _View, row: tuple[tuple[Any, ...], str]
+    ) -> tuple[int, int, str]:
         """Under the write lock, on the verified state ``view``: fix the identity columns,
-        anchor a ledger from before anchors, insert the row and move the head. Returns (id,
-        rows now, the new row's chain value)."""
+        anchor a ledger from before anchors, insert ``row`` (:meth:`_row`) and move the head.
+        Returns (id, rows now, the new row's chain value)."""
         report = view.report
         identity = fix_identity(con, self.path, view.entry, report.releases)
         if not self._anchored(con):
             # The committed state first (never missing once the flag is committed), then the flag.
             write_anchor(self.key, self.path, report.releases, report.head)
             con.execute("INSERT INTO ledger_meta (key, value) VALUES (?, '1')", (ANCHORED,))
-        now = datetime.now(UTC).isoformat(timespec="microseconds")
-        rid, chain = self._insert(con, view.entry, now, g, report, identity)
+        rid, chain = self._insert(con, *row, report, identity)
         return rid, report.releases + 1, chain
 
     def _make_durable(self, rid: int, releases: int, chain: str) -> None:
@@ -792,16 +795,12 @@ class Ledger:
             time.sleep(delay)
             delay = min(2 * delay, 0.05)
 
-    def _insert(
-        self,
-        con: sqlite3.Connection,
-        e: LedgerEntry,
-        now: str,
-        g: Guarantee,
-        report: Any,
-        identity: Sequence[str] | None,
-    ) -> tuple[int, str]:
-        nxt = con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM releases").fetchone()[0]
+    def _row(self, view: _View, g: Guarantee) -> tuple[tuple[Any, ...], str]:
+        """The new release's row on the state ``view`` — its fields (the plan encrypted, the
+        sketch serialised; id = the last id + 1) and chain value —, made before the write lock
+        is taken (:meth:`_write_if_unchanged` writes it only on that same state)."""
+        e, nxt = view.entry, view.state[1] + 1
+        now = datetime.now(UTC).isoformat(timespec="microseconds")
         plan = None if e.plan is None else encrypt(self.key, _dumps(e.plan).encode("utf-8"))
         values = (
             int(nxt),
@@ -823,7 +822,17 @@ class Ledger:
             sketch_field(e),
             int(e.unbounded),
         )
-        chain = mac(self.key, "chain", report.head.encode() + _content(values))
+        return values, mac(self.key, "chain", view.report.head.encode() + _content(values))
+
+    def _insert(
+        self,
+        con: sqlite3.Connection,
+        values: tuple[Any, ...],
+        chain: str,
+        report: VerifyReport,
+        identity: Sequence[str] | None,
+    ) -> tuple[int, str]:
+        """Under the write lock: insert the row made by :meth:`_row` and move the head."""
         try:
             con.execute(
                 f"INSERT INTO releases ({_COLUMNS}, chain) VALUES "
@@ -836,7 +845,7 @@ class Ledger:
             )
         except sqlite3.Error as exc:
             raise _sql_error(self.path, exc, "write to the ledger") from None
-        return int(nxt), chain
+        return int(values[0]), chain
 
     # -- keeping ------------------------------------------------------------------------------
 
