@@ -384,7 +384,8 @@ def cases(world: dict) -> list[Case]:
         import shutil
 
         shutil.copy(ledger, path)
-        shutil.copy(ledger + ".key", str(path) + ".key")
+        for suffix in (".key", ".anchor"):
+            shutil.copy(ledger + suffix, str(path) + suffix)
         con = sqlite3.connect(path)
         with contextlib.suppress(sqlite3.Error):
             con.execute(sql)

@@ -178,7 +178,8 @@ def test_an_edited_sealed_plan_fails_its_seal(world, capsys, tmp_path, edit):
 def _copy(world, tmp_path: Path) -> Path:
     dst = tmp_path / "copy.db"
     shutil.copy(world["ledger"], dst)
-    shutil.copy(str(world["ledger"]) + ".key", str(dst) + ".key")
+    for suffix in (".key", ".anchor"):
+        shutil.copy(str(world["ledger"]) + suffix, str(dst) + suffix)
     return dst
 
 

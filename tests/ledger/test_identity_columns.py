@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,10 +130,11 @@ def test_a_ledger_from_before_identity_columns_keeps_its_rule(plans, records, tm
         key = led.key
     con = sqlite3.connect(path)
     (last,) = con.execute("SELECT chain FROM releases").fetchone()
-    con.execute("DELETE FROM ledger_meta WHERE key = 'identity_columns'")
+    con.execute("DELETE FROM ledger_meta WHERE key IN ('identity_columns', 'anchored')")
     con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (_head_mac(key, 1, last),))
     con.commit()
     con.close()
+    Path(str(path) + ".anchor").unlink()  # nor an anchor
     with Ledger(path) as led:
         assert led.identity_columns is None and led.verify().ok
         rec = led.release(a, records)  # identified by the columns it reads, as before

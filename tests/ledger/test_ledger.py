@@ -355,6 +355,7 @@ def test_sigkill_never_leaves_a_printed_release_unrecorded(tmp_path):
         assert p.exitcode == -signal.SIGKILL
         with Ledger(path) as led:
             assert led.integrity_check() == "ok"
+            assert led._verified()[0].ok  # chain, head and anchor
             recorded = {e.id for e in led.releases(property=f"run{run}")}
         assert set(printed) <= recorded  # every revealed release has its entry
         assert len(recorded) - len(printed) <= 1  # at most the one being revealed is lost

@@ -89,16 +89,16 @@ def test_epsilon_at_is_finite_below_the_stated_delta(equal_cov_plan):
 def _record_as_before_issue_30(led: Ledger, entry: LedgerEntry) -> None:
     """Insert ``entry`` as `record` did before issue 30 with an exact release (unbounded, μ = ∞,
     whatever the budget): the ledgers written then hold such rows."""
-    from datetime import UTC, datetime
-
     from distprivacy.ledger._chain import _unbounded_guarantee
     from distprivacy.ledger._identity import fix_identity
 
+    view = led._snapshot(entry)
+    values, chain = led._row(view, _unbounded_guarantee())
     with led._immediate() as con:
-        report, _ = led._chain_check(con)
+        report = view.report
         identity = fix_identity(con, led.path, entry, report.releases)
-        now = datetime.now(UTC).isoformat(timespec="microseconds")
-        led._insert(con, entry, now, _unbounded_guarantee(), report, identity)
+        rid, chain = led._insert(con, values, chain, report, identity)
+    led._make_durable(rid, report.releases + 1, chain)
 
 
 def test_an_exact_release_is_never_recorded(equal_cov_plan, tmp_path):

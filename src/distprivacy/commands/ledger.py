@@ -58,8 +58,8 @@ def init(
         if led.identity_columns is not None:
             click.echo(f"a dataset is identified by: {', '.join(led.identity_columns)}")
     click.echo(
-        f"its key is {path}.key (mode 0600): keep it with the ledger, readable by you only; "
-        "back both up with `distprivacy ledger backup`"
+        f"its key is {path}.key and its anchor {path}.anchor (mode 0600): keep them with the "
+        "ledger, the key readable by you only; back all three up with `distprivacy ledger backup`"
     )
 
 
@@ -77,8 +77,9 @@ def verify(path: str, as_json: bool) -> None:
         click.echo(dumps_json(dict(report.__dict__)))
     elif report.ok:
         Console(highlight=False).print(
-            f"verified {report.releases} release(s) of {path}: chain, guarantees and running "
-            f"totals hold; head {report.head[:16]}… (keep it elsewhere to notice a roll-back)",
+            f"verified {report.releases} release(s) of {path}: chain, anchor, guarantees and "
+            f"running totals hold; head {report.head[:16]}… (keep it elsewhere to notice a "
+            "roll-back of every file)",
             markup=False,
         )
     else:
@@ -115,13 +116,20 @@ def seal(path: str, plan_path: str) -> None:
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False))
 def backup(path: str, out: str) -> None:
-    """Copy a (possibly live) ledger and its key consistently (SQLite's backup API)."""
+    """Copy a (possibly live) ledger, its key and its anchor consistently (SQLite's backup
+    API)."""
     from distprivacy.ledger import Ledger
 
     check_apart(ledger_files(path), ledger_files(out, "the backup"))
     with Ledger(path) as led:
         led.backup(out)
-    click.echo(f"backed up {path} to {out} (and its key to {out}.key), both 0600")
+    from pathlib import Path
+
+    anchor = f", its anchor to {out}.anchor" if Path(out + ".anchor").exists() else ""
+    click.echo(
+        f"backed up {path} to {out} (its key to {out}.key{anchor}), all 0600; restoring "
+        "them together rolls the ledger back to this copy"
+    )
 
 
 @ledger.command("show")

@@ -12,34 +12,44 @@ rows (to notice near-duplicates); the plan, **encrypted** under the key (its fit
 exact population statistics); the mechanism, the statistics' names, the guarantee, the noise,
 the released values and the cumulative guarantee after it; and a keyed **hash chain**: each
 row's HMAC covers the previous row's and the row's whole content, the first one covers the
-budget, and the ledger's head (count, last chain value and identity columns) is MACed too.
-:meth:`Ledger.verify` recomputes the chain, the head, every row's guarantee from its plan and
-every running total: deleting, reordering or editing a row, raising the budget or editing a
-total is caught (``distprivacy ledger verify`` exits 1 naming the first bad row).
+budget, and the ledger's head (count, last chain value, identity columns, and that it has an
+anchor) is MACed too. Beside the key, ``L.db.anchor`` (0600; :mod:`distprivacy.ledger._anchor`)
+holds the number of rows and the last chain value again, MACed, moved forward after every
+release. :meth:`Ledger.verify` recomputes the chain, the head, the anchor, every row's guarantee
+from its plan and every running total: deleting, reordering or editing a row, raising the
+budget or editing a total is caught (``distprivacy ledger verify`` exits 1 naming the first bad
+row), and so is a ledger older than its anchor — an old copy restored, its last rows deleted
+with an old head written back, or its ``-wal`` deleted — or one whose anchor was deleted.
 
-:meth:`Ledger.record` is the one way in. Inside a single ``BEGIN IMMEDIATE`` transaction (two
-processes serialise on it) it verifies the chain, reads every earlier release of the same
-dataset and property, computes the guarantee of all of them together with the new one (a
-``compose`` callable, e.g. :func:`plan_composer`), and either refuses —
-:class:`BudgetExceededError`, the transaction rolled back, the file byte-for-byte unchanged —
-or inserts the row, moves the head and commits (``synchronous=FULL``: durable before it
-returns). The caller prints the release only after :meth:`record` returned: record, then reveal.
+:meth:`Ledger.record` is the one way in. On a snapshot (a read transaction, no lock) it verifies
+the chain and the anchor, reads every earlier release of the same dataset and property and
+computes the guarantee of all of them together with the new one (a ``compose`` callable, e.g.
+:func:`plan_composer`); it refuses — :class:`BudgetExceededError`, the file byte-for-byte
+unchanged — or takes the write lock (``BEGIN IMMEDIATE``: processes serialise on it) and, if
+nothing was committed since the snapshot, inserts the row, moves the head and commits. Others
+having overtaken it :data:`OPTIMISTIC_ATTEMPTS` times, it composes under the lock: contention
+costs latency, never a refusal. Then, before it returns, the release is made durable: a WAL
+checkpoint copies it into the main database file and fsyncs it (so deleting ``-wal``/``-shm``
+cannot remove it), and the anchor moves to it. The caller prints the release only after
+:meth:`record` returned: record, then reveal.
 
 What it does not resist (docs/ledger.md): someone holding the key file can rewrite the whole
-ledger consistently; restoring an older copy of *both* files rolls the budget back (keep the
-head that ``ledger verify`` prints elsewhere to notice); a dataset with records changed is
-another dataset (the sketch warns when it overlaps an earlier one by half or more).
+ledger consistently, anchor included; restoring older copies of the ledger *and* its anchor
+together (with the key) rolls the budget back; a dataset with records changed is another
+dataset (the sketch warns when it overlaps an earlier one by half or more).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import random
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +58,14 @@ import numpy as np
 
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
+from distprivacy.ledger._anchor import (
+    ANCHORED,
+    Anchor,
+    anchor_path,
+    check_anchor,
+    read_anchor,
+    write_anchor,
+)
 from distprivacy.ledger._chain import (
     _FIELDS,
     BUSY_TIMEOUT,
@@ -110,8 +128,11 @@ __all__ = [
     "plan_composer",
 ]
 
-#: How often a release is composed again when other releases were recorded meanwhile.
-RECORD_ATTEMPTS = 8
+#: How often a release is composed on a snapshot, outside the write lock, before it is composed
+#: under the lock (guaranteed progress: contention costs latency, never a refusal).
+OPTIMISTIC_ATTEMPTS = 3
+
+_JITTER = random.SystemRandom()  # for back-off delays only
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -146,6 +167,48 @@ _SCHEMA = (
 _COLUMNS = ", ".join(_FIELDS)
 
 
+@dataclass(frozen=True)
+class _View:
+    """What a release is composed on (:meth:`Ledger._view`): one verified state of the ledger.
+
+    ``state``: (rows, last id, ``PRAGMA data_version``); ``report``: the chain check;
+    ``entry``: the new release as it would be recorded (under the linked dataset when adopted);
+    ``prior``/``extra``: the earlier releases it is composed with / also checked against;
+    ``linked``, ``adopted``: the link (:func:`._identity.linked_dataset`); ``near``: the
+    near-duplicate warnings."""
+
+    state: tuple[int, int, int]
+    report: VerifyReport
+    entry: LedgerEntry
+    prior: list[LedgerEntry]
+    extra: list[LedgerEntry]
+    linked: tuple[str, int, str] | None
+    adopted: bool
+    near: tuple[str, ...]
+
+
+def _private_companions(p: Path) -> None:
+    """A ``-wal``/``-shm`` left without its owner's write bit by a past permission error goes
+    back to 0600 — owner only, never wider — when the ledger itself is ours and writable by
+    us: SQLite creates them with the database's mode, so a release attempted while the ledger
+    was 0400 leaves them 0400, and every later release would fail "read-only"."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return
+    if st.st_uid != os.geteuid() or not st.st_mode & stat.S_IWUSR or not os.access(p, os.W_OK):
+        return
+    for suffix in ("-wal", "-shm"):
+        c = Path(str(p) + suffix)
+        try:
+            cst = os.lstat(c)
+        except OSError:
+            continue
+        if stat.S_ISREG(cst.st_mode) and cst.st_uid == st.st_uid and not cst.st_mode & stat.S_IWUSR:
+            with contextlib.suppress(OSError):
+                os.chmod(c, 0o600)
+
+
 class Ledger:
     """An open privacy ledger (module docstring). Use :meth:`init` to create one.
 
@@ -170,6 +233,8 @@ class Ledger:
         #: The dataset the last release was recorded under (an earlier one's, when linked).
         self.last_fingerprint: str | None = None
         self.last_warnings: tuple[str, ...] = ()
+        #: Decrypted rows by (id, chain value): a row is immutable once its chain verifies.
+        self._entries: dict[tuple[Any, Any], LedgerEntry] = {}
         if not p.is_file():
             if p.exists():
                 raise LedgerError(f"{str(p)!r} is not a regular file; a ledger is a file")
@@ -183,6 +248,7 @@ class Ledger:
             raise LedgerError(f"cannot read the ledger {str(p)!r}: {e.strerror}") from None
         if head != _SQLITE_HEADER:
             raise LedgerError(f"{str(p)!r} is not a distprivacy ledger (not an SQLite database)")
+        _private_companions(p)
         try:
             with _private_umask():
                 self._con = self._connect(p, "rw")
@@ -191,7 +257,10 @@ class Ledger:
         try:
             self._check()
             self.key = read_key(p)
-            self._con.execute("PRAGMA synchronous=FULL")
+            # A commit appends to the WAL without an fsync (none under the write lock); the
+            # checkpoint that follows it in record() fsyncs the WAL, then the main file, before
+            # anything is revealed (SQLite keeps a WAL consistent across power loss either way).
+            self._con.execute("PRAGMA synchronous=NORMAL")
             self.budget = self._read_budget()
         except BaseException:
             self._con.close()
@@ -281,6 +350,11 @@ class Ledger:
             raise LedgerError(f"the directory of {str(p)!r} does not exist")
         if key_path(p).exists():
             raise LedgerError(f"{str(key_path(p))!r} already exists; a new ledger needs a new key")
+        if anchor_path(p).exists() or anchor_path(p).is_symlink():
+            raise LedgerError(
+                f"{str(anchor_path(p))!r} already exists (the anchor of an earlier ledger?); "
+                "a new ledger needs a new anchor: remove it, or choose another path"
+            )
         try:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -306,7 +380,8 @@ class Ledger:
                         ("format", LEDGER_FORMAT),
                         ("library_version", __version__),
                         ("created", created),
-                        ("head", _head_mac(key, 0, genesis, identity)),
+                        ("head", _head_mac(key, 0, genesis, identity, anchored=True)),
+                        (ANCHORED, "1"),
                     ],
                 )
                 if identity is not None:
@@ -316,11 +391,12 @@ class Ledger:
                     "INSERT INTO budget (kind, mu, epsilon, delta) VALUES (?, ?, ?, ?)",
                     (budget.kind, budget.mu, budget.epsilon, budget.delta),
                 )
+                write_anchor(key, p, 0, genesis)  # before the commit: never missing after it
                 con.execute("COMMIT")
             finally:
                 con.close()
         except BaseException as exc:
-            for suffix in ("", "-wal", "-shm", ".key"):
+            for suffix in ("", "-wal", "-shm", ".key", ".anchor"):
                 Path(str(p) + suffix).unlink(missing_ok=True)
             if isinstance(exc, sqlite3.Error | OSError):
                 raise _sql_error(p, exc, "create the ledger") from None
@@ -340,10 +416,15 @@ class Ledger:
             raise _sql_error(self.path, e, "read the ledger") from None
 
     def _entry(self, row: Sequence[Any]) -> LedgerEntry:
-        """A row as a :class:`LedgerEntry` (:func:`._maintenance.row_entry`)."""
+        """A row as a :class:`LedgerEntry` (:func:`._maintenance.row_entry`), its plan
+        decrypted once per row: kept by (id, chain value), which the row's content determines."""
         from distprivacy.ledger._maintenance import row_entry
 
-        return row_entry(self, row)
+        key = (row[0], row[len(_FIELDS)])
+        hit = self._entries.get(key)
+        if hit is None:
+            hit = self._entries[key] = row_entry(self, row)
+        return hit
 
     def _select(
         self, fingerprint: str | None, property: str | None, con: sqlite3.Connection
@@ -386,10 +467,18 @@ class Ledger:
         row = con.execute("SELECT value FROM ledger_meta WHERE key = 'created'").fetchone()
         return "" if row is None else str(row[0])
 
-    def _chain_check(self, con: sqlite3.Connection) -> tuple[VerifyReport, list]:
-        """The keyed chain and head of every row (fast: one HMAC per row)."""
+    def _anchored(self, con: sqlite3.Connection) -> bool:
+        """Whether the ledger records that it has an anchor (:mod:`._anchor`)."""
+        row = con.execute("SELECT 1 FROM ledger_meta WHERE key = ?", (ANCHORED,)).fetchone()
+        return row is not None
+
+    def _chain_check(
+        self, con: sqlite3.Connection, anchor: Anchor | None
+    ) -> tuple[VerifyReport, list]:
+        """The keyed chain and head of every row (fast: one HMAC per row), then the anchor —
+        read *before* the transaction ``con`` is in, so that it is never newer than the rows."""
         rows = self._rows(con)
-        prev = _genesis(self.key, self.budget, self._created(con))
+        genesis = prev = _genesis(self.key, self.budget, self._created(con))
         for r in rows:
             want = mac(self.key, "chain", prev.encode() + _content(r[: len(_FIELDS)]))
             if not isinstance(r[-1], str) or not _eq(r[-1], want):
@@ -404,13 +493,35 @@ class Ledger:
             identity = read_identity(con, self.path)
         except LedgerError:
             identity = ("(malformed)",)
-        if head is None or not _eq(str(head[0]), _head_mac(self.key, len(rows), prev, identity)):
+        anchored = self._anchored(con)
+        if head is None or not _eq(
+            str(head[0]), _head_mac(self.key, len(rows), prev, identity, anchored)
+        ):
             why = (
                 "the ledger's head does not match its rows: releases were deleted from the end, "
-                "or the budget or the identity columns were changed"
+                "or the budget, the identity columns or the anchor's record were changed"
             )
             return VerifyReport(False, len(rows), None, why, prev), rows
+        chains = [str(r[-1]) for r in rows]
+        why = check_anchor(self.key, self.path, anchor, anchored, chains, genesis)
+        if why is not None:
+            n = anchor.releases if anchor is not None else 0
+            fork = 0 < n <= len(rows) and "another chain value" in why
+            bad = int(rows[n - 1][0]) if fork else None
+            return VerifyReport(False, len(rows), bad, why, prev), rows
         return VerifyReport(True, len(rows), None, "", prev), rows
+
+    def _verified(self) -> tuple[VerifyReport, list]:
+        """:meth:`_chain_check` on one snapshot of the ledger (its anchor read first)."""
+        anchor = read_anchor(self.path)
+        try:
+            self._con.execute("BEGIN")
+            try:
+                return self._chain_check(self._con, anchor)
+            finally:
+                self._con.execute("COMMIT")
+        except sqlite3.Error as e:
+            raise _sql_error(self.path, e, "read the ledger") from None
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -419,28 +530,41 @@ class Ledger:
     on_wait: Any = None
 
     def _begin_immediate(self) -> None:
-        """``BEGIN IMMEDIATE``, polling every 50 ms for at most :data:`BUSY_TIMEOUT` s while
-        another process writes, and reporting the wait to :attr:`on_wait`."""
+        """``BEGIN IMMEDIATE``, polling every 50 ms while another process writes, and
+        reporting the wait to :attr:`on_wait`. It gives up only when the ledger made no
+        progress for :data:`BUSY_TIMEOUT` s (a stuck holder): while other releases are being
+        recorded meanwhile, contention costs latency, never a refusal."""
         start = time.monotonic()
         self._con.execute("PRAGMA busy_timeout=50")
         try:
+            seen = self._data_version()
             while True:
                 try:
                     self._con.execute("BEGIN IMMEDIATE")
                     return
                 except sqlite3.OperationalError as e:
-                    waited = time.monotonic() - start
                     text = str(e).lower()
-                    if ("locked" not in text and "busy" not in text) or waited > BUSY_TIMEOUT:
+                    if "locked" not in text and "busy" not in text:
+                        raise
+                    now = self._data_version()
+                    if now != seen:  # another process committed: progress, not a stuck holder
+                        seen, start = now, time.monotonic()
+                    waited = time.monotonic() - start
+                    if waited > BUSY_TIMEOUT:
                         raise
                     if self.on_wait is not None:
                         self.on_wait(waited, BUSY_TIMEOUT)
-                    time.sleep(0.05)
+                    time.sleep(_JITTER.uniform(0.025, 0.05))
         finally:
             self._con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
 
+    def _data_version(self) -> int:
+        """Changes whenever another connection commits (``PRAGMA data_version``)."""
+        return int(self._con.execute("PRAGMA data_version").fetchone()[0])
+
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """The write lock: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception)."""
         try:
             self._begin_immediate()
         except sqlite3.Error as e:
@@ -463,20 +587,26 @@ class Ledger:
     def record(self, entry: LedgerEntry, compose: Composer) -> Guarantee:
         """Record ``entry`` if the cumulative guarantee stays within the budget.
 
-        In one ``BEGIN IMMEDIATE`` transaction: verify the chain, read the earlier releases of
-        the same dataset and property, ``compose(earlier + [entry])``, then refuse or insert,
-        move the head and commit. Reveal the release only after this returns. An ``unbounded``
-        entry (exact: μ = ∞) is refused; one an older ledger holds exhausts its dataset and
-        property (every later release of them refused). Near-duplicate warnings (a
-        target whose rows overlap an earlier released dataset's by ≥ :data:`NEAR_DUPLICATE`)
-        are left in :attr:`last_warnings`.
+        On a snapshot (a read transaction, no lock): verify the chain and the anchor, read the
+        earlier releases of the same dataset and property, ``compose(earlier + [entry])`` and
+        refuse, or take the write lock and insert if nothing was recorded since the snapshot.
+        After :data:`OPTIMISTIC_ATTEMPTS` snapshots that others overtook, compose under the
+        write lock (guaranteed progress). Then, before returning, make the release durable:
+        copy it into the main database file (a checkpoint, so deleting ``-wal``/``-shm``
+        cannot remove it) and move the anchor (:mod:`._anchor`). Reveal the release only after
+        this returns. An ``unbounded`` entry (exact: μ = ∞) is refused; one an older ledger
+        holds exhausts its dataset and property (every later release of them refused).
+        Near-duplicate warnings (a target whose rows overlap an earlier released dataset's by
+        ≥ :data:`NEAR_DUPLICATE`) are left in :attr:`last_warnings`.
 
         Raises
         ------
         BudgetExceededError
             The budget would be exceeded (the ledger is unchanged).
         LedgerError
-            The ledger fails verification, or cannot be written (one line naming the cause).
+            The ledger fails verification, or cannot be written (one line naming the cause;
+            nothing recorded), or — after the commit — the release could not be made durable
+            (it is recorded, its budget spent, and must not be revealed).
         DistPrivacyError
             ``compose`` refused (e.g. releases that cannot be composed); the ledger unchanged.
         """
@@ -487,54 +617,20 @@ class Ledger:
         if entry.unbounded:
             raise BudgetExceededError(EXACT_REFUSED)
         fresh = replace(entry, id=None, time=None, cumulative=None)
-        for _ in range(RECORD_ATTEMPTS):
-            # Outside the write lock: compose on a consistent snapshot (a read transaction).
-            snap, prior, linked, extra = self._snapshot(fresh)
-            # Linked, with no release of its own dataset yet: recorded with the linked dataset.
-            adopted = linked is not None and not extra
-            entry_now = replace(fresh, fingerprint=linked[0]) if linked and adopted else fresh
-            exhausted = next((e for e in [*extra, *prior] if e.unbounded), None)
-            if exhausted is not None:
-                raise BudgetExceededError(
-                    f"release refused: release {exhausted.id} of this dataset published its "
-                    "exact statistics (`allow_exact=True`), which exhausted its budget; nothing "
-                    "was recorded"
-                )
-            if fresh.unbounded:
-                g = _unbounded_guarantee()
-            else:
-                g = compose([*prior, entry_now])
-                # With a linked dataset, the budget holds for both datasets' releases together.
-                for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
-                    if not isinstance(g_, Guarantee):
-                        raise LedgerError(
-                            f"compose returned a {type(g_).__name__}, not a Guarantee"
-                        )
-                    # Rows are only ever appended, so a refusal on a snapshot stays right.
-                    why = self.budget.exceeded_by(g_)
-                    if why is not None:
-                        k = len(prior) + len(extra) * (g_ is not g)
-                        raise BudgetExceededError(
-                            f"release refused: {why} ({k} earlier release"
-                            f"{'' if k == 1 else 's'} of this dataset); nothing was recorded"
-                        )
-            # Under the write lock: verify the chain, check nothing was added since the
-            # snapshot, insert. The time held does not depend on the composition.
-            with self._immediate() as con:
-                report, _ = self._chain_check(con)
-                self._refuse_unverified(report)
-                if self._state(con) != snap:
-                    continue  # another release came in: compose again on the new state
-                identity = fix_identity(con, self.path, fresh, report.releases)
-                self.last_warnings = link_warning(linked, adopted) + near_duplicates(entry_now, con)
-                now = datetime.now(UTC).isoformat(timespec="microseconds")
-                rid = self._insert(con, entry_now, now, g, report, identity)
-            self.last_id, self.last_fingerprint = rid, entry_now.fingerprint
-            return g
-        raise LedgerError(
-            f"the ledger {str(self.path)!r} kept receiving other releases while this one was "
-            f"composed ({RECORD_ATTEMPTS} attempts); nothing was recorded — try again"
-        )
+        for attempt in range(OPTIMISTIC_ATTEMPTS):
+            view = self._snapshot(fresh)
+            g = self._cumulative(fresh, view, compose)
+            written = self._write_if_unchanged(view, self._row(view, g))
+            if written is not None:
+                break
+            time.sleep(_JITTER.uniform(0.0, 0.01 * 2**attempt))  # others overtook: back off
+        else:
+            view, g, written = self._record_locked(fresh, compose, view.near)
+        rid, releases, chain = written
+        self.last_id, self.last_fingerprint = rid, view.entry.fingerprint
+        self.last_warnings = link_warning(view.linked, view.adopted) + view.near
+        self._make_durable(rid, releases, chain)
+        return g
 
     def _refuse_unverified(self, report: VerifyReport) -> None:
         if not report.ok:
@@ -548,37 +644,166 @@ class Ledger:
         row = con.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM releases").fetchone()
         return int(row[0]), int(row[1])
 
-    def _snapshot(self, entry: LedgerEntry) -> tuple[Any, list, Any, list]:
-        """In one read transaction (a consistent snapshot under WAL; no write lock): the
-        ledger's state; the earlier releases of ``entry``'s dataset, or, when it has none, of
-        the dataset it is linked to (:func:`._identity.linked_dataset`); that link; and the
-        linked dataset's releases when ``entry``'s own has some (checked, not recorded with)."""
+    def _snapshot(self, entry: LedgerEntry) -> _View:
+        """:meth:`_view` in one read transaction (a consistent snapshot under WAL; no write
+        lock), the anchor read before it."""
+        anchor = read_anchor(self.path)
         try:
             self._con.execute("BEGIN")
             try:
-                state = self._state(self._con)
-                self._refuse_unverified(self._chain_check(self._con)[0])
-                linked = linked_dataset(self._con, entry)
-                prior = self._select(entry.fingerprint, entry.property, self._con)
-                extra = [] if linked is None else self._select(linked[0], entry.property, self._con)
-                if not prior:
-                    prior, extra = extra, []
+                return self._view(self._con, entry, anchor, None)
             finally:
                 self._con.execute("COMMIT")
         except sqlite3.Error as e:
             raise _sql_error(self.path, e, "read the ledger") from None
-        return state, prior, linked, extra
 
-    def _insert(
+    def _view(
         self,
         con: sqlite3.Connection,
-        e: LedgerEntry,
-        now: str,
-        g: Guarantee,
-        report: Any,
-        identity: Sequence[str] | None,
-    ) -> int:
-        nxt = con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM releases").fetchone()[0]
+        entry: LedgerEntry,
+        anchor: Anchor | None,
+        near: tuple[str, ...] | None,
+    ) -> _View:
+        """Inside a transaction of ``con``: the ledger's state, verified (chain, head and
+        ``anchor``); the earlier releases of ``entry``'s dataset, or, when it has none, of the
+        dataset it is linked to (:func:`._identity.linked_dataset`), with which it is then
+        recorded; that link; the linked dataset's releases when ``entry``'s own has some
+        (checked, not recorded with); and the near-duplicate warnings (``near``, or scanned)."""
+        state = self._current(con)
+        report = self._chain_check(con, anchor)[0]
+        self._refuse_unverified(report)
+        linked = linked_dataset(con, entry)
+        prior = self._select(entry.fingerprint, entry.property, con)
+        extra = [] if linked is None else self._select(linked[0], entry.property, con)
+        if not prior:
+            prior, extra = extra, []
+        # Linked, with no release of its own dataset yet: recorded with the linked dataset.
+        adopted = linked is not None and not extra
+        entry_now = replace(entry, fingerprint=linked[0]) if linked and adopted else entry
+        if near is None:
+            near = near_duplicates(entry_now, con)
+        return _View(state, report, entry_now, prior, extra, linked, adopted, near)
+
+    def _cumulative(self, fresh: LedgerEntry, view: _View, compose: Composer) -> Guarantee:
+        """The guarantee of ``view``'s earlier releases with the new one, or a refusal
+        (:class:`BudgetExceededError`). Rows are only ever appended, so a refusal on a
+        snapshot stays right."""
+        prior, extra, entry_now = view.prior, view.extra, view.entry
+        exhausted = next((e for e in [*extra, *prior] if e.unbounded), None)
+        if exhausted is not None:
+            raise BudgetExceededError(
+                f"release refused: release {exhausted.id} of this dataset published its "
+                "exact statistics (`allow_exact=True`), which exhausted its budget; nothing "
+                "was recorded"
+            )
+        if fresh.unbounded:
+            return _unbounded_guarantee()
+        g = compose([*prior, entry_now])
+        # With a linked dataset, the budget holds for both datasets' releases together.
+        for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
+            if not isinstance(g_, Guarantee):
+                raise LedgerError(f"compose returned a {type(g_).__name__}, not a Guarantee")
+            why = self.budget.exceeded_by(g_)
+            if why is not None:
+                k = len(prior) + len(extra) * (g_ is not g)
+                raise BudgetExceededError(
+                    f"release refused: {why} ({k} earlier release"
+                    f"{'' if k == 1 else 's'} of this dataset); nothing was recorded"
+                )
+        return g
+
+    def _write_if_unchanged(
+        self, view: _View, row: tuple[tuple[Any, ...], str]
+    ) -> tuple[int, int, str] | None:
+        """Under the write lock, if nothing was committed since the snapshot ``view`` (its
+        state and ``PRAGMA data_version`` unchanged: the verified snapshot is the ledger):
+        :meth:`_write` the ``row`` made on it. None when other releases came in (seen first
+        without the lock, so as not to wait for it in vain): compose again."""
+        if self._current(self._con) != view.state:
+            return None
+        with self._immediate() as con:
+            if self._current(con) != view.state:
+                return None
+            return self._write(con, view, row)
+
+    def _current(self, con: sqlite3.Connection) -> tuple[int, int, int]:
+        """(rows, last id, ``PRAGMA data_version``): changes with every other commit."""
+        return (*self._state(con), self._data_version())
+
+    def _record_locked(
+        self, fresh: LedgerEntry, compose: Composer, near: tuple[str, ...]
+    ) -> tuple[_View, Guarantee, tuple[int, int, str]]:
+        """Verify, compose and write under the write lock (after others overtook the
+        snapshots); ``near``: the near-duplicate warnings of the last snapshot."""
+        anchor = read_anchor(self.path)
+        with self._immediate() as con:
+            view = self._view(con, fresh, anchor, near)
+            g = self._cumulative(fresh, view, compose)
+            return view, g, self._write(con, view, self._row(view, g))
+
+    def _write(
+        self, con: sqlite3.Connection, view: _View, row: tuple[tuple[Any, ...], str]
+    ) -> tuple[int, int, str]:
+        """Under the write lock, on the verified state ``view``: fix the identity columns,
+        anchor a ledger from before anchors, insert ``row`` (:meth:`_row`) and move the head.
+        Returns (id, rows now, the new row's chain value)."""
+        report = view.report
+        identity = fix_identity(con, self.path, view.entry, report.releases)
+        if not self._anchored(con):
+            # The committed state first (never missing once the flag is committed), then the flag.
+            write_anchor(self.key, self.path, report.releases, report.head)
+            con.execute("INSERT INTO ledger_meta (key, value) VALUES (?, '1')", (ANCHORED,))
+        rid, chain = self._insert(con, *row, report, identity)
+        return rid, report.releases + 1, chain
+
+    def _make_durable(self, rid: int, releases: int, chain: str) -> None:
+        """After the commit of release ``rid``: copy it into the main database file
+        (:meth:`_checkpoint`) and anchor the ledger at it (:func:`._anchor.write_anchor`; even
+        when the copy failed: the anchor then counts a release only the -wal file holds).
+        Refuses (one line) when either cannot be done: the release is recorded and must not
+        be revealed."""
+        failed: BaseException | None = None
+        for step in (self._checkpoint, lambda: write_anchor(self.key, self.path, releases, chain)):
+            try:
+                step()
+            except (LedgerError, sqlite3.Error, OSError) as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise LedgerError(
+                f"release {rid} was recorded in {str(self.path)!r} (its budget is spent) but "
+                f"must not be revealed: {failed}"
+            )
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the main file and fsync it — ``PRAGMA wal_checkpoint(PASSIVE)``
+        (it waits for no one), its result checked and retried, with back-off, while a reader's
+        older snapshot or another checkpoint holds it back; at most :data:`BUSY_TIMEOUT` s.
+
+        Done when every frame up to the WAL's end as first seen (which holds this release's
+        commit) is copied, or when the WAL has restarted (SQLite restarts it only once every
+        frame of it is in the main file)."""
+        start, delay, target = time.monotonic(), 0.001, None
+        while True:
+            busy, log, done = self._con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if not busy and log >= 0:
+                target = log if target is None else target
+                if done >= target or log < target:
+                    return
+            if time.monotonic() - start > BUSY_TIMEOUT:
+                raise LedgerError(
+                    f"another process kept a read transaction open on the ledger for more "
+                    f"than {BUSY_TIMEOUT:g} s, so the release could not be copied from its -wal "
+                    "file into the ledger (close that reader)"
+                )
+            time.sleep(delay)
+            delay = min(2 * delay, 0.05)
+
+    def _row(self, view: _View, g: Guarantee) -> tuple[tuple[Any, ...], str]:
+        """The new release's row on the state ``view`` — its fields (the plan encrypted, the
+        sketch serialised; id = the last id + 1) and chain value —, made before the write lock
+        is taken (:meth:`_write_if_unchanged` writes it only on that same state)."""
+        e, nxt = view.entry, view.state[1] + 1
+        now = datetime.now(UTC).isoformat(timespec="microseconds")
         plan = None if e.plan is None else encrypt(self.key, _dumps(e.plan).encode("utf-8"))
         values = (
             int(nxt),
@@ -600,7 +825,17 @@ class Ledger:
             sketch_field(e),
             int(e.unbounded),
         )
-        chain = mac(self.key, "chain", report.head.encode() + _content(values))
+        return values, mac(self.key, "chain", view.report.head.encode() + _content(values))
+
+    def _insert(
+        self,
+        con: sqlite3.Connection,
+        values: tuple[Any, ...],
+        chain: str,
+        report: VerifyReport,
+        identity: Sequence[str] | None,
+    ) -> tuple[int, str]:
+        """Under the write lock: insert the row made by :meth:`_row` and move the head."""
         try:
             con.execute(
                 f"INSERT INTO releases ({_COLUMNS}, chain) VALUES "
@@ -609,11 +844,11 @@ class Ledger:
             )
             con.execute(
                 "UPDATE ledger_meta SET value = ? WHERE key = 'head'",
-                (_head_mac(self.key, report.releases + 1, chain, identity),),
+                (_head_mac(self.key, report.releases + 1, chain, identity, anchored=True),),
             )
         except sqlite3.Error as exc:
             raise _sql_error(self.path, exc, "write to the ledger") from None
-        return int(nxt)
+        return int(values[0]), chain
 
     # -- keeping ------------------------------------------------------------------------------
 
@@ -640,9 +875,10 @@ class Ledger:
 
     def backup(self, out: str | Path) -> Path:
         """A consistent copy of the live ledger (SQLite's online backup API, WAL content
-        included) at ``out``, with its key at ``<out>.key``, both 0600; refuses existing
-        files. Copying the main file alone while the ledger is in use can miss releases that
-        are still in its -wal file."""
+        included) at ``out``, with its key at ``<out>.key`` and its anchor at
+        ``<out>.anchor``, all 0600; refuses existing files
+        (:func:`distprivacy.ledger._maintenance.backup_ledger`). Restoring the three together
+        rolls the ledger back to the copy; restoring the ledger alone is refused."""
         from distprivacy.ledger._maintenance import backup_ledger
 
         return backup_ledger(self, out)

@@ -101,12 +101,21 @@ def _genesis(key: bytes, budget: Budget, created: str) -> str:
     return mac(key, "chain", b"genesis|" + body.encode())
 
 
-def _head_mac(key: bytes, count: int, last: str, identity: Sequence[str] | None = None) -> str:
-    """The head's MAC: the number of rows, the last chain value and — once fixed — the
-    columns that identify a dataset (so that editing or deleting them is caught)."""
+def _head_mac(
+    key: bytes,
+    count: int,
+    last: str,
+    identity: Sequence[str] | None = None,
+    anchored: bool = False,
+) -> str:
+    """The head's MAC: the number of rows, the last chain value, — once fixed — the columns
+    that identify a dataset, and whether the ledger has an anchor (:mod:`._anchor`), so that
+    editing or deleting either is caught. A ledger from before them has neither in its MAC."""
     body = f"{count}|{last}"
     if identity is not None:
         body += "|identity=" + json.dumps(list(identity), separators=(",", ":"))
+    if anchored:
+        body += "|anchored"
     return mac(key, "head", body.encode())
 
 

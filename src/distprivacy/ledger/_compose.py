@@ -157,10 +157,11 @@ def plan_composer(
     * Else a single release keeps its own guarantee, and several are refused
       (:class:`~distprivacy.composition.CompositionError`): no ε is ever added silently.
 
-    Entries of several datasets (their ``fingerprint``) need ``shared(a, b)``: the share of
-    records datasets a and b hold in common (a ledger of secrets measures it at registration);
-    the joint model then covaries their statistics by it
-    (:meth:`~distprivacy.composition.JointGaussianModel.from_model`).
+    With ``shared(a, b)`` — the share of records datasets a and b (entries' ``fingerprint``)
+    hold in common, which a ledger of secrets measures at registration — entries of several
+    datasets are composed with their statistics covarying by it
+    (:meth:`~distprivacy.composition.JointGaussianModel.from_model`); without, every entry is
+    taken to be of one dataset.
     """
     from distprivacy.checks import check_delta
 
@@ -194,14 +195,10 @@ def plan_composer(
                     )
                 releases.append(([names.index(n) for n in picked], e.noise_covariance))
             keys = list(dict.fromkeys(e.fingerprint for e in entries))
-            if len(keys) == 1:
+            if len(keys) == 1 or shared is None:  # one dataset (a schema-2 ledger's linked
+                # datasets are the same records: composed as one)
                 return compose_gaussian(
                     model, merge_repeats(releases), delta=d, convention=convention
-                )
-            if shared is None:
-                raise CompositionError(
-                    "these releases are of several datasets; composing them needs the share "
-                    "of records the datasets hold in common (a ledger of secrets measures it)"
                 )
             overlap = np.array([[1.0 if a == b else shared(a, b) for b in keys] for a in keys])
             index = [keys.index(e.fingerprint) for e in entries]

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-import shutil
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +16,7 @@ import numpy as np
 
 from distprivacy._json import jsonable, number
 from distprivacy.guarantee import Guarantee
+from distprivacy.ledger._anchor import anchor_path
 from distprivacy.ledger._chain import (
     _FIELDS,
     VerifyReport,
@@ -48,7 +49,7 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
     """Recompute the chain and the head, then every row's guarantee from its own plan and
     every running total from the rows before it (``compose``, default
     :func:`plan_composer`). Returns a :class:`VerifyReport` naming the first bad row."""
-    report, rows = ledger._chain_check(ledger._con)
+    report, rows = ledger._verified()
     if not report.ok:
         return report
     from distprivacy.mechanisms.plans import Plan, PlanError
@@ -89,18 +90,23 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
 
 def backup_ledger(ledger: Ledger, out: str | Path) -> Path:
     """A consistent copy of the live ledger (SQLite's online backup API, WAL content
-    included) at ``out``, with its key at ``<out>.key``, both 0600; refuses existing
-    files. Copying the main file alone while the ledger is in use can miss releases that
-    are still in its -wal file."""
+    included) at ``out``, with its key at ``<out>.key`` and its anchor at ``<out>.anchor``
+    (:mod:`._anchor`; read before the copy, so never newer than it), all 0600; refuses
+    existing files. Copying the main file alone while the ledger is in use can miss releases
+    that are still in its -wal file. Restoring the three together rolls the ledger back to
+    the copy: the anchor protects against restoring the ledger alone."""
     if not isinstance(out, str | Path):
         raise LedgerError(f"a backup is a file path, got {type(out).__name__}")
     o = Path(out)
-    for target in (o, key_path(o)):
+    for target in (o, key_path(o), anchor_path(o)):
         if target.exists() or target.is_symlink():
             raise LedgerError(f"{str(target)!r} already exists; back up to a new file")
     if not o.parent.is_dir():
         raise LedgerError(f"the directory of {str(o)!r} does not exist")
+    anchor: bytes | None = None
     try:
+        with contextlib.suppress(FileNotFoundError):  # none: a ledger from before anchors
+            anchor = anchor_path(ledger.path).read_bytes()
         fd = os.open(o, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.close(fd)
         with _private_umask():
@@ -109,16 +115,23 @@ def backup_ledger(ledger: Ledger, out: str | Path) -> Path:
             ledger._con.backup(dst)
         finally:
             dst.close()
-        kfd = os.open(key_path(o), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(kfd, "wb") as fh, open(key_path(ledger.path), "rb") as src:
-            shutil.copyfileobj(src, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _copy_private(key_path(ledger.path).read_bytes(), key_path(o))
+        if anchor is not None:
+            _copy_private(anchor, anchor_path(o))
     except (OSError, sqlite3.Error) as exc:
-        for t in (o, key_path(o), Path(str(o) + "-wal"), Path(str(o) + "-shm")):
+        for t in (o, key_path(o), anchor_path(o), Path(str(o) + "-wal"), Path(str(o) + "-shm")):
             t.unlink(missing_ok=True)
         raise _sql_error(o, exc, "back up the ledger to") from None
     return o
+
+
+def _copy_private(data: bytes, dst: Path) -> None:
+    """``data`` into a new file ``dst`` (0600, created exclusively, fsynced)."""
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def entry_for(
