@@ -1,6 +1,6 @@
 """The tree's shape (issue 15): the import graph between the library's modules runs one way,
-from the layer below to the layer above (so it has no cycle), no source file is over 700 lines,
-and the command-line entry point is a router under 350 lines."""
+from the layer below to the layer above (so it has no cycle), and the command-line entry point
+is a router under 350 lines."""
 
 from __future__ import annotations
 
@@ -70,13 +70,9 @@ def test_imports_only_go_down():
     assert upward == [], "\n".join(upward)
 
 
-def test_no_source_file_over_700_lines_and_a_thin_cli():
-    long = {
-        str(p.relative_to(SRC)): n
-        for p in SRC.rglob("*.py")
-        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 700
-    }
-    assert long == {}
+def test_a_thin_cli():
+    """The command-line entry point is a router. (Source files have no line cap any more:
+    issue 32 asks modules to be split by concept, not to fit a number.)"""
     assert len((SRC / "cli.py").read_text(encoding="utf-8").splitlines()) < 350
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,9 +37,6 @@ from distprivacy.query import Query
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
 from distprivacy.targets import Target
-
-if TYPE_CHECKING:
-    from distprivacy.ledger import Ledger
 
 __all__ = ["ReleaseOutcome", "release"]
 
@@ -119,8 +116,10 @@ def release(
     values : array, optional
         With a plan: the statistics' values instead of ``target``.
     ledger : Ledger, optional
-        Record the release (record, then reveal); needs ``target`` (a release is keyed on its
-        dataset) and secure noise (``random_state=None``).
+        Refused: a ledger releases a registered dataset with an approved plan, both named —
+        ``ledger.release("PLAN", "DATASET")`` (:meth:`distprivacy.ledger.Ledger.release`).
+        Nothing that calibrates in-process, or reads data the caller hands in, spends a
+        ledger's budget (issue 30).
     allow_exact : bool
         Release even when the calibration adds no noise (the true statistics). Refused with a
         ``ledger`` (BudgetExceededError): an exact release exceeds every budget.
@@ -139,29 +138,18 @@ def release(
         which a μ or accuracy target's ε is reported) for a Gaussian mechanism given by name.
     """
     if ledger is not None:
-        from distprivacy.ledger import BudgetExceededError, Ledger
-        from distprivacy.ledger._release import EXACT_REFUSED
-
-        _check(isinstance(ledger, Ledger), f"ledger must be a Ledger, got {type(ledger).__name__}")
-        if allow_exact:  # μ = ∞: over every budget (before any work)
-            raise BudgetExceededError(EXACT_REFUSED)
-        _check(
-            random_state is None,
-            "seeded noise is reproducible (anyone with the seed could subtract it): a release "
-            "recorded in a ledger never takes a seed (`random_state`); leave it out (seeds are "
-            "for experiments)",
-        )
-        _check(
-            target is not None,
-            "a ledger keys each release on the dataset it is about: give the records "
-            "(`target=records`)",
+        raise DistPrivacyError(
+            "a ledger releases a registered dataset with an approved plan, both named: "
+            "ledger.release('PLAN', 'DATASET') (the steward registers datasets with "
+            "Ledger.register and approves plans with Ledger.approve); dp.release records "
+            "nothing"
         )
     if plan is not None:
         given = [k for k, v in (("data", data), ("spec", spec), ("query", query),
                                 ("privacy", privacy)) if v is not None]  # fmt: skip
         given += sorted(mechanism_options)
         _check(not given, f"a plan fixes the model and the mechanism; drop {', '.join(given)}")
-        return _with_plan(plan, target, values, ledger, allow_exact, random_state)
+        return _with_plan(plan, target, values, allow_exact, random_state)
 
     _check(
         values is None,
@@ -191,30 +179,14 @@ def release(
     eng.validate(q, spec)
     step("modelling f_θ")
 
-    def fit(statistics: Query) -> FModel:
-        return fit_model(
-            eng, spec, statistics, engine=eng, method=modeling, n_samples=n_samples,
-            random_state=model_seed, progress=progress,
-        )  # fmt: skip
-
-    model = fit(q)
+    model = fit_model(
+        eng, spec, q, engine=eng, method=modeling, n_samples=n_samples,
+        random_state=model_seed, progress=progress,
+    )  # fmt: skip
     step(f"calibrating {mech.name}")
     if progress is not None and hasattr(mech, "progress"):  # the Wasserstein mechanisms' pairs
         mech.progress = progress
     cal = mech.calibrate(model)
-    if ledger is not None:
-        modelling = {
-            "requested": modeling,
-            "samples": n_samples,
-            "seed": model_seed,
-            "engine": engine if isinstance(engine, str) else eng.name,
-            "calibration": getattr(mech, "calibration", "exact"),
-            "covariances": getattr(mech, "covariances", "fitted"),
-            "utility": getattr(mech, "utility", "scaled"),
-        }
-        made = Plan.from_calibration(cal, model, data=eng, modelling=modelling)
-        return _recorded(ledger, made, cal, model, target, allow_exact, random_state, False,
-                         lambda text: fit(Query.parse(text)))  # fmt: skip
     if target is not None:
         q.validate(target)
         vals, what = q.evaluate(target), f"the {len(target)} records given"
@@ -250,7 +222,6 @@ def _with_plan(
     plan: Plan,
     target: pd.DataFrame | None,
     values: Any,
-    ledger: Any,
     allow_exact: bool,
     random_state: RandomState,
 ) -> ReleaseOutcome:
@@ -262,8 +233,6 @@ def _with_plan(
         "(`values=[a, b, …]`); give one",
     )
     cal, model = plan.calibration, plan.model
-    if ledger is not None:
-        return _recorded(ledger, plan, cal, model, target, allow_exact, random_state, True)
     if target is not None:
         vals = plan.target_values(target)
         what = f"the {len(target)} records given"
@@ -278,23 +247,3 @@ def _with_plan(
         what = "the values given"
     rel = cal.release(vals, random_state, allow_exact=allow_exact)
     return ReleaseOutcome(rel, cal, model, plan, what)
-
-
-def _recorded(
-    ledger: Ledger,
-    plan: Plan,
-    cal: Calibration,
-    model: FModel,
-    target: pd.DataFrame | None,
-    allow_exact: bool,
-    random_state: RandomState,
-    sealed: bool,
-    fit: Callable[[str], FModel] | None = None,
-) -> ReleaseOutcome:
-    rec = ledger.release(
-        plan, target, random_state=random_state, allow_exact=allow_exact, require_seal=sealed,
-        fit=fit,
-    )  # fmt: skip
-    return ReleaseOutcome(
-        rec.release, cal, model, plan, f"the {len(target)} records given", recorded=rec
-    )

@@ -177,7 +177,8 @@ def write_ledger(path: str | None, led: Any, shown: Mapping[str, Any], show: boo
         return
     from distprivacy.report import ledger_report, write_report
 
-    html = ledger_report(shown, led.releases(), led.budget)
+    budget = led.budget if led.read_only or len(led.registry.secrets) == 1 else None
+    html = ledger_report(shown, led.releases(), budget)
     write_report(path, html, private=True)
     _done(path)
 

@@ -5,62 +5,79 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from distprivacy.commands import DELTA, POSITIVE, dumps_json
+from distprivacy.commands import dumps_json
 from distprivacy.commands._files import check_apart, ledger_files
 from distprivacy.commands._report import report_option, write_ledger
+from distprivacy.commands.ledger_steward import (
+    STEWARD_COMMANDS,
+    budget_options,
+    budget_target,
+    steward_key_option,
+)
 
 
 @click.group()
 def ledger() -> None:
-    """A privacy ledger (SQLite): every release recorded before it is shown, with a budget.
+    """A privacy ledger (SQLite): every release recorded before it is shown, under a secret's
+    budget.
 
-    `release … --ledger FILE` composes the new release with every earlier release of the same
-    dataset and protected property (exact joint accounting for Gaussian releases) and refuses
-    it when the cumulative guarantee would exceed the budget."""
+    The steward (`keygen`, `init`, `secret`, `register`, `approve`, `budget`) declares what is
+    protected, registers the datasets and approves plans with a signing key of their own;
+    `release --ledger FILE --dataset NAME --plan NAME` composes the new release with every
+    earlier release under the secret (exact joint accounting) and refuses it when the
+    cumulative guarantee would exceed the budget."""
 
 
 @ledger.command("init")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--budget-mu", type=POSITIVE, default=None, help="Budget as μ (μ-GDP).")
+@steward_key_option
+@click.option("--secret", "secret_name", required=True, help="The first secret's name.")
+@click.option("--protect", required=True, help="The protected property, e.g. 'income==>50K'.")
 @click.option(
-    "--budget-epsilon", type=POSITIVE, default=None, help="Budget ε (with --budget-delta)."
-)
-@click.option("--budget-delta", type=DELTA, default=None, help="Budget δ (with --budget-epsilon).")
-@click.option(
-    "--identify-by",
+    "--population",
     default=None,
-    metavar="COL,COL,…",
-    help="The columns that tell one dataset from another (e.g. a record id); every target "
-    "must hold them. Default: all the columns of the first release's target.",
+    metavar="PATH|adult",
+    help="The population the plans are fitted on (default: adult, the verified UCI files).",
 )
+@budget_options
 def init(
     path: str,
+    steward_key: str,
+    secret_name: str,
+    protect: str,
+    population: str | None,
     budget_mu: float | None,
     budget_epsilon: float | None,
     budget_delta: float | None,
-    identify_by: str | None,
+    budget_accuracy: float | None,
 ) -> None:
-    """Create a new ledger file with one budget: --budget-mu, or --budget-epsilon and
-    --budget-delta. Releases of the same records are composed whatever statistics they
-    release: the ledger identifies a dataset by --identify-by, or by all the columns of its
-    first release's target."""
+    """Create a ledger with its first secret: a protected property of a population, with its
+    budget. Every release under the secret composes with every other, whatever registered
+    dataset it reads. The steward's key (`ledger keygen`) signs every decision."""
     from distprivacy.ledger import Ledger
 
-    columns = None if identify_by is None else [c.strip() for c in identify_by.split(",")]
+    target = budget_target(budget_mu, budget_epsilon, budget_delta, budget_accuracy)
     with Ledger.init(
         path,
-        budget_mu=budget_mu,
-        budget_epsilon=budget_epsilon,
-        budget_delta=budget_delta,
-        identify_by=columns,
+        steward=steward_key,
+        secret=secret_name,
+        protect=protect,
+        budget=target,
+        population=population,
     ) as led:
-        click.echo(f"created ledger {path} with budget {led.budget.describe()}")
-        if led.identity_columns is not None:
-            click.echo(f"a dataset is identified by: {', '.join(led.identity_columns)}")
+        s = led.registry.secret(secret_name)
+        click.echo(
+            f"created ledger {path}: secret {s.name} protects {s.property}, budget "
+            f"{s.budget.describe()}; steward {led.steward.fingerprint}"
+        )
     click.echo(
-        f"its key is {path}.key and its anchor {path}.anchor (mode 0600): keep them with the "
-        "ledger, the key readable by you only; back all three up with `distprivacy ledger backup`"
+        f"its key is {path}.key and its anchor {path}.anchor (mode 0600): releasers need the "
+        "key, never the steward's; back all three up with `distprivacy ledger backup`"
     )
+
+
+for _command in STEWARD_COMMANDS:
+    ledger.add_command(_command)
 
 
 @ledger.command("verify")
@@ -93,22 +110,13 @@ def verify(path: str, as_json: bool) -> None:
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("plan_path", type=click.Path(dir_okay=False))
 def seal(path: str, plan_path: str) -> None:
-    """Seal a reviewed plan with this ledger's key: `release --plan PLAN --ledger LEDGER`
-    refuses a plan it has not sealed (or one modified after sealing)."""
-    from distprivacy.ledger import Ledger
-    from distprivacy.mechanisms.plans import Plan
+    """Replaced by `ledger approve` (the steward's own key, not the ledger's)."""
+    from distprivacy.exceptions import DistPrivacyError
 
-    # The plan is rewritten in place, sealed: by design; never onto the ledger's own files.
-    check_apart(ledger_files(path), [("the plan", plan_path)])
-    plan = Plan.load(plan_path)
-    with Ledger(path) as led:
-        sealed = led.seal(plan)
-    sealed.save(plan_path)
-    spec = plan.spec or {}
-    click.echo(
-        f"sealed {plan_path} with the key of {path}: {plan.calibration.mechanism} releasing "
-        f"{', '.join(plan.calibration.statistic_names)} of {spec.get('n', '?')} records, "
-        f"protecting {spec.get('property', '?')} ({plan.guarantee.describe()})"
+    raise DistPrivacyError(
+        "plans are no longer sealed with the ledger's key (whoever releases holds it): the "
+        f"steward approves them — `distprivacy ledger approve {path} {plan_path} --name NAME "
+        "--steward-key KEY`"
     )
 
 
@@ -143,6 +151,13 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     check_apart(ledger_files(path), [("--report", report)])
     with Ledger(path) as led:
         shown = led.show()
+        if not led.read_only:
+            write_ledger(report, led, shown, not as_json)
+            if as_json:
+                click.echo(dumps_json(shown))
+            else:
+                _show_secrets(path, shown)
+            return
         the_budget = led.budget
         budget = the_budget.describe()
         write_ledger(report, led, shown, not as_json)
@@ -153,6 +168,7 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     from distprivacy.wording import ledger_statement
 
     console = Console()
+    console.print(f"Ledger {path} is of schema 2 (before secrets): read-only.", markup=False)
     datasets = len({r["fingerprint"] for r in shown["releases"]})
     console.print(f"[bold]{ledger_statement(the_budget, len(shown['releases']), datasets)}[/]")
     console.print(f"Ledger {path}: budget {budget}; {len(shown['releases'])} release(s)")
@@ -200,3 +216,53 @@ def show(path: str, as_json: bool, report: str | None) -> None:
             f"{c['at_delta']:.3g}, no attacker above {c['max_attack_accuracy']:.1%} accuracy; "
             f"{verdict}"
         )
+
+
+def _show_secrets(path: str, shown: dict) -> None:
+    """``ledger show`` of a ledger of secrets, in words then tables."""
+    from distprivacy.commands._display import print_columns  # (not for --help: lazy)
+
+    console = Console(highlight=False)
+    n = len(shown["releases"])
+    console.print(
+        f"Ledger {path}: {len(shown['secrets'])} secret(s), {n} release(s); steward "
+        f"{shown['steward']}",
+        markup=False,
+    )
+    for x in shown["secrets"]:
+        line = (
+            f"Secret {x['secret']} protects {x['property']} (budget {x['budget_text']}): "
+            f"{x['releases']} release(s) of {len({d['name'] for d in x['datasets']})} registered "
+            f"dataset(s) with {len(x['plans'])} approved plan(s)"
+        )
+        if "mu" in x:
+            mu = "" if x["mu"] is None else f"μ = {x['mu']:.4g}, "
+            verdict = "within budget" if x["within_budget"] else "OVER BUDGET"
+            line += (
+                f"; all together: {mu}ε = {x['epsilon']:.4g} at δ = {x['at_delta']:.3g}, no "
+                f"attacker above {x['max_attack_accuracy']:.1%} accuracy; {verdict}"
+            )
+        console.print(line, markup=False)
+    rows = []
+    for r in shown["releases"]:
+        g = r["guarantee"]
+        rows.append(
+            (
+                str(r["id"]),
+                str(r["time"]).replace("T", " ")[:19],
+                str(r["property"]).removeprefix("secret:"),
+                str(r["fingerprint"]).removeprefix("dataset:"),
+                str(r["mechanism"]),
+                "—" if g.get("mu") is None else f"{g['mu']:.4g}",
+                f"{g['epsilon']:.4g}",
+                f"{g['delta']:.3g}",
+            )
+        )
+    print_columns(
+        console,
+        "Releases (oldest first)",
+        ("id", "time (UTC)", "secret", "dataset", "mechanism", "μ", "ε", "δ"),
+        rows,
+        [(1, 2, 3, 4), (5, 6, 7)],
+        left=(1, 2, 3, 4),
+    )

@@ -44,7 +44,7 @@ from distprivacy.commands.config import config_option
 from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
-    from distprivacy.ledger import Ledger, RecordedRelease
+    from distprivacy.ledger import Ledger
     from distprivacy.mechanisms import Calibration, Release
     from distprivacy.mechanisms.plans import Plan
 
@@ -112,40 +112,6 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
     )
 
 
-def _ledger_info(ledger_path: str, led: Ledger, rec: RecordedRelease) -> dict[str, Any]:
-    """What to print of the ledger after a recorded release."""
-    at = led.budget.report_delta
-    c = rec.cumulative
-    return {
-        "ledger": ledger_path,
-        "budget": led.budget.describe(),
-        "release_id": rec.release_id,
-        "releases_of_this_dataset": rec.releases_of_dataset,
-        "warnings": list(rec.warnings),
-        "cumulative": {
-            "mu": c.mu,
-            "epsilon": c.epsilon_at(at),
-            "delta": at,
-            "max_attack_accuracy": c.max_attack_accuracy,
-            "theorem": c.theorem,
-        },
-    }
-
-
-def _print_ledger(console: Console, led: dict[str, Any]) -> None:
-    c = led["cumulative"]
-    mu = "" if c["mu"] is None else f"μ = {c['mu']:.4g}, "
-    console.print(
-        f"Recorded in ledger {led['ledger']} (budget {led['budget']}): release "
-        f"{led['releases_of_this_dataset']} of this dataset; cumulative {mu}ε = "
-        f"{c['epsilon']:.4g} at δ = {c['delta']:.3g}, no attacker above "
-        f"{c['max_attack_accuracy']:.1%} accuracy (exact joint accounting where the releases "
-        "are Gaussian)"
-    )
-    for w in led.get("warnings", ()):
-        console.print(f"[yellow]warning:[/] {w}")
-
-
 @click.command()
 @config_option
 @common_options
@@ -183,10 +149,17 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
     "ledger_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Record the release in this ledger (distprivacy ledger init) before showing it; "
-    "refused (exit 2, nothing recorded) when the cumulative guarantee of every release of "
-    "this dataset would exceed the ledger's budget, and always with --allow-exact (an exact "
-    "release exceeds every budget: a ledger does not record one).",
+    help="Release a registered dataset (--dataset NAME) with an approved plan (--plan NAME) of "
+    "this ledger, recorded before it is shown; refused (exit 2, nothing recorded) when the "
+    "cumulative guarantee of every release under the secret would exceed its budget, and "
+    "always with --allow-exact (an exact release exceeds every budget).",
+)
+@click.option(
+    "--dataset",
+    "dataset_name",
+    default=None,
+    metavar="NAME",
+    help="With --ledger: the registered dataset to release (`ledger register`).",
 )
 @click.option(
     "--no-clip",
@@ -205,37 +178,31 @@ def release(
     plan_path: str | None,
     value_text: str | None,
     ledger_path: str | None,
+    dataset_name: str | None,
     no_clip: bool,
     allow_exact: bool,
     report: str | None,
     **p: Any,
 ) -> None:
-    """Release the statistics of a dataset with the chosen mechanism (or a saved plan)."""
+    """Release the statistics of a dataset with the chosen mechanism (or a saved plan), or,
+    with --ledger, a registered dataset with an approved plan (both named)."""
     from distprivacy.datasets import load_table
     from distprivacy.mechanisms.plans import Plan
     from distprivacy.workflow import release as release_workflow
 
+    if ledger_path is not None or dataset_name is not None:
+        _release_registered(
+            ctx, ledger_path, dataset_name, plan_path, target, value_text, allow_exact,
+            no_clip, report, p,
+        )  # fmt: skip
+        return
+
     check_apart(
         [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
-         ("--target", target), ("--plan", plan_path), *ledger_files(ledger_path, "--ledger"),
-         *config_file(ctx)],
+         ("--target", target), ("--plan", plan_path), *config_file(ctx)],
         [("--report", report)],
     )  # fmt: skip
     s = Settings.from_click(ctx, p)
-    if ledger_path is not None and s.seed is not None:
-        raise DistPrivacyError(
-            "--seed makes the noise reproducible (anyone with the seed could subtract it): "
-            "a release recorded in a ledger never takes one; drop --seed (seeds are for "
-            "experiments)"
-        )
-    if ledger_path is not None and allow_exact:
-        from distprivacy.ledger import BudgetExceededError
-        from distprivacy.ledger._release import EXACT_REFUSED
-
-        raise BudgetExceededError(EXACT_REFUSED)  # μ = ∞: over every budget
-    led = _open_ledger(ledger_path)  # a bad ledger is refused before any work
-    if led is not None:
-        ctx.call_on_close(led.close)  # closed however the command ends
     target_df = None if target is None else load_table(target)
     kwargs: dict[str, Any]
     if plan_path is not None:
@@ -274,24 +241,15 @@ def release(
                   "engine": s.engine, "modeling": s.modeling, "n_samples": s.samples,
                   "model_seed": s.model_seed}  # fmt: skip
     bar = LazyProgress("releasing", enabled=s.show)
-    if led is not None:
-        wait = bar if s.show else LazyProgress("", enabled=True)
-
-        def on_wait(waited: float, limit: float) -> None:
-            wait.describe("waiting for the ledger (another release holds it)")
-            wait(int(waited), int(limit))
-
-        led.on_wait = on_wait
     if "data" in kwargs:
         kwargs["data"].progress = bar  # long scans and draws on the engine report here
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the caveats are printed from the calibration
             out = release_workflow(
-                **kwargs, target=target_df, ledger=led, allow_exact=allow_exact,
+                **kwargs, target=target_df, allow_exact=allow_exact,
                 random_state=s.seed, progress=bar, on_step=bar.describe,
             )  # fmt: skip
-        recorded = None if led is None else _ledger_info(ledger_path, led, out.recorded)
     finally:
         bar.close()
     cal, rel, model = out.calibration, out.release, out.model
@@ -299,8 +257,6 @@ def release(
         info = {**data_info(s, data, spec, query, model), "target": out.target}
         if target is not None:
             info["target"] = str(target)
-    if recorded is not None:
-        info["ledger"] = recorded
     plan_spec = plan.spec if plan_path is not None else None
     context = {**info, **(plan.modelling if plan_path is not None else s.to_dict())}
     clip = clip_release(rel.values, cal, enabled=not no_clip)
@@ -330,9 +286,118 @@ def release(
         console.print(f"Plan {plan_path} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['target']}")
     _print_release(console, cal, rel, clip)
-    if ledger_path is not None:
-        _print_ledger(console, info["ledger"])
     write_release(report, cal, rel, model, plan_spec, context, show=True)
+
+
+def _release_registered(
+    ctx: click.Context,
+    ledger_path: str | None,
+    dataset_name: str | None,
+    plan_name: str | None,
+    target: str | None,
+    value_text: str | None,
+    allow_exact: bool,
+    no_clip: bool,
+    report: str | None,
+    p: dict[str, Any],
+) -> None:
+    """``release --ledger L --dataset NAME --plan NAME``: the library reads the registered
+    file and the approved plan itself; the releaser hands in neither (issue 30)."""
+    from distprivacy.ledger import BudgetExceededError
+    from distprivacy.ledger._release import EXACT_REFUSED
+
+    if ledger_path is None or dataset_name is None or plan_name is None:
+        raise DistPrivacyError(
+            "a ledger releases a registered dataset with an approved plan: give --ledger "
+            "LEDGER --dataset NAME --plan NAME (the steward registers datasets with `ledger "
+            "register` and approves plans with `ledger approve`)"
+        )
+    s = Settings.from_click(ctx, p)
+    extra = [f for f, v in (("--target", target), ("--value", value_text)) if v is not None]
+    extra += [option_flag(k) for k in (*PLAN_FIXES, "seed") if s.was_given(k)]
+    extra += ["--mechanism"] if given(ctx, "mechanism_name") else []
+    if extra:
+        raise DistPrivacyError(
+            f"with --ledger the registered dataset and the approved plan fix everything; drop "
+            f"{', '.join(dict.fromkeys(extra))}"
+        )
+    if allow_exact:
+        raise BudgetExceededError(EXACT_REFUSED)  # μ = ∞: over every budget
+    check_apart([*ledger_files(ledger_path, "--ledger"), *config_file(ctx)], [("--report", report)])
+    led = _open_ledger(ledger_path)
+    assert led is not None
+    ctx.call_on_close(led.close)
+    bar = LazyProgress("releasing", enabled=s.show)
+
+    def on_wait(waited: float, limit: float) -> None:
+        bar.describe("waiting for the ledger (another release holds it)")
+        bar(int(waited), int(limit))
+
+    led.on_wait = on_wait
+    try:
+        rec = led.release(plan_name, dataset_name)
+    finally:
+        bar.close()
+    plan, rel, cal = rec.plan, rec.release, rec.plan.calibration
+    secret = rec.secret
+    at = secret.budget.report_delta
+    c = rec.cumulative
+    info: dict[str, Any] = {
+        "plan": plan_name,
+        "plan_digest": plan.digest,
+        "dataset": f"{rec.dataset.name} (version {rec.dataset.version}: {rec.dataset.path})",
+        "target": f"registered dataset {rec.dataset.name}",
+        "ledger": {
+            "ledger": ledger_path,
+            "secret": secret.name,
+            "budget": secret.budget.describe(),
+            "release_id": rec.release_id,
+            "releases_of_this_secret": rec.releases_of_dataset,
+            "releases_of_this_dataset": rec.releases_of_dataset,
+            "warnings": list(rec.warnings),
+            "cumulative": {
+                "mu": c.mu,
+                "epsilon": c.epsilon_at(at),
+                "delta": at,
+                "max_attack_accuracy": c.max_attack_accuracy,
+                "theorem": c.theorem,
+            },
+        },
+    }
+    clip = clip_release(rel.values, cal, enabled=not no_clip)
+    context = {**info, **plan.modelling}
+    if s.as_json:
+        out_dict = rel.to_dict()
+        names = list(rel.statistic_names)
+        if clip.values.size == len(names):
+            out_dict["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
+            out_dict["raw_statistics"] = dict(
+                zip(names, np.ravel(rel.values).tolist(), strict=True)
+            )
+        out_dict["clipped_to_range"] = clip.enabled
+        out_dict["clipped"] = [names[k] for k in clip.moved]
+        click.echo(dumps_json({**info, **out_dict}))
+        write_release(report, cal, rel, plan.model, plan.spec, context, show=False)
+        return
+    console = Console()
+    from distprivacy.wording import statement
+
+    spec_shown = spec_of(cal.model_ or plan.model, plan.spec)
+    print_statement(
+        console, statement(spec_shown, rel.statistic_names, cal.guarantee, released=True)
+    )
+    console.print(f"Approved plan {plan_name} ({info['plan_digest'][:19]}…), not refitted")
+    console.print(f"Released dataset: {info['dataset']}")
+    _print_release(console, cal, rel, clip)
+    mu = "" if c.mu is None else f"μ = {c.mu:.4g}, "
+    console.print(
+        f"Recorded in ledger {ledger_path} as release {rec.release_id}; secret {secret.name} "
+        f"(budget {secret.budget.describe()}) now has {rec.releases_of_dataset} release(s): "
+        f"cumulative {mu}ε = {c.epsilon_at(at):.4g} at δ = {at:.3g}, no attacker above "
+        f"{c.max_attack_accuracy:.1%} accuracy (exact joint accounting of every release under "
+        "the secret)"
+    )
+    write_release(report, cal, rel, plan.model, plan.spec, context, show=True)
 
 
 def _open_ledger(path: str | None) -> Ledger | None:

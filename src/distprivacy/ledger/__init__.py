@@ -68,13 +68,16 @@ from distprivacy.ledger._anchor import (
 )
 from distprivacy.ledger._chain import (
     _FIELDS,
+    _FIELDS3,
     BUSY_TIMEOUT,
     LEDGER_FORMAT,
+    LEGACY_SCHEMA,
     SCHEMA_VERSION,
     VerifyReport,
     _content,
     _eq,
     _genesis,
+    _genesis3,
     _head_mac,
     _private_umask,
     _sql_error,
@@ -88,17 +91,14 @@ from distprivacy.ledger._entry import (
     Composer,
     LedgerEntry,
     LedgerError,
-    _budget,
     _dumps,
     sketch_field,
 )
 from distprivacy.ledger._identity import (
-    check_identify_by,
     fix_identity,
     link_warning,
     linked_dataset,
     read_identity,
-    write_identity,
 )
 from distprivacy.ledger._keys import (
     create_key,
@@ -106,10 +106,21 @@ from distprivacy.ledger._keys import (
     key_path,
     mac,
     read_key,
-    subkey,
 )
 from distprivacy.ledger._maintenance import NEAR_DUPLICATE, near_duplicates
+from distprivacy.ledger._registry import (
+    REGISTRY_SCHEMA,
+    ApprovedPlan,
+    Event,
+    RegisteredDataset,
+    Registry,
+    Secret,
+    append_event,
+    check_events,
+    read_events,
+)
 from distprivacy.ledger._release import EXACT_REFUSED
+from distprivacy.ledger._steward import StewardKey, StewardPublicKey
 from distprivacy.targets import Target
 
 __all__ = [
@@ -117,11 +128,16 @@ __all__ = [
     "LEDGER_FORMAT",
     "NEAR_DUPLICATE",
     "SCHEMA_VERSION",
+    "ApprovedPlan",
     "Budget",
     "BudgetExceededError",
     "Ledger",
     "LedgerEntry",
     "LedgerError",
+    "RegisteredDataset",
+    "Secret",
+    "StewardKey",
+    "StewardPublicKey",
     "VerifyReport",
     "data_fingerprint",
     "key_path",
@@ -166,6 +182,17 @@ _SCHEMA = (
 
 _COLUMNS = ", ".join(_FIELDS)
 
+#: A schema-3 ledger: no budget table (each secret's budget is a signed event), the releases
+#: with the number of events in force, and the steward's tables (:mod:`._registry`).
+_SCHEMA3 = (
+    *(t for t in _SCHEMA if not t.startswith("CREATE TABLE budget")),
+    *REGISTRY_SCHEMA,
+)
+_SCHEMA3 = tuple(
+    t.replace(" chain TEXT NOT NULL)", " events INTEGER NOT NULL, chain TEXT NOT NULL)")
+    for t in _SCHEMA3
+)
+
 
 @dataclass(frozen=True)
 class _View:
@@ -175,7 +202,9 @@ class _View:
     ``entry``: the new release as it would be recorded (under the linked dataset when adopted);
     ``prior``/``extra``: the earlier releases it is composed with / also checked against;
     ``linked``, ``adopted``: the link (:func:`._identity.linked_dataset`); ``near``: the
-    near-duplicate warnings."""
+    near-duplicate warnings; ``budget``: the budget the release is checked against (a
+    schema-3 ledger: its secret's, as the snapshot's events set it); ``events``: the number of
+    the steward's events in that snapshot."""
 
     state: tuple[int, int, int]
     report: VerifyReport
@@ -185,6 +214,8 @@ class _View:
     linked: tuple[str, int, str] | None
     adopted: bool
     near: tuple[str, ...]
+    budget: Budget
+    events: int = 0
 
 
 def _private_companions(p: Path) -> None:
@@ -255,13 +286,22 @@ class Ledger:
         except sqlite3.Error as e:
             raise _sql_error(p, e, "open the ledger") from None
         try:
-            self._check()
+            self.version = self._check()
+            #: A ledger of schema 2 (before secrets): read and verified, never written.
+            self.read_only = self.version == LEGACY_SCHEMA
+            self._fields = _FIELDS if self.read_only else _FIELDS3
+            self._columns = ", ".join(self._fields)
             self.key = read_key(p)
             # A commit appends to the WAL without an fsync (none under the write lock); the
             # checkpoint that follows it in record() fsyncs the WAL, then the main file, before
             # anything is revealed (SQLite keeps a WAL consistent across power loss either way).
             self._con.execute("PRAGMA synchronous=NORMAL")
-            self.budget = self._read_budget()
+            if self.read_only:
+                self._budget = self._read_budget()
+            else:
+                self.ledger_id = self._meta("ledger_id")
+                self.steward = StewardPublicKey(self._meta("steward_public_key"))
+                self._refresh(self._con)
         except BaseException:
             self._con.close()
             raise
@@ -273,7 +313,7 @@ class Ledger:
         con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
         return con
 
-    def _check(self) -> None:
+    def _check(self) -> int:
         name = repr(str(self.path))
         try:
             tables = {r[0] for r in self._con.execute("SELECT name FROM sqlite_master")}
@@ -286,17 +326,56 @@ class Ledger:
             if isinstance(e, sqlite3.OperationalError):
                 raise _sql_error(self.path, e, "open the ledger") from None
             raise LedgerError(f"{name} is not a distprivacy ledger ({e})") from None
-        if fmt is None or fmt[0] != LEDGER_FORMAT or not {"releases", "budget"} <= tables:
+        if fmt is None or fmt[0] != LEDGER_FORMAT or "releases" not in tables:
             raise LedgerError(f"{name} is an SQLite database but not a distprivacy ledger")
         v = self._con.execute("SELECT version FROM schema_version").fetchall()
-        if [r[0] for r in v] != [SCHEMA_VERSION]:
+        versions = [r[0] for r in v]
+        if versions not in ([SCHEMA_VERSION], [LEGACY_SCHEMA]):
             raise LedgerError(
                 f"{name} has ledger schema version {v[0][0] if v else None!r}; this library "
-                f"reads version {SCHEMA_VERSION}"
+                f"reads versions {LEGACY_SCHEMA} and {SCHEMA_VERSION}"
             )
+        need = {"budget"} if versions == [LEGACY_SCHEMA] else {"events", "approved_plans"}
+        if not need <= tables:
+            raise LedgerError(f"{name} is an SQLite database but not a distprivacy ledger")
         mode = self._con.execute("PRAGMA journal_mode").fetchone()[0]
         if str(mode).lower() != "wal":
             raise LedgerError(f"{name} is not in WAL mode (journal mode {mode!r})")
+        return int(versions[0])
+
+    def _meta(self, key: str) -> str:
+        row = self._con.execute("SELECT value FROM ledger_meta WHERE key = ?", (key,)).fetchone()
+        if row is None or not isinstance(row[0], str):
+            raise LedgerError(f"{str(self.path)!r} has no {key} (a damaged ledger)")
+        return row[0]
+
+    @property
+    def budget(self) -> Budget:
+        """The budget: a schema-2 ledger's one budget, or the only secret's (a ledger of
+        several secrets has one per secret: :attr:`registry`)."""
+        if self.read_only:
+            return self._budget
+        return self.registry.secret(None).budget
+
+    def _refresh(self, con: sqlite3.Connection) -> Registry:
+        """Read and replay the steward's events (signatures unchecked here: every write and
+        :meth:`verify` check them with the chain)."""
+        self.registry = Registry.from_events(read_events(con))
+        return self.registry
+
+    def _events_head(self, events: list[Event]) -> str:
+        last = events[-1].digest(self.ledger_id) if events else "-"
+        return f"{len(events)}:{last}"
+
+    def _refuse_read_only(self) -> None:
+        if self.read_only:
+            raise LedgerError(
+                f"{str(self.path)!r} is a ledger of schema 2 (one budget, datasets recognised by "
+                "their values): it opens read-only — show, verify and back it up. To release, "
+                "the steward starts a ledger of secrets (`distprivacy ledger init NEW.db "
+                "--steward-key KEY --secret NAME --protect PRED --budget-mu MU`) and registers "
+                "the datasets (`distprivacy ledger register NEW.db NAME --data FILE`)"
+            )
 
     @property
     def identity_columns(self) -> tuple[str, ...] | None:
@@ -322,29 +401,25 @@ class Ledger:
         cls,
         path: str | Path,
         *,
-        budget_mu: float | None = None,
-        budget_epsilon: float | None = None,
-        budget_delta: float | None = None,
-        budget: Target | None = None,
-        identify_by: Sequence[str] | None = None,
+        steward: StewardKey | str | Path,
+        secret: str,
+        protect: str,
+        budget: Target,
+        population: str | Path | None = None,
     ) -> Ledger:
-        """Create a ledger (mode 0600) and its key (``<path>.key``, 0600) with one budget:
-        ``budget_mu``, or ``budget_epsilon`` and ``budget_delta``, or typed, ``budget`` =
-        ``GDP(μ)``, ``EpsDelta(ε, δ)`` or ``MaxAttackAccuracy(a)`` (:mod:`distprivacy.targets`).
-        Refuses an existing file. ``identify_by``: the columns that identify a dataset
-        (default: all the columns of the first release's target; :mod:`._identity`)."""
+        """Create a ledger (mode 0600), its key (``<path>.key``, 0600) and its anchor, with its
+        first secret: ``protect`` (a predicate) of ``population`` (a file or directory, or
+        None: the verified UCI Adult files) under ``budget`` — a typed target, ``GDP(μ)``,
+        ``EpsDelta(ε, δ)`` or ``MaxAttackAccuracy(a)`` (:mod:`distprivacy.targets`). The
+        steward's key (:class:`StewardKey`, or the path of its file) signs the secret; the
+        ledger keeps only its public half. Refuses an existing file."""
         from distprivacy._version import __version__
+        from distprivacy.ledger._decisions import secret_payload
 
         if not isinstance(path, str | Path):
             raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
-        identity = None if identify_by is None else check_identify_by(identify_by)
-        if budget is not None:
-            if not (budget_mu is None and budget_epsilon is None and budget_delta is None):
-                raise LedgerError("give the budget once: budget=..., or budget_mu / budget_epsilon")
-            the_budget = Budget.of(budget)
-        else:
-            the_budget = _budget(budget_mu, budget_epsilon, budget_delta)
-        budget = the_budget  # type: ignore[assignment]
+        key_s = StewardKey.load(steward)
+        first = secret_payload(secret, protect, budget, population)
         p = Path(path)
         if not p.parent.is_dir():
             raise LedgerError(f"the directory of {str(p)!r} does not exist")
@@ -365,32 +440,32 @@ class Ledger:
         try:
             key = create_key(p)
             created = datetime.now(UTC).isoformat(timespec="seconds")
+            ledger_id = os.urandom(16).hex()
+            public = key_s.public
             with _private_umask():
                 con = cls._connect(p, "rw")
             try:
                 if con.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
                     raise LedgerError(f"cannot put {str(p)!r} in WAL mode")
                 con.execute("BEGIN IMMEDIATE")
-                for stmt in _SCHEMA:
+                for stmt in _SCHEMA3:
                     con.execute(stmt)
-                genesis = _genesis(key, budget, created)
+                genesis = _genesis3(key, created, ledger_id, public.hex)
+                event = append_event(con, key_s, ledger_id, public, "secret", secret, first)
+                events = f"1:{event.digest(ledger_id)}"
                 con.executemany(
                     "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
                     [
                         ("format", LEDGER_FORMAT),
                         ("library_version", __version__),
                         ("created", created),
-                        ("head", _head_mac(key, 0, genesis, identity, anchored=True)),
+                        ("ledger_id", ledger_id),
+                        ("steward_public_key", public.hex),
+                        ("head", _head_mac(key, 0, genesis, None, anchored=True, events=events)),
                         (ANCHORED, "1"),
                     ],
                 )
-                if identity is not None:
-                    write_identity(con, identity)
                 con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-                con.execute(
-                    "INSERT INTO budget (kind, mu, epsilon, delta) VALUES (?, ?, ?, ?)",
-                    (budget.kind, budget.mu, budget.epsilon, budget.delta),
-                )
                 write_anchor(key, p, 0, genesis)  # before the commit: never missing after it
                 con.execute("COMMIT")
             finally:
@@ -410,7 +485,7 @@ class Ledger:
     def _rows(self, con: sqlite3.Connection, where: str = "", args: Sequence[Any] = ()) -> list:
         try:
             return con.execute(
-                f"SELECT {_COLUMNS}, chain FROM releases {where} ORDER BY id", args
+                f"SELECT {self._columns}, chain FROM releases {where} ORDER BY id", args
             ).fetchall()
         except sqlite3.Error as e:
             raise _sql_error(self.path, e, "read the ledger") from None
@@ -420,7 +495,7 @@ class Ledger:
         decrypted once per row: kept by (id, chain value), which the row's content determines."""
         from distprivacy.ledger._maintenance import row_entry
 
-        key = (row[0], row[len(_FIELDS)])
+        key = (row[0], row[len(self._fields)])
         hit = self._entries.get(key)
         if hit is None:
             hit = self._entries[key] = row_entry(self, row)
@@ -478,9 +553,26 @@ class Ledger:
         """The keyed chain and head of every row (fast: one HMAC per row), then the anchor —
         read *before* the transaction ``con`` is in, so that it is never newer than the rows."""
         rows = self._rows(con)
-        genesis = prev = _genesis(self.key, self.budget, self._created(con))
+        events_text, why_events = None, None
+        if self.read_only:
+            genesis = prev = _genesis(self.key, self.budget, self._created(con))
+        else:
+            genesis = prev = _genesis3(
+                self.key, self._created(con), self.ledger_id, self.steward.hex
+            )
+            events = read_events(con)
+            events_text = self._events_head(events)
+            why_events = check_events(events, self.ledger_id, self.steward)
+            if why_events is None:
+                late = next((r for r in rows if not 0 < int(r[len(_FIELDS)]) <= len(events)), None)
+                if late is not None:
+                    why_events = (
+                        f"release {late[0]} was recorded under steward event "
+                        f"{late[len(_FIELDS)]}, which the ledger no longer holds: the steward's "
+                        "events were removed"
+                    )
         for r in rows:
-            want = mac(self.key, "chain", prev.encode() + _content(r[: len(_FIELDS)]))
+            want = mac(self.key, "chain", prev.encode() + _content(r[: len(self._fields)]))
             if not isinstance(r[-1], str) or not _eq(r[-1], want):
                 why = (
                     "its chain value does not match: the row was edited, a row before it was "
@@ -494,8 +586,10 @@ class Ledger:
         except LedgerError:
             identity = ("(malformed)",)
         anchored = self._anchored(con)
+        if why_events is not None:
+            return VerifyReport(False, len(rows), None, why_events, prev), rows
         if head is None or not _eq(
-            str(head[0]), _head_mac(self.key, len(rows), prev, identity, anchored)
+            str(head[0]), _head_mac(self.key, len(rows), prev, identity, anchored, events_text)
         ):
             why = (
                 "the ledger's head does not match its rows: releases were deleted from the end, "
@@ -672,6 +766,12 @@ class Ledger:
         state = self._current(con)
         report = self._chain_check(con, anchor)[0]
         self._refuse_unverified(report)
+        if not self.read_only:  # a secret: every release under it, whatever its dataset
+            reg = self._refresh(con)
+            name = entry.property.removeprefix("secret:")
+            budget = reg.secret(name).budget
+            prior = self._select(None, entry.property, con)
+            return _View(state, report, entry, prior, [], None, False, (), budget, reg.head)
         linked = linked_dataset(con, entry)
         prior = self._select(entry.fingerprint, entry.property, con)
         extra = [] if linked is None else self._select(linked[0], entry.property, con)
@@ -682,7 +782,7 @@ class Ledger:
         entry_now = replace(entry, fingerprint=linked[0]) if linked and adopted else entry
         if near is None:
             near = near_duplicates(entry_now, con)
-        return _View(state, report, entry_now, prior, extra, linked, adopted, near)
+        return _View(state, report, entry_now, prior, extra, linked, adopted, near, self.budget)
 
     def _cumulative(self, fresh: LedgerEntry, view: _View, compose: Composer) -> Guarantee:
         """The guarantee of ``view``'s earlier releases with the new one, or a refusal
@@ -703,12 +803,13 @@ class Ledger:
         for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
             if not isinstance(g_, Guarantee):
                 raise LedgerError(f"compose returned a {type(g_).__name__}, not a Guarantee")
-            why = self.budget.exceeded_by(g_)
+            why = view.budget.exceeded_by(g_)
             if why is not None:
                 k = len(prior) + len(extra) * (g_ is not g)
+                whose = "this dataset" if self.read_only else "this secret"
                 raise BudgetExceededError(
                     f"release refused: {why} ({k} earlier release"
-                    f"{'' if k == 1 else 's'} of this dataset); nothing was recorded"
+                    f"{'' if k == 1 else 's'} of {whose}); nothing was recorded"
                 )
         return g
 
@@ -748,7 +849,9 @@ class Ledger:
         anchor a ledger from before anchors, insert ``row`` (:meth:`_row`) and move the head.
         Returns (id, rows now, the new row's chain value)."""
         report = view.report
-        identity = fix_identity(con, self.path, view.entry, report.releases)
+        identity = (
+            fix_identity(con, self.path, view.entry, report.releases) if self.read_only else None
+        )
         if not self._anchored(con):
             # The committed state first (never missing once the flag is committed), then the flag.
             write_anchor(self.key, self.path, report.releases, report.head)
@@ -825,6 +928,8 @@ class Ledger:
             sketch_field(e),
             int(e.unbounded),
         )
+        if not self.read_only:
+            values = (*values, int(view.events))
         return values, mac(self.key, "chain", view.report.head.encode() + _content(values))
 
     def _insert(
@@ -838,17 +943,160 @@ class Ledger:
         """Under the write lock: insert the row made by :meth:`_row` and move the head."""
         try:
             con.execute(
-                f"INSERT INTO releases ({_COLUMNS}, chain) VALUES "
-                f"({', '.join('?' * (len(_FIELDS) + 1))})",
+                f"INSERT INTO releases ({self._columns}, chain) VALUES "
+                f"({', '.join('?' * (len(self._fields) + 1))})",
                 (*values, chain),
             )
-            con.execute(
-                "UPDATE ledger_meta SET value = ? WHERE key = 'head'",
-                (_head_mac(self.key, report.releases + 1, chain, identity, anchored=True),),
-            )
+            self._move_head(con, report.releases + 1, chain, identity)
         except sqlite3.Error as exc:
             raise _sql_error(self.path, exc, "write to the ledger") from None
         return int(values[0]), chain
+
+    def _move_head(
+        self, con: sqlite3.Connection, releases: int, last: str, identity: Sequence[str] | None
+    ) -> None:
+        """Set the head's MAC to the ledger's state in ``con`` (releases, last chain value,
+        identity columns, anchor; a schema-3 ledger: the steward's events too)."""
+        events = None if self.read_only else self._events_head(read_events(con))
+        head = _head_mac(self.key, releases, last, identity, anchored=True, events=events)
+        con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (head,))
+
+    # -- the steward's decisions (schema 3; :mod:`._decisions`) -----------------------------
+
+    @contextmanager
+    def _steward_write(self, steward: StewardKey) -> Iterator[sqlite3.Connection]:
+        """The write lock for a steward's decision: the ledger verified (chain, events, head,
+        anchor) and its events re-read first; the head moved over the new event after; then
+        made durable like a release."""
+        self._refuse_read_only()
+        if steward.public != self.steward:
+            raise LedgerError(
+                f"this steward key ({steward.public.fingerprint}) is not the ledger's steward "
+                f"({self.steward.fingerprint}): only the steward who created the ledger can "
+                "sign its decisions"
+            )
+        anchor = read_anchor(self.path)
+        with self._immediate() as con:
+            report = self._chain_check(con, anchor)[0]
+            self._refuse_unverified(report)
+            self._refresh(con)
+            yield con
+            self._move_head(con, report.releases, report.head, None)
+        self._checkpoint()
+
+    def _event(
+        self,
+        con: sqlite3.Connection,
+        steward: StewardKey,
+        kind: str,
+        subject: str,
+        payload: Any,
+        *,
+        apply: bool = True,
+    ) -> Event:
+        """Sign and insert one event (inside :meth:`_steward_write`), applied to
+        :attr:`registry` unless ``apply`` is False (then the caller applies it)."""
+        event = append_event(con, steward, self.ledger_id, self.steward, kind, subject, payload)
+        if apply:
+            self._apply(event)
+        return event
+
+    def _apply(self, event: Event) -> None:
+        self.registry = Registry.from_events([*self.registry.events, event])
+
+    def _dataset_hashes(self, con: sqlite3.Connection, dataset: RegisteredDataset) -> np.ndarray:
+        """A registered dataset's keyed record hashes, checked against the digest its signed
+        registration holds."""
+        from distprivacy.ledger._decisions import _records_digest
+
+        row = con.execute(
+            "SELECT hashes FROM dataset_records WHERE name = ? AND version = ?",
+            (dataset.name, dataset.version),
+        ).fetchone()
+        hashes = None if row is None else np.frombuffer(row[0], dtype="<u8")
+        if hashes is None or _records_digest(hashes) != dataset.records_digest:
+            raise LedgerError(
+                f"the stored records of dataset {dataset.key} do not match their signed "
+                "registration: the ledger was edited"
+            )
+        return hashes
+
+    def _approved_plan(self, name: str) -> Any:
+        """An approved plan, decrypted and checked against its signed digest (and by its own
+        self-check)."""
+        import json
+
+        from distprivacy.ledger._keys import decrypt
+        from distprivacy.mechanisms.plans import Plan
+
+        approved = self.registry.plan(name)
+        row = self._con.execute(
+            "SELECT seq, plan FROM approved_plans WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None or int(row[0]) != approved.seq:
+            raise LedgerError(f"the approved plan {name!r} is missing from the ledger")
+        text = decrypt(self.key, row[1], f"the approved plan {name!r}")
+        plan = Plan.from_dict(json.loads(text.decode("utf-8")), f"the approved plan {name!r}")
+        if plan.digest != approved.digest:
+            raise LedgerError(
+                f"the approved plan {name!r} is not the one the steward signed (its digest "
+                "differs): the ledger was edited"
+            )
+        return plan
+
+    def add_secret(
+        self,
+        steward: StewardKey | str | Path,
+        name: str,
+        protect: str,
+        budget: Target,
+        *,
+        population: str | Path | None = None,
+    ) -> Secret:
+        """Declare another secret (:func:`._decisions.add_secret`)."""
+        from distprivacy.ledger._decisions import add_secret
+
+        return add_secret(self, steward, name, protect, budget, population)
+
+    def register(
+        self,
+        steward: StewardKey | str | Path,
+        name: str,
+        path: str | Path,
+        *,
+        secret: str | None = None,
+        same_records_as: str | None = None,
+        independent: bool = False,
+        confirm_overlap: str | None = None,
+    ) -> tuple[RegisteredDataset, tuple[str, ...]]:
+        """Register a dataset file under a secret (:func:`._decisions.register_dataset`)."""
+        from distprivacy.ledger._decisions import register_dataset
+
+        return register_dataset(
+            self, steward, name, path, secret=secret, same_records_as=same_records_as,
+            independent=independent, confirm_overlap=confirm_overlap,
+        )  # fmt: skip
+
+    def approve(
+        self,
+        steward: StewardKey | str | Path,
+        plan: Any,
+        name: str,
+        *,
+        secret: str | None = None,
+    ) -> ApprovedPlan:
+        """Approve a plan for a secret under ``name`` (:func:`._decisions.approve_plan`)."""
+        from distprivacy.ledger._decisions import approve_plan
+
+        return approve_plan(self, steward, plan, name, secret=secret)
+
+    def set_budget(
+        self, steward: StewardKey | str | Path, secret: str | None, budget: Target, reason: str
+    ) -> Secret:
+        """Set a secret's budget anew, with the reason (:func:`._decisions.set_budget`)."""
+        from distprivacy.ledger._decisions import set_budget
+
+        return set_budget(self, steward, secret, budget, reason)
 
     # -- keeping ------------------------------------------------------------------------------
 
@@ -885,36 +1133,28 @@ class Ledger:
 
     def release(
         self,
-        plan: Any,
-        target: Any,
+        plan: str,
+        dataset: str,
         *,
-        random_state: Any = None,
         allow_exact: bool = False,
-        require_seal: bool = True,
-        fit: Any = None,
+        random_state: Any = None,
     ) -> Any:
-        """Release ``target`` with ``plan``, recorded here first (record, then reveal):
-        :func:`distprivacy.ledger._release.release_recorded`."""
-        from distprivacy.ledger._release import release_recorded
+        """Release the registered ``dataset`` (a name) with the approved ``plan`` (a name),
+        recorded here first (record, then reveal):
+        :func:`distprivacy.ledger._release.release_registered`."""
+        from distprivacy.ledger._release import release_registered
 
-        return release_recorded(
-            self,
-            plan,
-            target,
-            random_state=random_state,
-            allow_exact=allow_exact,
-            require_seal=require_seal,
-            fit=fit,
+        return release_registered(
+            self, plan, dataset, allow_exact=allow_exact, random_state=random_state
         )
 
     def seal(self, plan: Any) -> Any:
-        """``plan`` sealed with this ledger's key (a steward's approval; see
-        :meth:`~distprivacy.mechanisms.plans.Plan.seal`)."""
-        return plan.seal(subkey(self.key, "seal"))
-
-    def verify_seal(self, plan: Any) -> None:
-        """Refuse a plan not sealed with this ledger's key (PlanError, one line)."""
-        plan.verify_seal(subkey(self.key, "seal"))
+        """Refused: plans are approved with the steward's own key (:meth:`approve`)."""
+        raise LedgerError(
+            "plans are no longer sealed with the ledger's key (whoever releases holds it): the "
+            "steward approves them with a key of their own — `distprivacy ledger approve "
+            "LEDGER PLAN --name NAME --steward-key KEY` (Ledger.approve)"
+        )
 
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check`` (``"ok"`` when the file is sound)."""
@@ -931,4 +1171,10 @@ class Ledger:
 
     def __repr__(self) -> str:
         n = self._con.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
-        return f"Ledger({str(self.path)!r}, budget {self.budget.describe()}, {n} releases)"
+        if self.read_only:
+            what = f"schema 2, read-only, budget {self.budget.describe()}"
+        else:
+            what = ", ".join(
+                f"secret {s.name}: {s.budget.describe()}" for s in self.registry.secrets.values()
+            )
+        return f"Ledger({str(self.path)!r}, {what}, {n} releases)"

@@ -20,7 +20,10 @@ from distprivacy.ledger._keys import mac
 #: The marker in the ``ledger_meta`` table of every distprivacy ledger.
 LEDGER_FORMAT = "distprivacy-ledger"
 #: The schema version this library writes and reads (2: keyed chain, encrypted plans).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: Ledgers of schema 2 (one budget, datasets identified by their values, plans sealed with the
+#: ledger key) are still read and verified, never written (:mod:`distprivacy.ledger`).
+LEGACY_SCHEMA = 2
 #: A release row's fields, in the order the chain covers them (then ``chain`` itself).
 _FIELDS = (
     "id", "time", "fingerprint", "property", "property_text", "complemented", "plan_digest",
@@ -92,9 +95,23 @@ def _content(values: Sequence[Any]) -> bytes:
     return json.dumps(list(values), separators=(",", ":"), ensure_ascii=True).encode()
 
 
+#: A schema-3 release row's fields: a schema-2 row's, then the number of the steward's events
+#: in force when it was recorded (so that removing a later budget change is caught).
+_FIELDS3 = (*_FIELDS, "events")
+
+
+def _genesis3(key: bytes, created: str, ledger_id: str, steward: str) -> str:
+    """The first chain value of a schema-3 ledger: its id and its steward's public key."""
+    body = json.dumps(
+        [LEDGER_FORMAT, SCHEMA_VERSION, created, ledger_id, steward],
+        separators=(",", ":"),
+    )
+    return mac(key, "chain", b"genesis3|" + body.encode())
+
+
 def _genesis(key: bytes, budget: Budget, created: str) -> str:
     body = json.dumps(
-        [LEDGER_FORMAT, SCHEMA_VERSION, created, budget.to_dict()],
+        [LEDGER_FORMAT, LEGACY_SCHEMA, created, budget.to_dict()],
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -107,6 +124,7 @@ def _head_mac(
     last: str,
     identity: Sequence[str] | None = None,
     anchored: bool = False,
+    events: str | None = None,
 ) -> str:
     """The head's MAC: the number of rows, the last chain value, — once fixed — the columns
     that identify a dataset, and whether the ledger has an anchor (:mod:`._anchor`), so that
@@ -116,6 +134,8 @@ def _head_mac(
         body += "|identity=" + json.dumps(list(identity), separators=(",", ":"))
     if anchored:
         body += "|anchored"
+    if events is not None:  # schema 3: the steward's events (count and last digest)
+        body += "|events=" + events
     return mac(key, "head", body.encode())
 
 

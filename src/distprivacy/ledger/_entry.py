@@ -156,6 +156,15 @@ class Budget:
             {"kind": self.kind, "mu": self.mu, "epsilon": self.epsilon, "delta": self.delta}
         )
 
+    @classmethod
+    def from_dict(cls, raw: Any) -> Budget:
+        """Inverse of :meth:`to_dict` (checked as a new budget is)."""
+        if not isinstance(raw, Mapping) or raw.get("kind") not in ("mu", "epsilon-delta"):
+            raise LedgerError(f"a budget is a μ or (ε, δ) budget, got {raw!r:.80}")
+        if raw["kind"] == "mu":
+            return _budget(raw.get("mu"), None, None)
+        return _budget(None, raw.get("epsilon"), raw.get("delta"))
+
 
 def _budget(mu: float | None, epsilon: float | None, delta: float | None) -> Budget:
     from distprivacy.checks import check_delta, check_number

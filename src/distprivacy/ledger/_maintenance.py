@@ -54,7 +54,9 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
         return report
     from distprivacy.mechanisms.plans import Plan, PlanError
 
-    compose = compose if compose is not None else plan_composer(delta=ledger.budget.report_delta)
+    given = compose
+    if compose is None and ledger.read_only:
+        compose = plan_composer(delta=ledger.budget.report_delta)
     seen: dict[tuple[str, str], list[LedgerEntry]] = {}
     for r in rows:
         rid = int(r[0])
@@ -70,7 +72,16 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
             if plan.guarantee != e.guarantee:
                 why = "its guarantee is not the one its own plan gives"
                 return replace(report, ok=False, first_bad=rid, reason=why)
-        group = seen.setdefault((e.fingerprint, e.property), [])
+        if not ledger.read_only:
+            events = int(r[len(ledger._fields) - 1])
+            why = _registered(ledger, e, events)
+            if why is not None:
+                return replace(report, ok=False, first_bad=rid, reason=why)
+            # The composer of the release: its secret's budget as the events then set it.
+            compose = given or secret_composer(ledger, ledger.registry.events[:events])
+        # Schema 3: every release under a secret composes (whatever its dataset).
+        group_key = (e.property, "") if not ledger.read_only else (e.fingerprint, e.property)
+        group = seen.setdefault(group_key, [])
         group.append(e)
         if e.unbounded or any(x.unbounded for x in group):
             continue
@@ -86,6 +97,53 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
             )
             return replace(report, ok=False, first_bad=rid, reason=why)
     return report
+
+
+def _registered(ledger: Ledger, e: LedgerEntry, events: int) -> str | None:
+    """Why a schema-3 release is not one the steward's events allowed when it was recorded
+    (its secret, dataset and approved plan), or None."""
+    from distprivacy.ledger._registry import Registry
+
+    reg = Registry.from_events(ledger.registry.events[:events])
+    secret = e.property.removeprefix("secret:")
+    if secret not in reg.secrets:
+        return f"it names secret {secret!r}, which the steward had not declared"
+    try:
+        d = reg.version(e.fingerprint)
+    except LedgerError:
+        return f"it names dataset {e.fingerprint!r}, which the steward had not registered"
+    ok = any(p.secret == secret and p.digest == e.plan_digest for p in reg.plans.values())
+    if d.secret != secret or not ok:
+        return "its dataset or plan was not approved for its secret when it was recorded"
+    return None
+
+
+def secret_composer(ledger: Ledger, events: Sequence[Any] | None = None) -> Composer:
+    """The composer a schema-3 ledger's releases were recorded with: per secret, at its
+    budget's δ (as ``events`` set it; default: all of them), with the datasets' measured
+    shared records and a refit on the secret's population
+    (:func:`distprivacy.ledger._release.release_registered`)."""
+    from distprivacy.ledger._registry import Registry
+    from distprivacy.ledger._release import _population_refit
+    from distprivacy.mechanisms.plans import Plan
+
+    reg = ledger.registry if events is None else Registry.from_events(events)
+
+    def compose(entries: list[LedgerEntry]) -> Guarantee:
+        last = entries[-1]
+        secret = reg.secret(last.property.removeprefix("secret:"))
+        plan = Plan.from_dict(last.plan or {}, "a release's plan")
+        n = int(plan.n or 1)
+
+        def shared(a: str, b: str) -> float:
+            return min(1.0, reg.shared(a, b) / n)
+
+        inner = plan_composer(
+            delta=secret.budget.report_delta, fit=_population_refit(plan, secret), shared=shared
+        )
+        return inner(entries)
+
+    return compose
 
 
 def backup_ledger(ledger: Ledger, out: str | Path) -> Path:
@@ -277,6 +335,8 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
     guarantee is recomputed with ``compose`` (default :func:`plan_composer` at the budget's
     δ: the exact profile, so ε(δ) and δ(ε) are the true figures), or, when that cannot be
     done without the data, the one stored at the last release (``recomputed`` false)."""
+    if not ledger.read_only:
+        return _show_secrets(ledger, compose)
     entries = ledger.releases()
     groups: dict[tuple[str, str], list[LedgerEntry]] = {}
     for e in entries:
@@ -325,5 +385,96 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
             ),
             "releases": [e.to_dict() for e in entries],
             "cumulative": cumulative,
+        }
+    )
+
+
+_CUMULATIVE_KEYS = (
+    "releases", "mu", "epsilon", "delta", "at_delta", "delta_at_budget_epsilon",
+    "max_attack_accuracy", "within_budget", "theorem", "recomputed",
+)  # fmt: skip
+
+
+def _dataset_dict(v: Any) -> dict[str, Any]:
+    return {
+        "name": v.name,
+        "version": v.version,
+        "rows": v.rows,
+        "path": v.path,
+        "shared": dict(v.shared),
+    }
+
+
+def _show_secrets(ledger: Ledger, compose: Composer | None) -> dict[str, Any]:
+    """:func:`show_ledger` of a ledger of secrets: per secret, its budget, datasets, approved
+    plans and the cumulative guarantee of all its releases (recomputed)."""
+    entries = ledger.releases()
+    reg = ledger.registry
+    compose = compose or secret_composer(ledger)
+    secrets = []
+    for s in reg.secrets.values():
+        group = [e for e in entries if e.property == s.key]
+        d = s.budget.report_delta
+        g, recomputed = None, True
+        if group:
+            try:
+                g = compose(group)
+            except Exception:
+                g, recomputed = group[-1].cumulative, False
+        item: dict[str, Any] = {
+            "secret": s.name,
+            "property": s.property,
+            "budget": s.budget.to_dict(),
+            "budget_text": s.budget.describe(),
+            "population": dict(s.population),
+            "datasets": [_dataset_dict(v) for v in reg.versions_of(s.name)],
+            "plans": [
+                {"name": p.name, **dict(p.summary)}
+                for p in reg.plans.values()
+                if p.secret == s.name
+            ],
+            "releases": len(group),
+            "recomputed": recomputed,
+        }
+        if g is not None:
+            eps = g.epsilon_at(d)
+            item.update(
+                {
+                    "mu": g.mu,
+                    "epsilon": eps,
+                    "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
+                    "at_delta": d,
+                    "delta_at_budget_epsilon": (
+                        g.delta_at(s.budget.epsilon) if s.budget.epsilon else None
+                    ),
+                    "max_attack_accuracy": g.max_attack_accuracy,
+                    "within_budget": s.budget.exceeded_by(g) is None,
+                    "theorem": g.theorem,
+                }
+            )
+        secrets.append(item)
+    cumulative = [
+        {
+            "fingerprint": f"secret:{x['secret']}",
+            "secret": x["secret"],
+            "property": x["property"],
+            "budget": x["budget_text"],
+            **{k: x[k] for k in _CUMULATIVE_KEYS},
+        }
+        for x in secrets
+        if "mu" in x
+    ]
+    return jsonable(
+        {
+            "ledger": str(ledger.path),
+            "schema": ledger.version,
+            "cumulative": cumulative,
+            "steward": ledger.steward.fingerprint,
+            "secrets": secrets,
+            "events": [
+                {"seq": e.seq, "time": e.time, "kind": e.kind, "subject": e.subject}
+                for e in reg.events
+            ],
+            "releases": [e.to_dict() for e in entries],
         }
     )

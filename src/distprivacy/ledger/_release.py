@@ -38,6 +38,13 @@ class RecordedRelease:
         How many releases of this dataset and property the ledger now holds.
     warnings : tuple of str
         Near-duplicate warnings (:data:`distprivacy.ledger.NEAR_DUPLICATE`).
+    plan : Plan or None
+        The approved plan it was made with (a ledger of secrets).
+    dataset : RegisteredDataset or None
+        The registered dataset it released (a ledger of secrets).
+    secret : Secret or None
+        The secret whose budget it spent (a ledger of secrets); ``releases_of_dataset`` then
+        counts the secret's releases.
     """
 
     release: Release
@@ -45,6 +52,9 @@ class RecordedRelease:
     release_id: int
     releases_of_dataset: int
     warnings: tuple[str, ...] = ()
+    plan: Any = None
+    dataset: Any = None
+    secret: Any = None
 
 
 def release_recorded(
@@ -101,3 +111,110 @@ def release_recorded(
         releases_of_dataset=count,
         warnings=ledger.last_warnings,
     )
+
+
+def release_registered(
+    ledger: Ledger,
+    plan_name: str,
+    dataset_name: str,
+    *,
+    allow_exact: bool = False,
+    random_state: Any = None,
+) -> RecordedRelease:
+    """Release a registered dataset with an approved plan, recorded in ``ledger`` first
+    (record, then reveal) — a ledger of secrets (schema 3).
+
+    The releaser names both; nothing is handed in. The plan is the one the steward approved
+    (decrypted from the ledger, its digest the signed one, its self-check passed); the data
+    are read from the registered file, refused when its bytes changed since registration; the
+    release composes with every earlier release under the plan's secret, whatever dataset they
+    read, the datasets' shared records as measured at registration
+    (:func:`distprivacy.composition.joint_accounting`). A union of statistics no single plan
+    holds is refitted (exact moments) on the secret's own population, never on data the
+    releaser gives. Refused with one line: a seed (the noise comes from the secure
+    generator), ``allow_exact=True`` (:data:`EXACT_REFUSED`), a dataset of another secret
+    than the plan's, a changed file, and a release over budget
+    (:class:`~distprivacy.ledger.BudgetExceededError`, nothing recorded).
+    """
+    from distprivacy.ledger._decisions import read_registered
+    from distprivacy.ledger._entry import LedgerEntry
+
+    ledger._refuse_read_only()
+    if not isinstance(plan_name, str) or not isinstance(dataset_name, str):
+        raise LedgerError(
+            "a ledger of secrets releases a registered dataset with an approved plan, both "
+            "named: ledger.release('PLAN', 'DATASET') (the steward approves plans with "
+            "`ledger approve` and registers datasets with `ledger register`)"
+        )
+    if random_state is not None:
+        raise LedgerError(
+            "a release recorded in a ledger draws its noise from the secure generator; a seed "
+            "(or a generator) makes the noise reproducible, so anyone with it could subtract "
+            "the noise: drop the seed (seeds are for experiments)"
+        )
+    if not isinstance(allow_exact, bool):
+        raise LedgerError(f"allow_exact must be True or False, got {allow_exact!r}")
+    if allow_exact:
+        raise BudgetExceededError(EXACT_REFUSED)
+    reg = ledger._refresh(ledger._con)
+    approved = reg.plan(plan_name)
+    dataset = reg.dataset(dataset_name)
+    if dataset.secret != approved.secret:
+        raise LedgerError(
+            f"dataset {dataset.name!r} is registered under secret {dataset.secret!r} and plan "
+            f"{plan_name!r} is approved for {approved.secret!r}: a plan releases the datasets "
+            "of its own secret"
+        )
+    secret = reg.secret(approved.secret)
+    plan = ledger._approved_plan(plan_name)
+    target = read_registered(ledger, dataset)
+    values = plan.target_values(target, require_property=True)
+    rel = plan.calibration.release(values, None, allow_exact=False)
+    if not rel.secure:  # pragma: no cover - guard: random_state None is always secure
+        raise LedgerError("the release did not come from the secure generator; not recorded")
+    entry = LedgerEntry.from_plan(
+        plan,
+        np.asarray(rel.values, dtype=float),
+        fingerprint=dataset.key,
+        property=secret.key,
+        property_text=secret.property,
+    )
+    n = int(plan.n or dataset.rows)
+
+    def shared(a: str, b: str) -> float:
+        return min(1.0, reg.shared(a, b) / n)
+
+    compose = plan_composer(
+        delta=secret.budget.report_delta, fit=_population_refit(plan, secret), shared=shared
+    )
+    cumulative = ledger.record(entry, compose)
+    count = len(ledger.releases(None, secret.key))
+    return RecordedRelease(
+        release=rel,
+        cumulative=cumulative,
+        release_id=int(ledger.last_id or 0),
+        releases_of_dataset=count,
+        warnings=ledger.last_warnings,
+        plan=plan,
+        dataset=dataset,
+        secret=secret,
+    )
+
+
+def _population_refit(plan: Any, secret: Any) -> Any:
+    """``fit(query_text)``: exact moments of a union of statistics on the secret's population
+    (checked unchanged), under the plan's specification (every plan of a secret shares it)."""
+
+    def fit(text: str) -> Any:
+        from distprivacy.ledger._decisions import load_population
+        from distprivacy.models import fit_model
+        from distprivacy.query import Query
+        from distprivacy.spec import ProtectionSpec
+
+        spec = plan.spec or {}
+        pairs = [tuple(p) for p in spec.get("pairs", [])] or None
+        protection = ProtectionSpec(spec["property"], spec["n"], spec["values"], pairs=pairs)
+        population = load_population(secret.population)
+        return fit_model(population, protection, Query.parse(text), method="exact")
+
+    return fit

@@ -379,13 +379,24 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
     after each release (from the cumulative guarantee the ledger recorded then), and the
     cumulative guarantee of each dataset now."""
     from distprivacy.guarantee import Guarantee
+    from distprivacy.ledger import Budget
 
     page = Page("Privacy ledger report", [f"Ledger {shown.get('ledger', '')}"])
     cum = list(shown.get("cumulative", ()))
-    words = [
-        f"This ledger has recorded {_n(len(entries), 'release')} of {_n(len(cum), 'dataset')} "
-        f"under the budget {budget.describe()}."
-    ]
+    secrets = list(shown.get("secrets", ()))  # a ledger of secrets: a budget per secret
+    budgets = {f"secret:{x['secret']}": Budget.from_dict(x["budget"]) for x in secrets}
+    if secrets:
+        words = [
+            f"This ledger has recorded {_n(len(entries), 'release')} under "
+            f"{_n(len(secrets), 'secret')}: "
+            + "; ".join(f"{x['secret']} protects {x['property']} ({x['budget_text']})"
+                        for x in secrets) + "."
+        ]  # fmt: skip
+    else:
+        words = [
+            f"This ledger has recorded {_n(len(entries), 'release')} of "
+            f"{_n(len(cum), 'dataset')} under the budget {budget.describe()}."
+        ]
     ids = shown.get("identity_columns")
     if ids:
         words.append(
@@ -394,8 +405,9 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         )
     for c in cum:
         state = "within the budget" if c["within_budget"] else "OVER THE BUDGET"
+        what = f"Secret {c['secret']}" if "secret" in c else f"Dataset {_short(c['fingerprint'])}"
         words.append(
-            f"Dataset {_short(c['fingerprint'])} (protecting {c['property']}, "
+            f"{what} (protecting {c['property']}, "
             f"{_n(c['releases'], 'release')}): no one seeing all of them can guess the protected "
             f"share with more than {pct(c['max_attack_accuracy'])} accuracy, where 50 % is a "
             f"coin flip; ε = {g(c['epsilon'])} at δ = {g(c['at_delta'], 3)}; {state}."
@@ -421,20 +433,22 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
     )
     series, k = [], 0
     groups: dict[tuple[str, str], list[Any]] = {}
-    for e in entries:
-        groups.setdefault((e.fingerprint, e.property), []).append(e)
+    for e in entries:  # a ledger of secrets: per secret, whatever the dataset
+        groups.setdefault(("" if secrets else e.fingerprint, e.property), []).append(e)
     last = max((float(e.id) for e in entries), default=0.0)
     for (fp, prop), group in groups.items():
         x, y = [], []
+        spend = budgets.get(prop, budget)
         for e in group:
             if e.cumulative is None:
                 continue
             x.append(float(e.id))
-            y.append(_spent(Guarantee.from_dict(e.cumulative.to_dict()), budget))
+            y.append(_spent(Guarantee.from_dict(e.cumulative.to_dict()), spend))
         if x and x[-1] < last:  # the level holds until the latest release of the ledger
             x.append(last)
             y.append(y[-1])
-        label = f"{_short(fp)} ({group[-1].property_text or prop})"
+        text = group[-1].property_text or prop
+        label = f"{prop.removeprefix('secret:')} ({text})" if secrets else f"{_short(fp)} ({text})"
         series.append(Series(label, x, y, style=k, step=True))
         k += 1
     ys = [v for s in series for v in s.y if math.isfinite(v)]
@@ -452,9 +466,12 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
     )
     caption = (
         "After each release (marker), the cumulative guarantee of all releases of that "
-        "dataset (exact joint accounting, as recorded) as a share of the budget: "
+        + ("secret" if secrets else "dataset")
+        + " (exact joint accounting, as recorded) as a share of its budget: "
         + (
-            "cumulative μ / budget μ."
+            "cumulative μ / budget μ, or cumulative ε at the budget's δ / budget ε."
+            if budget is None
+            else "cumulative μ / budget μ."
             if budget.kind == "mu"
             else f"cumulative ε at δ = {g(budget.delta, 3)} / budget ε."
         )
