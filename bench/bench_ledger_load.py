@@ -178,9 +178,9 @@ def _timed_lock(held: list[float], after: list[float]):
     """Time every write transaction strictly from the moment ``BEGIN IMMEDIATE`` succeeded to
     the end of its ``COMMIT`` (``held``), and the step after it — checkpoint and anchor
     (``after``)."""
-    from distprivacy.ledger import Ledger
+    from distprivacy.ledger import Ledger, _record
 
-    begin, immediate, durable = Ledger._begin_immediate, Ledger._immediate, Ledger._make_durable
+    begin, immediate, durable = Ledger._begin_immediate, Ledger._immediate, _record.make_durable
     locked_at: list[float] = []
 
     def timed_begin(self):
@@ -193,22 +193,22 @@ def _timed_lock(held: list[float], after: list[float]):
             yield con
         held.append(time.perf_counter() - locked_at.pop())
 
-    def timed_durable(self, *a):
+    def timed_durable(*a):
         t0 = time.perf_counter()
         try:
-            return durable(self, *a)
+            return durable(*a)
         finally:
             after.append(time.perf_counter() - t0)
 
     Ledger._begin_immediate = timed_begin  # type: ignore[method-assign]
     Ledger._immediate = timed_immediate  # type: ignore[method-assign]
-    Ledger._make_durable = timed_durable  # type: ignore[method-assign]
+    _record.make_durable = timed_durable
     try:
         yield
     finally:
         Ledger._begin_immediate = begin  # type: ignore[method-assign]
         Ledger._immediate = immediate  # type: ignore[method-assign]
-        Ledger._make_durable = durable  # type: ignore[method-assign]
+        _record.make_durable = durable
 
 
 def lock_hold(quick: bool, tmp: Path, plan_path: Path, targets: list[Path]) -> list[str]:
