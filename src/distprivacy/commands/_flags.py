@@ -29,6 +29,7 @@ FLAGS: dict[str, str] = {
     "n_train": "--n-train",
     "n_models": "--n-models",
     "n_query": "--n-query",
+    "ratios": "--ratios",
     "features": "--features",
     "epsilon": "--epsilon",
     "mechanism": "--mechanism",
