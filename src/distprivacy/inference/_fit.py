@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.inference.estimators import user_code
+from distprivacy.inference._user_code import user_code
 from distprivacy.randomness import Generator
 
 __all__ = ["batchable_logistic", "fit_models", "newton_logistic"]

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.inference._user_code import user_code
 from distprivacy.inference.attacks import score_predictions
 from distprivacy.inference.audit import (
     AuditData,
@@ -56,7 +57,6 @@ from distprivacy.inference.defence import (
     calibrate_defences,
     fit_output_models,
 )
-from distprivacy.inference.estimators import user_code
 from distprivacy.inference.saved import EstimatorPopulation
 from distprivacy.mechanisms import Calibration
 from distprivacy.models import GaussianModel

@@ -25,12 +25,16 @@ The library's own refusals (:class:`~distprivacy.exceptions.DistPrivacyError`) p
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-from collections.abc import Iterator
 from typing import Any
 
 from distprivacy.exceptions import DistPrivacyError, require_extra
+from distprivacy.inference._user_code import (
+    EstimatorError,
+    estimator_label,
+    one_line,
+    user_code,
+)
 
 __all__ = [
     "BUILTIN_ESTIMATORS",
@@ -49,60 +53,6 @@ ESTIMATOR_HELP = "logistic, mlp, tree, sklearn:MODULE:CLASS or torch:FILE.py:FAC
 #: Methods a ``sklearn:MODULE:CLASS`` class must have (fit/predict_proba: the game's models;
 #: get_params/set_params: scikit-learn's ``clone`` makes every shadow model from it).
 _SKLEARN_METHODS = ("fit", "predict_proba", "get_params", "set_params")
-#: Longest message of the user's exception kept in the one line.
-_MAX_DETAIL = 300
-
-
-class EstimatorError(DistPrivacyError):
-    """The user's estimator (its constructor, ``fit``, ``predict_proba`` or factory) raised, or
-    returned something unusable; the message names the estimator and what it raised."""
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    if len(text) > _MAX_DETAIL:
-        text = text[: _MAX_DETAIL - 1] + "…"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _public_module(module: str) -> str:
-    """``sklearn.linear_model._logistic`` → ``sklearn.linear_model`` (scikit-learn's private
-    submodules dropped: the path a user imports the class from)."""
-    if not module.startswith("sklearn."):
-        return module
-    return ".".join(p for p in module.split(".") if not p.startswith("_"))
-
-
-def estimator_label(estimator: Any) -> str:
-    """How an estimator is named in messages: a TorchEstimator by its factory spec
-    (``torch:net.py:make``), any other by ``sklearn:MODULE:CLASS`` of its class."""
-    if isinstance(estimator, str):
-        return estimator
-    from distprivacy.inference.torch_estimator import TorchEstimator
-
-    if isinstance(estimator, TorchEstimator):
-        factory = estimator.factory
-        if isinstance(factory, str):
-            return factory
-        return f"torch factory {getattr(factory, '__qualname__', type(factory).__name__)}"
-    cls = type(estimator)
-    return f"sklearn:{_public_module(cls.__module__)}:{cls.__qualname__}"
-
-
-@contextlib.contextmanager
-def user_code(estimator: Any, where: str) -> Iterator[None]:
-    """Run the user's code: any exception but the library's own becomes one
-    :class:`EstimatorError` naming ``estimator`` (an object or its label) and ``where``
-    (``"training"``, ``"predict_proba"``, …)."""
-    try:
-        yield
-    except DistPrivacyError:
-        raise
-    except Exception as exc:
-        raise EstimatorError(
-            f"the estimator {estimator_label(estimator)} raised {_one_line(exc)} (in {where}); "
-            "fix it or choose another estimator"
-        ) from exc
 
 
 def parse_estimator_spec(spec: str) -> tuple[str, ...]:
@@ -142,12 +92,12 @@ def _sklearn_class(spec: str, module: str, name: str) -> type:
         mod = importlib.import_module(module)
     except ImportError as exc:
         raise DistPrivacyError(
-            f"estimator {spec}: cannot import module {module!r} ({_one_line(exc)}); give an "
+            f"estimator {spec}: cannot import module {module!r} ({one_line(exc)}); give an "
             "installed module"
         ) from None
     except Exception as exc:  # the module's own code failed on import
         raise EstimatorError(
-            f"the estimator {spec}: importing {module} raised {_one_line(exc)}; fix the module"
+            f"the estimator {spec}: importing {module} raised {one_line(exc)}; fix the module"
         ) from exc
     try:
         obj = getattr(mod, name)
@@ -155,7 +105,7 @@ def _sklearn_class(spec: str, module: str, name: str) -> type:
         raise DistPrivacyError(f"estimator {spec}: module {module} has no {name!r}") from None
     except Exception as exc:  # a module-level __getattr__ of the user's
         raise EstimatorError(
-            f"the estimator {spec}: reading {name} from {module} raised {_one_line(exc)}"
+            f"the estimator {spec}: reading {name} from {module} raised {one_line(exc)}"
         ) from exc
     if not inspect.isclass(obj):
         raise DistPrivacyError(

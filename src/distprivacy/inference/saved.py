@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.inference.estimators import EstimatorError, estimator_label, user_code
+from distprivacy.inference._user_code import EstimatorError, estimator_label, user_code
 from distprivacy.outputs import atomic_write, check_output_file
 
 __all__ = [

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError, MissingExtraError, has_extra
-from distprivacy.inference.estimators import EstimatorError, estimator_label, user_code
+from distprivacy.inference._user_code import EstimatorError, estimator_label, user_code
 from distprivacy.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -213,6 +213,13 @@ class TorchEstimator(*_ESTIMATOR_BASES):
                 raise DistPrivacyError(f"{name} must be a finite number, got {v!r}")
         if self.lr <= 0 or self.weight_decay < 0:
             raise DistPrivacyError("lr must be > 0 and weight_decay ≥ 0")
+
+    def estimator_name(self) -> str:
+        """How messages name this estimator: its factory spec (``torch:net.py:make``), or the
+        factory function's name."""
+        if isinstance(self.factory, str):
+            return self.factory
+        return f"torch factory {getattr(self.factory, '__qualname__', type(self.factory).__name__)}"
 
     def _make(self, n_features: int, n_classes: int) -> Any:
         torch = require_torch()
