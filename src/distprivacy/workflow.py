@@ -106,7 +106,11 @@ def release(
         ``spec``, ``query``, ``mechanism`` and ``privacy`` must then be left out.
     data, spec, query
         Without a plan: the population (DataFrame, path or engine), what to protect, and the
-        statistics (a Query or its text, e.g. ``"mean:age,count:sex==Female"``).
+        statistics (a Query or its text, e.g. ``"mean:age,count:sex==Female"``). With a plan
+        and a ledger, ``data`` alone may be given: the population the plans were calibrated
+        on (checked by its fingerprint), on which the ledger refits the joint model of every
+        statistic released from the dataset when earlier releases used other statistics
+        (:class:`~distprivacy.ledger.PlanRefit`).
     mechanism : str or Mechanism
         The mechanism's name (``"DauM-G"``, ``"ExpM-L"``, ...) with ``privacy`` and
         ``mechanism_options``, or a mechanism already made (:func:`make_mechanism`, which then
@@ -152,11 +156,19 @@ def release(
             "(`target=records`)",
         )
     if plan is not None:
-        given = [k for k, v in (("data", data), ("spec", spec), ("query", query),
-                                ("privacy", privacy)) if v is not None]  # fmt: skip
+        # With a ledger, `data` is the population the plans were calibrated on, to refit the
+        # joint model when earlier releases of the dataset used other statistics (PlanRefit).
+        refit = data if ledger is not None else None
+        named = (("data", None if refit is not None else data), ("spec", spec),
+                 ("query", query), ("privacy", privacy))  # fmt: skip
+        given = [k for k, v in named if v is not None]
         given += sorted(mechanism_options)
-        _check(not given, f"a plan fixes the model and the mechanism; drop {', '.join(given)}")
-        return _with_plan(plan, target, values, ledger, allow_exact, random_state)
+        _check(
+            not given,
+            f"a plan fixes the model and the mechanism; drop {', '.join(given)}"
+            + (" (data goes with a plan only with a ledger, to refit)" if "data" in given else ""),
+        )
+        return _with_plan(plan, target, values, ledger, allow_exact, random_state, refit)
 
     _check(
         values is None,
@@ -248,8 +260,10 @@ def _with_plan(
     ledger: Any,
     allow_exact: bool,
     random_state: RandomState,
+    refit: Any = None,
 ) -> ReleaseOutcome:
-    """A release with a saved plan: nothing is refitted."""
+    """A release with a saved plan: nothing is refitted (but the ledger's joint model of the
+    dataset's releases, on ``refit``, the plans' population, when it needs one)."""
     _check(isinstance(plan, Plan), f"plan must be a Plan (Plan.load), got {type(plan).__name__}")
     _check(
         (target is None) != (values is None),
@@ -258,7 +272,10 @@ def _with_plan(
     )
     cal, model = plan.calibration, plan.model
     if ledger is not None:
-        return _recorded(ledger, plan, cal, model, target, allow_exact, random_state, True)
+        from distprivacy.ledger import PlanRefit
+
+        fit = None if refit is None else PlanRefit(plan, refit)  # checked before any release
+        return _recorded(ledger, plan, cal, model, target, allow_exact, random_state, True, fit)
     if target is not None:
         vals = plan.target_values(target)
         what = f"the {len(target)} records given"

@@ -30,6 +30,8 @@ FLAGS: dict[str, str] = {
     "n_models": "--n-models",
     "n_query": "--n-query",
     "ratios": "--ratios",
+    "force=True": "--force",
+    "data=DATA": "--data DATA",
     "features": "--features",
     "epsilon": "--epsilon",
     "mechanism": "--mechanism",

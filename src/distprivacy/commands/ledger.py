@@ -111,12 +111,18 @@ def seal(path: str, plan_path: str) -> None:
 @ledger.command("backup")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False))
-def backup(path: str, out: str) -> None:
-    """Copy a (possibly live) ledger and its key consistently (SQLite's backup API)."""
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Copy a ledger that fails verification anyway (for forensics; a warning says so).",
+)
+def backup(path: str, out: str, force: bool) -> None:
+    """Copy a (possibly live) ledger and its key consistently (SQLite's backup API), after
+    verifying it: a ledger that fails verification is refused (exit 2) unless --force."""
     from distprivacy.ledger import Ledger
 
     with Ledger(path) as led:
-        led.backup(out)
+        led.backup(out, force=force)
     click.echo(f"backed up {path} to {out} (and its key to {out}.key), both 0600")
 
 

@@ -162,7 +162,10 @@ def _print_ledger(console: Console, led: dict[str, Any]) -> None:
     type=click.Path(dir_okay=False),
     default=None,
     help="Release with a saved plan (calibrate --mechanism NAME --save PLAN.json): nothing is "
-    "refitted; the plan's digest, the target's columns and its size n are checked.",
+    "refitted; the plan's digest, the target's columns and its size n are checked. With "
+    "--ledger, --data may name the population the plans were calibrated on: the ledger "
+    "refits there the joint model of the dataset's releases when earlier ones released "
+    "other statistics.",
 )
 @click.option(
     "--value",
@@ -220,17 +223,27 @@ def release(
     target_df = None if target is None else load_table(target)
     kwargs: dict[str, Any]
     if plan_path is not None:
-        fixed = [k for k in PLAN_FIXES if s.was_given(k)]
+        # With --ledger, --data is the population the plans were calibrated on: the ledger
+        # refits on it the joint model of the dataset's releases when they used other
+        # statistics (checked by its fingerprint; nothing else of the plan is refitted).
+        refit = ledger_path is not None and s.was_given("data")
+        fixed = [k for k in PLAN_FIXES if s.was_given(k) and not (refit and k == "data")]
         fixed += ["mechanism_name"] if given(ctx, "mechanism_name") else []
         if fixed:
             flags = ", ".join(map(option_flag, fixed))
-            raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}")
+            why = (
+                " (--data goes with --plan only with --ledger: the population to refit the "
+                "joint model of a dataset's releases on)"
+                if "data" in fixed
+                else ""
+            )
+            raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}{why}")
         plan = Plan.load(plan_path)
         if (target_df is None) == (value_text is None):
             raise DistPrivacyError("--plan needs the dataset (--target DATA.csv) or --value a,b,…")
         warn_large_delta(plan.calibration.delta, plan.n)
         values = None if value_text is None else _plan_values(value_text, plan)
-        kwargs = {"plan": plan, "values": values}
+        kwargs = {"plan": plan, "values": values, "data": s.data if refit else None}
         info: dict[str, Any] = {
             "plan": str(plan_path),
             "plan_digest": plan.digest,
@@ -263,7 +276,7 @@ def release(
             wait(int(waited), int(limit))
 
         led.on_wait = on_wait
-    if "data" in kwargs:
+    if plan_path is None:
         kwargs["data"].progress = bar  # long scans and draws on the engine report here
     try:
         with warnings.catch_warnings():

@@ -90,7 +90,8 @@ from distprivacy.ledger._keys import (
     read_key,
     subkey,
 )
-from distprivacy.ledger._maintenance import NEAR_DUPLICATE, near_duplicates
+from distprivacy.ledger._maintenance import NEAR_DUPLICATE, near_duplicates, refuse_directory_name
+from distprivacy.ledger._release import PlanRefit
 from distprivacy.targets import Target
 
 __all__ = [
@@ -103,6 +104,7 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "LedgerError",
+    "PlanRefit",
     "VerifyReport",
     "data_fingerprint",
     "key_path",
@@ -267,6 +269,7 @@ class Ledger:
 
         if not isinstance(path, str | Path):
             raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
+        refuse_directory_name(path, "the ledger", "ledger.db")
         identity = None if identify_by is None else check_identify_by(identify_by)
         if budget is not None:
             if not (budget_mu is None and budget_epsilon is None and budget_delta is None):
@@ -635,14 +638,13 @@ class Ledger:
 
         return verify_ledger(self, compose)
 
-    def backup(self, out: str | Path) -> Path:
-        """A consistent copy of the live ledger (SQLite's online backup API, WAL content
-        included) at ``out``, with its key at ``<out>.key``, both 0600; refuses existing
-        files. Copying the main file alone while the ledger is in use can miss releases that
-        are still in its -wal file."""
+    def backup(self, out: str | Path, *, force: bool = False) -> Path:
+        """A consistent, verified copy of the live ledger and its key
+        (:func:`distprivacy.ledger._maintenance.backup_ledger`; ``force``: copy a ledger that
+        fails :meth:`verify`, for forensics, with a warning)."""
         from distprivacy.ledger._maintenance import backup_ledger
 
-        return backup_ledger(self, out)
+        return backup_ledger(self, out, force=force)
 
     def release(
         self,
