@@ -791,6 +791,19 @@ SUBPROCESS_CASES = [
     (["calibrate", "--samples", "1000000000"], "memory"),
     (["local", "city", "--grid", "100000", "--out", "c.csv"], "memory"),
     (["local", "distp", "--mechanism", "gaussian", "--param", "1e-300"], "--param"),
+    # Issue 31: an estimator spec naming a function, a μ target of a Laplace mechanism, a new
+    # file's path ending in a slash.
+    (
+        [
+            "models",
+            "audit",
+            *("--data", "t.csv", "--label", "y", "--protect", "a==b"),
+            *("--estimator", "sklearn:os:system"),
+        ],
+        "not a class",
+    ),
+    (["calibrate", "--mechanism", "ExpM-L", "--target-mu", "1"], "Gaussian mechanisms"),
+    (["ledger", "init", "newdir/", "--budget-mu", "1"], "names a directory"),
 ]
 
 
