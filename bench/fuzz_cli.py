@@ -2,13 +2,15 @@
 
     python3 bench/fuzz_cli.py [--quick] [--out bench/results_fuzz.txt]
 
-Generates malformed and extreme inputs for `calibrate`, `release`, `ledger` and `local city` —
-numbers, lists, predicates, statistics, paths (missing, directories, FIFOs, device nodes,
-malformed CSV/JSON/TOML, deep documents), plans and ledgers edited by hand, side doors (seeds,
-config files), outputs pointed at inputs (issue 30: a report onto the ledger or its key, a
-plan onto the data, each spelled plainly, through ``..``, a symbolic or a hard link) — and
-library calls with wrong types, NaN and unknown keywords, runs each in process with a time
-limit, and classifies the outcome:
+Generates malformed and extreme inputs for `calibrate`, `release`, `ledger`, `local city` and
+`models audit`/`defend` — numbers, lists, predicates, statistics, paths (missing, directories,
+FIFOs, device nodes, malformed CSV/JSON/TOML, deep documents, output paths ending in a slash),
+plans and ledgers edited by hand (and backed up), side doors (seeds, config files and the types
+of their values), ratio lists, estimator specs (issue 31), outputs pointed at inputs (issue
+30: a report onto the ledger or its key, a plan onto the data, each spelled plainly, through
+``..``, a symbolic or a hard link) — and library calls with wrong types,
+NaN and unknown keywords (and a backup onto a read-only file system), runs each in process with
+a time limit, and classifies the outcome:
 
 * ``ok`` — exit 0 on valid input, or a clean refusal (exit 2, one line ``error: …``) of invalid
   input (exit 1 only where a command documents it: ``ledger verify`` on a tampered ledger);
@@ -210,6 +212,18 @@ def make_world(tmp: Path) -> dict:
     (tmp / "exact.toml").write_text("allow-exact = true\n")
     (tmp / "nul.toml").write_text('report = "a\\u0000b"\n')
     (tmp / "text.db").write_text("not a database")
+    # Issue 31: a second sealed plan releasing other statistics of the same records (its
+    # release composes on a joint model refitted on --data), and a PyTorch file whose
+    # factories raise or return no network.
+    base2 = [a if a != "mean:age,count:sex==Female" else "mean:hours_per_week" for a in base]
+    with contextlib.redirect_stdout(io.StringIO()):
+        p2 = ["calibrate", *base2, "--mechanism", "DauM-G", "--save", str(tmp / "p2.json")]
+        assert main(p2) == 0
+        assert main(["ledger", "seal", str(tmp / "ledger.db"), str(tmp / "p2.json")]) == 0
+    (tmp / "net.py").write_text(
+        "def boom(n_features, n_classes):\n    raise ValueError('boom')\n\n"
+        "def three(n_features, n_classes):\n    return 3\n"
+    )
     return {"tmp": tmp, "base": base, "true": true, "data": data}
 
 
@@ -433,6 +447,7 @@ def cases(world: dict) -> list[Case]:
         out.append(Case(f"local city --out {o}", ("local", "city", "--out", str(tmp / o))))
         out.append(Case(f"ledger init {o}", ("ledger", "init", str(tmp / o), "--budget-mu", "1")))
     out.extend(clobber_cases(world))
+    out.extend(issue31_cases(world))
     out.extend(api_cases(world))
     return out
 
@@ -490,6 +505,131 @@ def clobber_cases(world: dict) -> list[Case]:
         inputs = tuple(str(p) for p in files.values() if p.exists())
         out.append(Case(f"clobber: {writer} onto {name} ({how})", args, inputs=inputs))
     return out
+
+
+def issue31_cases(world: dict) -> list[Case]:
+    """Config value types, read-only and broken-ledger backups, ratio limits, output paths
+    ending in a slash, tables without a row, estimator specs, and a plan of other statistics
+    released with the data to refit (issue 31)."""
+    tmp, base = world["tmp"], world["base"]
+    ledger, target, data = str(tmp / "ledger.db"), str(tmp / "target.csv"), str(tmp / "data.csv")
+    out: list[Case] = []
+    for i, line in enumerate(
+        ["ledger = 5", "report = 5", "save = 1", "target = 1.5", "data = 2024-01-01",
+         "protect = 3", "engine = true", "mechanism = [1]", 'mechanism = [["DauM-G"]]']
+    ):  # fmt: skip
+        cfg = tmp / f"types-{i}.toml"
+        cfg.write_text(line + "\n")
+        for cmd in ("calibrate", "release"):
+            out.append(Case(f"{cmd} --config '{line}'", (cmd, *base, "--config", str(cfg))))
+    for sql in ("UPDATE budget SET mu = 1e9", "DELETE FROM releases"):
+        path = tmp / f"broken-{len(out)}.db"
+        import shutil
+
+        shutil.copy(ledger, path)
+        shutil.copy(ledger + ".key", str(path) + ".key")
+        con = sqlite3.connect(path)
+        con.execute(sql)
+        con.commit()
+        con.close()
+        copy = str(tmp / f"copy-{len(out)}.db")
+        out.append(Case(f"ledger backup after {sql!r}", ("ledger", "backup", str(path), copy)))
+        out.append(
+            Case(
+                f"ledger backup --force after {sql!r}",
+                ("ledger", "backup", str(path), copy, "--force"),
+                invalid=False,
+            )
+        )
+    out.append(Case("ledger backup read-only (EROFS)", call=lambda: _read_only_backup(tmp)))
+    game = ["models", "audit", "--data", data, "--label", "income",
+            "--protect", "sex==Female", "--n-models", "2", "--n-train", "100"]  # fmt: skip
+    for cmd in ("audit", "defend"):
+        g = [*game[:1], cmd, *game[2:]]
+        for ratios in (
+            ",".join(f"{k / 20:g}" for k in range(12)),
+            ",".join(f"{k / 1000:g}" for k in range(999)),
+            "0.3,0.30000000001",
+            "0.3,0.301",
+            "0.1,0.2,0.2",
+        ):
+            out.append(Case(f"models {cmd} --ratios {ratios[:24]}", (*g, "--ratios", ratios)))
+    for spec in ("sklearn:os:system", "sklearn::", "sklearn:", "sklearn:os:", "sklearn:a b:c",
+                 "sklearn:os:path", "sklearn:json:JSONDecoder", "sklearn:sklearn.svm:SVC",
+                 "sklearn:no_such_module_31:X", "sklearn:a:b:c", "torch:", "torch::make",
+                 "torch:net.txt:make", f"torch:{tmp / 'net.py'}:boom",
+                 f"torch:{tmp / 'net.py'}:three", f"torch:{tmp / 'net.py'}:missing", "nosuch",
+                 ""):  # fmt: skip
+        out.append(Case(f"models audit --estimator {spec!r}", (*game, "--estimator", spec)))
+    # Each its own new directory name: a file one case wrongly wrote must not refuse the next.
+    cal, defend = ("calibrate", *base, "--mechanism", "DauM-G"), (game[0], "defend", *game[2:])
+    for k, (what, args) in enumerate(
+        (
+            ("calibrate --report", (*cal, "--report")),
+            ("calibrate --save", (*cal, "--save")),
+            ("release --report", ("release", *base, "--target", target, "--report")),
+            ("ledger init", ("ledger", "init")),
+            ("ledger backup", ("ledger", "backup", ledger)),
+            ("ledger show --report", ("ledger", "show", ledger, "--report")),
+            ("local city --out", ("local", "city", "--out")),
+            ("models audit --report", (*game, "--report")),
+            ("models defend --save", (*defend, "--save")),
+        )
+    ):
+        for tail in ("/", "/."):
+            new = f"{tmp / f'newdir-{k}'}{tail}"
+            extra = ("--budget-mu", "1") if what == "ledger init" else ()
+            out.append(Case(f"{what} {new[-10:]!r}", (*args, new, *extra)))
+    for target_opt in (("--target-mu", "1"), ("--max-attack-accuracy", "0.6")):
+        for mechs in (["ExpM-L"], ["ExpM-L", "GroupDP-L"], ["Wasserstein"]):
+            m = [a for x in mechs for a in ("--mechanism", x)]
+            out.append(Case(f"calibrate {mechs} {target_opt[0]}", ("calibrate", *base, *m,
+                                                                 *target_opt)))  # fmt: skip
+    out.append(Case("calibrate ε=5e-324 ExpM-L", ("calibrate", *base, "--mechanism", "ExpM-L",
+                                                  "--epsilon", "5e-324")))  # fmt: skip
+    rel2 = ("release", "--plan", str(tmp / "p2.json"), "--target", target, "--ledger", ledger)
+    out.append(Case("release --plan (other statistics) --ledger", rel2))
+    out.append(Case("release --plan --ledger --data (another table)", (*rel2, "--data", target)))
+    out.append(
+        Case("release --plan --data (no ledger)", (*rel2[:5], "--data", str(tmp / "data.csv")))
+    )
+    out.append(
+        Case(
+            "release --plan (other statistics) --ledger --data",
+            (*rel2, "--data", data),
+            invalid=False,
+        )
+    )
+    return out
+
+
+def _read_only_backup(tmp: Path) -> None:
+    """``Ledger.backup`` onto a read-only file system, simulated: every open of the backup and
+    every clean-up unlink fail with EROFS (the library must answer with its one-line error)."""
+    import errno
+
+    from distprivacy.ledger import Ledger
+
+    dest = tmp / "ro" / "copy.db"
+    dest.parent.mkdir(exist_ok=True)
+    real_open, real_unlink = os.open, Path.unlink
+
+    def ro_open(p, flags, *a, **k):
+        if str(p).startswith(str(dest)) and not str(p).endswith(".db"):
+            raise OSError(errno.EROFS, "Read-only file system", str(p))
+        return real_open(p, flags, *a, **k)
+
+    def ro_unlink(self, *a, **k):
+        if str(self).startswith(str(dest.parent)):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_unlink(self, *a, **k)
+
+    os.open, Path.unlink = ro_open, ro_unlink  # type: ignore[assignment]
+    try:
+        with Ledger(tmp / "ledger.db") as led:
+            led.backup(dest)
+    finally:
+        os.open, Path.unlink = real_open, real_unlink  # type: ignore[assignment]
 
 
 def api_cases(world: dict) -> list[Case]:

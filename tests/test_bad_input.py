@@ -590,6 +590,32 @@ def test_tiny_target_mu_is_refused(capsys):
     assert len(err.strip().splitlines()) == 1 and "μ ≥ 1e-6" in err
 
 
+@pytest.mark.parametrize("target", [["--target-mu", "1"], ["--max-attack-accuracy", "0.6"]])
+@pytest.mark.parametrize("mechs", [["ExpM-L"], ["ExpM-L", "GroupDP-L", "Wasserstein"]])
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_gdp_target_of_pure_epsilon_mechanisms_is_one_line(capsys, target, mechs, json_flag):
+    """Issue 31: `calibrate --mechanism ExpM-L --target-mu 1` printed an empty table, exit 0. A
+    μ (or accuracy) target is met by Gaussian mechanisms only: one line naming them and how
+    to target a Laplace mechanism (--epsilon), before any model is fitted."""
+    args = [a for m in mechs for a in ("--mechanism", m)]
+    rc, out, err = run(capsys, "calibrate", *args, *target, "--modeling", "exact", *json_flag)
+    line = assert_one_line_error(rc, err, target[0], "applies to the Gaussian mechanisms")
+    assert out == "" and "DauM-G" in line and "--epsilon" in line and "NoNoise" not in line
+    # One Gaussian mechanism among them: the table has its row (the others are listed).
+    rc, out, err = run(capsys, "calibrate", *args, "--mechanism", "DauM-G", *target, "--json")
+    assert rc == 0, err
+    assert [c["name"] for c in strict_json(out)["mechanisms"]] == ["DauM-G"]
+
+
+def test_a_table_without_a_row_is_refused(capsys):
+    """Every mechanism asked for is not applicable (here ε = 5e-324 overflows ExpM-L): one line
+    with each reason, never an empty table and exit 0."""
+    args = ("calibrate", "--epsilon", "5e-324", "--mechanism", "ExpM-L", "--modeling", "exact")
+    rc, out, err = run(capsys, *args)
+    assert_one_line_error(rc, err, "no mechanism could be calibrated: ExpM-L is not applicable")
+    assert out == ""
+
+
 @pytest.mark.parametrize("eps", ["5e-324", "1e-310"])
 def test_subnormal_epsilon_does_not_abort_the_table(capsys, eps):
     few = ["--modeling", "exact", "--mechanism", "ExpM-L", "--mechanism", "GroupDP-L"]
@@ -765,6 +791,19 @@ SUBPROCESS_CASES = [
     (["calibrate", "--samples", "1000000000"], "memory"),
     (["local", "city", "--grid", "100000", "--out", "c.csv"], "memory"),
     (["local", "distp", "--mechanism", "gaussian", "--param", "1e-300"], "--param"),
+    # Issue 31: an estimator spec naming a function, a μ target of a Laplace mechanism, a new
+    # file's path ending in a slash.
+    (
+        [
+            "models",
+            "audit",
+            *("--data", "t.csv", "--label", "y", "--protect", "a==b"),
+            *("--estimator", "sklearn:os:system"),
+        ],
+        "not a class",
+    ),
+    (["calibrate", "--mechanism", "ExpM-L", "--target-mu", "1"], "Gaussian mechanisms"),
+    (["ledger", "init", "newdir/", "--budget-mu", "1"], "names a directory"),
 ]
 
 

@@ -368,3 +368,77 @@ def test_models_reproduce_refuses_an_empty_out_before_training(monkeypatch, caps
     _no_computation(monkeypatch)
     assert main(["models", "reproduce", "--quick", "--out", ""]) == 2
     assert "--out is empty" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# A path ending in a separator names a directory (issue 31): never written as a file
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tail", ["/", "/.", "/.."])
+def test_a_file_path_naming_a_directory_is_refused(tmp_path, tail):
+    assert outputs.names_a_directory(str(tmp_path / "newdir") + tail)
+    assert not outputs.names_a_directory(tmp_path / "newdir" / "r.html")
+    with pytest.raises(OutputError, match=r"--report .* names a directory, not a file") as e:
+        check_output_file(str(tmp_path / "newdir") + tail, option="--report")
+    assert "\n" not in str(e.value)
+    with pytest.raises(OutputError, match="names a directory"):
+        atomic_write(str(tmp_path / "newdir") + tail, "text")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["calibrate", "--mechanism", "DauM-G", "--report", "{new}/"],
+        ["calibrate", "--mechanism", "DauM-G", "--save", "{new}/"],
+        ["release", "--report", "{new}/"],
+        ["audit", "--report", "{new}/"],
+        ["ledger", "init", "{new}/", "--budget-mu", "1"],
+        ["ledger", "backup", "{ledger}", "{new}/"],
+        ["ledger", "show", "{ledger}", "--report", "{new}/"],
+        ["local", "city", "--out", "{new}/"],
+        [
+            "models",
+            "audit",
+            "--data",
+            "t.csv",
+            "--label",
+            "y",
+            "--protect",
+            "a==b",
+            "--report",
+            "{new}/",
+        ],
+        [
+            "models",
+            "defend",
+            "--data",
+            "t.csv",
+            "--label",
+            "y",
+            "--protect",
+            "a==b",
+            "--save",
+            "{new}/",
+        ],
+        ["models", "train", "--property", "sex", "--ratio", "0.5", "--out", "{new}/"],
+        ["reproduce", "table3", "--quick", "--out", "{tmp}/run", "--report", "{new}/"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_every_output_path_ending_in_a_slash_is_refused(args, tmp_path, monkeypatch, capsys):
+    """No command writes a regular file ``newdir`` when told ``newdir/`` (before computing)."""
+    from distprivacy.cli import main
+    from distprivacy.ledger import Ledger
+
+    _no_computation(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    ledger = tmp_path / "l.db"
+    Ledger.init(ledger, budget_mu=1.0).close()
+    fill = {"new": str(tmp_path / "newdir"), "ledger": str(ledger), "tmp": str(tmp_path)}
+    assert main([a.format(**fill) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert "names a directory" in err
+    assert not (tmp_path / "newdir").exists() and not (tmp_path / "newdir.key").exists()

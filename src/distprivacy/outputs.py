@@ -53,6 +53,7 @@ __all__ = [
     "atomic_write",
     "check_output_dir",
     "check_output_file",
+    "names_a_directory",
     "remove_stale_temporaries",
     "run_status",
     "save_figure",
@@ -180,6 +181,8 @@ def atomic_write(
         The file cannot be written (permissions, full disk, ...); the target is unchanged and
         the temporary file removed.
     """
+    if not isinstance(path, Path):
+        _refuse_directory_name(path, "the output")
     target = Path(path)
     _refuse_special(target)
     directory = target.parent
@@ -299,6 +302,29 @@ def _empty(path: PathLike | None) -> bool:
     return path is None or not str(os.fspath(path)).strip()
 
 
+def names_a_directory(path: PathLike) -> bool:
+    """Whether the path *as written* names a directory: it ends with a separator, or its last
+    part is ``.`` or ``..`` (``newdir/``, ``out/.``). :class:`~pathlib.Path` drops a trailing
+    slash, so such a path must be read before it is converted, or a file ``newdir`` is written
+    where the user asked for a directory."""
+    text = os.fspath(path)
+    text = os.fsdecode(text) if isinstance(text, bytes) else str(text)
+    for sep in (os.sep, os.altsep):
+        if sep:
+            text = text.replace(sep, "/")
+    return text.rsplit("/", 1)[-1] in ("", ".", "..")
+
+
+def _refuse_directory_name(path: PathLike, option: str) -> None:
+    if names_a_directory(path):
+        text = str(os.fspath(path))
+        how = "ends with a path separator" if text.endswith(("/", os.sep)) else "ends with . or .."
+        raise OutputError(
+            f"{option} {text} {how}: it names a directory, not a file; give a file path, e.g. "
+            f"{option} {Path(text) / 'out.json'}"
+        )
+
+
 def _probe(directory: Path, what: str, min_free: int) -> None:
     """Create, write and delete a small file in ``directory``; check its free space."""
     _remove_stale(directory, "probe")
@@ -411,6 +437,7 @@ def check_output_file(
     """
     if _empty(path):
         raise OutputError(f"{option} is empty; give a file path, e.g. {option} out/report.md")
+    _refuse_directory_name(path, option)  # type: ignore[arg-type]
     p = Path(os.fspath(path)).expanduser()  # type: ignore[arg-type]
     if p.is_dir():
         raise OutputError(

@@ -145,8 +145,8 @@ def release(
             "nothing"
         )
     if plan is not None:
-        given = [k for k, v in (("data", data), ("spec", spec), ("query", query),
-                                ("privacy", privacy)) if v is not None]  # fmt: skip
+        named = (("data", data), ("spec", spec), ("query", query), ("privacy", privacy))
+        given = [k for k, v in named if v is not None]
         given += sorted(mechanism_options)
         _check(not given, f"a plan fixes the model and the mechanism; drop {', '.join(given)}")
         return _with_plan(plan, target, values, allow_exact, random_state)

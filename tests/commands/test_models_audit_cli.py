@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from distprivacy.cli import main
+from distprivacy.exceptions import DistPrivacyError
 from distprivacy.randomness import check_random_state
 
 
@@ -141,7 +142,18 @@ def test_three_ratios_human_output_names_every_pair(table, capsys):
 
 
 @pytest.mark.parametrize(
-    ("ratios", "message"), [("0.1,0.4,0.4", "repeat"), ("0.5", "two values"), ("0.1,1.2", "[0, 1]")]
+    ("ratios", "message"),
+    [
+        ("0.1,0.4,0.4", "equal"),
+        ("0.5", "two values"),
+        ("0.1,1.2", "[0, 1]"),
+        # One training distribution twice: round(0.3·100) = round(0.30000000001·100) = 30.
+        ("0.3,0.30000000001", "both give 30 protected rows of 100 (--n-train)"),
+        ("0.3,0.304", "both give 30 protected rows"),
+        # Twelve ratios are 66 games: above the grid 0, 0.1, …, 1 of 11 (55 games).
+        (",".join(f"{k / 20:g}" for k in range(12)), "12 ratios (--ratios) are 66 games"),
+        (",".join(f"{k / 1000:g}" for k in range(999)), "give at most 11"),
+    ],
 )
 def test_bad_ratios_are_one_line(table, capsys, ratios, message):
     args = ["models", "audit", "--data", str(table), "--label", "y", "--protect", "sex==Female",
@@ -149,3 +161,171 @@ def test_bad_ratios_are_one_line(table, capsys, ratios, message):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_null_game_is_one_ratio_twice_and_eleven_ratios_are_allowed():
+    from distprivacy.inference.audit import MAX_RATIOS, check_ratios
+
+    assert check_ratios([0.4, 0.4], 100, null_game=True) == (0.4, 0.4)
+    grid = [k / 10 for k in range(11)]
+    assert len(grid) == MAX_RATIOS and check_ratios(grid, 100) == tuple(grid)
+    # The same shared check refuses for `models defend` (no null game there).
+    for ratios in ([0.4, 0.4], [0.3, 0.30000000001], [k / 20 for k in range(12)]):
+        with pytest.raises(DistPrivacyError) as err:
+            check_ratios(ratios, 100)
+        assert "\n" not in str(err.value)
+
+
+# -- Estimators are classes (issue 31) ----------------------------------------------------------
+
+USER_ESTIMATORS = """
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+
+class Raising(LogisticRegression):
+    def fit(self, X, y):
+        raise RuntimeError("fit failed")
+
+
+class BadInit(LogisticRegression):
+    def __init__(self):
+        raise RuntimeError("init failed")
+
+
+class BadProba(LogisticRegression):
+    def predict_proba(self, X):
+        raise KeyError("proba")
+
+
+class NanProba(LogisticRegression):
+    def predict_proba(self, X):
+        return np.full((len(X), 2), np.nan)
+
+
+class NoClone(LogisticRegression):
+    def __init__(self, C=1.0):
+        self.C = 2 * C
+
+
+CALLED = []
+
+
+def not_a_class():
+    CALLED.append(1)
+"""
+
+NET = """
+import torch
+
+
+def boom(n_features, n_classes):
+    raise ValueError("boom")
+
+
+def three(n_features, n_classes):
+    return 3
+
+
+class Broken(torch.nn.Module):
+    def __init__(self, d, k):
+        super().__init__()
+        self.lin = torch.nn.Linear(d, k)
+
+    def forward(self, x):
+        raise RuntimeError("forward broke")
+
+
+def broken(n_features, n_classes):
+    return Broken(n_features, n_classes)
+"""
+
+
+def _audit_error(table, capsys, estimator: str) -> str:
+    args = ["models", "audit", "--data", str(table), "--label", "y", "--features", "x",
+            "--protect", "sex==Female", "--n-models", "3", "--n-train", "100", "--n-jobs", "1",
+            "--estimator", estimator]  # fmt: skip
+    rc = main(args)
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: "), cap.err
+    assert "Traceback" not in cap.err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("sklearn:os:system", "not a class"),
+        ("sklearn:os:path", "os.path is a module, not a class"),
+        ("sklearn:os:_wrap_close", "has no fit/predict_proba/get_params/set_params"),
+        ("sklearn::", "bad estimator 'sklearn::'"),
+        ("sklearn:", "bad estimator 'sklearn:'"),
+        ("sklearn:os:", "bad estimator 'sklearn:os:'"),
+        ("sklearn::system", "bad estimator"),
+        ("sklearn:a b:c", "bad estimator"),
+        ("sklearn:os:sys tem", "bad estimator"),
+        ("sklearn:os..path:X", "bad estimator"),
+        ("sklearn:a:b:c", "bad estimator"),
+        ("sklearn:no_such_module_i31:X", "cannot import module 'no_such_module_i31'"),
+        ("sklearn:sklearn.svm:SVC", "no predict_proba with its default parameters"),
+        ("torch:", "torch:FILE.py:FUNCTION"),
+        ("torch::make", "torch:FILE.py:FUNCTION"),
+        ("torch:net.txt:make", "not a .py file"),
+        ("nosuch", "unknown estimator 'nosuch'"),
+    ],
+)
+def test_malformed_or_non_class_estimators_are_one_line(table, capsys, monkeypatch, spec, words):
+    import os
+
+    calls = []
+    monkeypatch.setattr(os, "system", lambda *a: calls.append(a))
+    line = _audit_error(table, capsys, spec)
+    assert words in line
+    assert calls == []  # checked, never called
+
+
+def test_a_function_is_never_called(table, capsys, tmp_path, monkeypatch):
+    (tmp_path / "user_estimators_i31.py").write_text(USER_ESTIMATORS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    line = _audit_error(table, capsys, "sklearn:user_estimators_i31:not_a_class")
+    import user_estimators_i31
+
+    assert "not_a_class is a function, not a class" in line
+    assert user_estimators_i31.CALLED == []
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("Raising", "raised RuntimeError: fit failed (in training)"),
+        ("BadInit", "raised RuntimeError: init failed (in its constructor)"),
+        ("BadProba", "raised KeyError: 'proba' (in predict_proba)"),
+        ("NanProba", "predict_proba returned NaN or infinite values"),
+        ("NoClone", "raised RuntimeError: Cannot clone object"),
+    ],
+)
+def test_user_code_errors_name_the_estimator(table, capsys, tmp_path, monkeypatch, name, words):
+    (tmp_path / "user_estimators_i31.py").write_text(USER_ESTIMATORS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    line = _audit_error(table, capsys, f"sklearn:user_estimators_i31:{name}")
+    assert f"the estimator sklearn:user_estimators_i31:{name}" in line and words in line
+
+
+@pytest.mark.parametrize(
+    ("factory", "words"),
+    [
+        ("boom", "raised ValueError: boom (in its factory)"),
+        ("three", "the factory returned int, not a torch.nn.Module"),
+        ("broken", "raised RuntimeError: forward broke (in the network's forward pass)"),
+        ("nope", "has no function 'nope'"),
+    ],
+)
+def test_torch_factory_errors_name_the_estimator(table, capsys, tmp_path, factory, words):
+    pytest.importorskip("torch")
+    net = tmp_path / "net.py"
+    net.write_text(NET)
+    line = _audit_error(table, capsys, f"torch:{net}:{factory}")
+    assert words in line
+    if factory != "nope":
+        assert f"the estimator torch:{net}:{factory}" in line

@@ -131,6 +131,8 @@ def test_cli_human_output_parameters(table, capsys, monkeypatch):
         (["--ratios", "0.4"], "two or more"),
         (["--ratios", "0.1,0.4,0.1"], "equal"),
         (["--ratios", "0.1,0.4,0.401"], "both give 80 protected rows of 200"),
+        (["--ratios", "0.3,0.30000000001"], "both give 60 protected rows of 200"),
+        (["--ratios", ",".join(f"{k / 20:g}" for k in range(12))], "give at most 11"),
         (["--release", "parameters", "--estimator", "tree"], "linear model"),
         (["--mechanism", "ExpM-L"], "non-Gaussian"),
         (["--label", "tree"], "binary"),

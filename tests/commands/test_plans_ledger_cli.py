@@ -200,3 +200,118 @@ def test_a_plan_from_a_users_model_file(capsys, tmp_path):
     assert set(json.loads(out)["statistics"]) == {"x", "y"}
     rc, _, err = run(capsys, "release", "--plan", plan, "--value", "100.5")
     one_line_error(rc, err, "--value", "2 statistics")
+
+
+# -- Issue 31: the backup verifies; plans of other statistics compose on the refit population --
+
+
+@pytest.fixture(scope="module")
+def two_plans(tmp_path_factory, adult):
+    """A 2,000-record table, two plans of it releasing different statistics of 50 records
+    (exact modelling: fast), a 50-record target, and a second table (other records)."""
+    root = tmp_path_factory.mktemp("two")
+    data = adult.sample(n=2000, random_state=0)
+    data.to_csv(root / "data.csv", index=False)
+    adult.drop(data.index).sample(n=2000, random_state=1).to_csv(root / "other.csv", index=False)
+    data.sample(n=50, random_state=1).to_csv(root / "target.csv", index=False)
+    base = ["calibrate", "--data", root / "data.csv", "--protect", "income==>50K",
+            "--subset-size", "50", "--modeling", "exact", "--mechanism", "DauM-G"]  # fmt: skip
+    for name, stat in (("p1.json", "mean:age"), ("p2.json", "count:sex==Female")):
+        assert main([str(a) for a in (*base, "--statistics", stat, "--save", root / name)]) == 0
+    base[2] = root / "other.csv"  # the same statistic as p1, calibrated on other records
+    assert (
+        main([str(a) for a in (*base, "--statistics", "mean:age", "--save", root / "o.json")]) == 0
+    )
+    return root
+
+
+def _sealed_ledger(root: Path, tmp_path: Path, capsys) -> tuple[Path, Path, Path]:
+    import shutil
+
+    ledger = tmp_path / "l.db"
+    p1, p2 = tmp_path / "p1.json", tmp_path / "p2.json"
+    shutil.copy(root / "p1.json", p1)
+    shutil.copy(root / "p2.json", p2)
+    assert run(capsys, "ledger", "init", ledger, "--budget-mu", "100")[0] == 0
+    for p in (p1, p2):
+        assert run(capsys, "ledger", "seal", ledger, p)[0] == 0
+    return ledger, p1, p2
+
+
+def test_a_plan_of_other_statistics_is_released_with_the_data_to_refit(two_plans, tmp_path, capsys):
+    """`release --plan P2 --ledger L` after a release of P1 (other statistics of the same
+    dataset): the ledger refits the joint model of both on the data. Without --data the
+    message names --data, and --data is accepted with --plan for that (checked to be the
+    plans' population by its fingerprint); without --ledger it is still refused."""
+    root = two_plans
+    ledger, p1, p2 = _sealed_ledger(root, tmp_path, capsys)
+    target = root / "target.csv"
+    rc, out, err = run(capsys, "release", "--plan", p1, "--target", target, "--ledger", ledger,
+                       "--json")  # fmt: skip
+    assert rc == 0, err
+    mu1 = json.loads(out)["ledger"]["cumulative"]["mu"]
+    rel = ["release", "--plan", p2, "--target", target, "--ledger", ledger]
+    rc, out, err = run(capsys, *rel)
+    one_line_error(rc, err, "use different statistics", "give it (--data DATA)")
+    rc, out, err = run(capsys, *rel, "--data", root / "other.csv")
+    one_line_error(rc, err, "is not the population the plan was calibrated on")
+    rc, out, err = run(capsys, "release", "--plan", p2, "--target", target,
+                       "--data", root / "data.csv")  # fmt: skip
+    one_line_error(rc, err, "drop --data", "only with --ledger")
+    rc, out, err = run(capsys, *rel, "--data", root / "data.csv", "--engine", "pandas")
+    one_line_error(rc, err, "drop --engine")
+    assert len(json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])["releases"]) == 1
+    rc, out, err = run(capsys, *rel, "--data", root / "data.csv", "--json")
+    assert rc == 0, err
+    got = json.loads(out)
+    assert list(got["statistics"]) == ["count(sex==Female)"]
+    cum = got["ledger"]["cumulative"]["mu"]
+    mu2 = Plan.load(p2).guarantee.mu
+    # Two releases of different statistics of one dataset reveal more than either alone.
+    assert math.isfinite(cum) and cum > max(mu1, mu2)
+    (shown,) = json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])["cumulative"]
+    assert shown["mu"] == pytest.approx(cum, rel=1e-12)
+    rc, out, err = run(capsys, "ledger", "verify", ledger)
+    assert rc == 0 and "verified 2 release(s)" in out, err
+
+
+def test_backup_of_a_ledger_that_fails_verification(two_plans, tmp_path, capsys):
+    import sqlite3
+
+    root = two_plans
+    ledger, p1, _ = _sealed_ledger(root, tmp_path, capsys)
+    rc, _, err = run(capsys, "release", "--plan", p1, "--target", root / "target.csv",
+                     "--ledger", ledger)  # fmt: skip
+    assert rc == 0, err
+    rc, out, err = run(capsys, "ledger", "backup", ledger, tmp_path / "good.db")
+    assert rc == 0 and "backed up" in out and err == "", err
+    con = sqlite3.connect(ledger)
+    con.execute("UPDATE budget SET mu = 1e9")
+    con.commit()
+    con.close()
+    rc, out, err = run(capsys, "ledger", "backup", ledger, tmp_path / "copy.db")
+    one_line_error(rc, err, "fails verification at release 1", "--force")
+    assert out == "" and not (tmp_path / "copy.db").exists()
+    rc, out, err = run(capsys, "ledger", "backup", ledger, tmp_path / "copy.db", "--force")
+    assert rc == 0 and "backed up" in out, err
+    assert err.startswith("warning: BROKEN LEDGER COPIED (forced)") and err.count("\n") == 1
+    assert (tmp_path / "copy.db").is_file()
+
+
+def test_the_refit_population_must_be_every_composed_plans(two_plans, tmp_path, capsys):
+    """A release of a plan calibrated on other records, then P2 with P2's own data: the joint
+    model would rest on data the first plan never saw, so it is refused in one line."""
+    import shutil
+
+    root = two_plans
+    ledger, _, p2 = _sealed_ledger(root, tmp_path, capsys)
+    other = tmp_path / "o.json"
+    shutil.copy(root / "o.json", other)
+    assert run(capsys, "ledger", "seal", ledger, other)[0] == 0
+    target = root / "target.csv"
+    assert run(capsys, "release", "--plan", other, "--target", target, "--ledger", ledger)[0] == 0
+    rc, out, err = run(capsys, "release", "--plan", p2, "--target", target, "--ledger", ledger,
+                       "--data", root / "data.csv")  # fmt: skip
+    one_line_error(rc, err, "is not the population the plan of release 1 was calibrated on")
+    assert out == ""
+    assert len(json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])["releases"]) == 1

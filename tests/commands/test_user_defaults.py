@@ -155,3 +155,42 @@ def test_a_ledger_names_why_it_needs_the_property_column(adult, tmp_path, capsys
     line = _error(capsys, "release", "--plan", plan, "--target", str(path), "--ledger", ledger)
     assert "lacks column income, the protected property's" in line
     assert "a ledger needs it to identify the dataset" in line
+
+
+@pytest.mark.parametrize(
+    ("command", "line", "words"),
+    [
+        ("release", "ledger = 5", "ledger in 'c.toml' takes a path in quotes"),
+        ("release", "report = 5", "report in 'c.toml' takes a path in quotes"),
+        ("calibrate", "report = 5", "report in 'c.toml' takes a path in quotes"),
+        ("calibrate", "report = 5.5", "not float 5.5"),
+        ("calibrate", "save = 1", "save in 'c.toml' takes a path in quotes"),
+        ("release", "target = 1", "target in 'c.toml' takes a path in quotes"),
+        ("calibrate", "data = 2024-01-01", "data in 'c.toml' takes a path in quotes"),
+        ("calibrate", "protect = 3", "protect in 'c.toml' takes text in quotes"),
+        ("calibrate", "engine = 1", "engine in 'c.toml' takes text in quotes"),
+        ("calibrate", "mechanism = [1, 2]", "mechanism in 'c.toml' takes text in quotes"),
+        ("calibrate", 'mechanism = [["DauM-G"]]', "must be a flat list"),
+    ],
+)
+def test_a_config_value_of_the_wrong_type_is_one_line(
+    table, tmp_path, capsys, command, line, words
+):
+    """A number where a path or a text belongs (issue 31: `report = 5` was a TypeError inside
+    click): one line naming the key and the fix, before any work."""
+    config = tmp_path / "c.toml"
+    config.write_text(line + "\n", encoding="utf-8")
+    args = [command, "--config", str(config), "--data", str(table), "--protect", "sex==Female",
+            "--statistics", "mean:age"]  # fmt: skip
+    err = _error(capsys, *args)
+    assert "Traceback" not in err and words in err
+
+
+def test_a_config_list_of_text_is_one_value_each(table, tmp_path, capsys):
+    config = tmp_path / "c.toml"
+    config.write_text('mechanism = ["DauM-G", "ExpM-G"]\n', encoding="utf-8")
+    args = ["calibrate", "--config", str(config), "--data", str(table), "--protect",
+            "sex==Female", "--statistics", "mean:age", "--json"]  # fmt: skip
+    assert main(args) == 0
+    got = {m["name"] for m in json.loads(capsys.readouterr().out)["mechanisms"]}
+    assert got == {"DauM-G", "ExpM-G"}

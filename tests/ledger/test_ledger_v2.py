@@ -219,6 +219,117 @@ def test_backup_is_a_verified_private_copy_and_the_key_is_required(equal_cov_pla
         Ledger(path)
 
 
+def _broken_ledger(plan, path):
+    """A ledger with one release whose budget was edited behind its back (the chain breaks)."""
+    with Ledger.init(path, budget_mu=100.0) as led:
+        led.record(_entry(plan), plan_composer(delta=1e-3))
+    con = sqlite3.connect(path)
+    con.execute("UPDATE budget SET mu = 1e9")
+    con.commit()
+    con.close()
+
+
+def test_backup_refuses_a_ledger_that_fails_verification_unless_forced(equal_cov_plan, tmp_path):
+    from distprivacy.exceptions import DistPrivacyWarning
+
+    plan, _ = equal_cov_plan
+    path = tmp_path / "l.db"
+    _broken_ledger(plan, path)
+    copy = tmp_path / "copy.db"
+    with Ledger(path) as led:
+        report = led.verify()
+        assert not report.ok
+        with pytest.raises(LedgerError) as err:
+            led.backup(copy)
+        assert "fails verification at release 1" in str(err.value)
+        assert report.reason in str(err.value) and "force=True" in str(err.value)
+        assert not copy.exists() and not key_path(copy).exists()
+        # Forced, for forensics: copied, and a warning says the ledger is broken.
+        with pytest.warns(DistPrivacyWarning, match="BROKEN LEDGER COPIED"):
+            led.backup(copy, force=True)
+    assert copy.is_file() and key_path(copy).is_file()
+    with Ledger(copy) as c:
+        assert not c.verify().ok  # the copy is as broken as the original, byte for byte
+    with Ledger(path) as led, pytest.raises(LedgerError, match="force must be"):
+        led.backup(tmp_path / "other.db", force="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("failing", ["copy.db", "copy.db.key"])
+def test_backup_onto_a_read_only_disk_is_one_line(equal_cov_plan, tmp_path, monkeypatch, failing):
+    """The backup's write (of the database, or of its key once the database is copied) and
+    every clean-up unlink fail with EROFS, as on a read-only file system: one line naming it,
+    and nothing of the source ledger touched."""
+    import errno
+    import os
+    from pathlib import Path
+
+    plan, _ = equal_cov_plan
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        led.record(_entry(plan), plan_composer(delta=1e-3))
+    before = path.read_bytes()
+    dest = tmp_path / "ro"
+    dest.mkdir()
+    real_open, real_unlink = os.open, Path.unlink
+
+    def ro_open(p, flags, *a, **k):
+        if str(p) == str(dest / failing):
+            raise OSError(errno.EROFS, "Read-only file system", str(p))
+        return real_open(p, flags, *a, **k)
+
+    def ro_unlink(self, *a, **k):
+        if str(self).startswith(str(dest)):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_unlink(self, *a, **k)
+
+    with Ledger(path) as led:
+        monkeypatch.setattr(os, "open", ro_open)
+        monkeypatch.setattr(Path, "unlink", ro_unlink)
+        with pytest.raises(LedgerError) as err:
+            led.backup(dest / "copy.db")
+        monkeypatch.undo()
+    msg = str(err.value)
+    assert "read-only" in msg and "no backup was made" in msg and "\n" not in msg
+    assert path.read_bytes() == before
+
+
+def test_backup_cleans_up_only_what_it_made(equal_cov_plan, tmp_path, monkeypatch):
+    """The database copied, then the key's write fails: the half-made backup is removed."""
+    import os
+
+    plan, _ = equal_cov_plan
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        led.record(_entry(plan), plan_composer(delta=1e-3))
+    copy = tmp_path / "copy.db"
+    real_open = os.open
+
+    def no_key(p, flags, *a, **k):
+        if str(p) == str(key_path(copy)):
+            raise OSError(28, "No space left on device", str(p))
+        return real_open(p, flags, *a, **k)
+
+    with Ledger(path) as led:
+        monkeypatch.setattr(os, "open", no_key)
+        with pytest.raises(LedgerError, match="disk is full"):
+            led.backup(copy)
+        monkeypatch.undo()
+    assert not copy.exists() and not key_path(copy).exists()
+    assert path.is_file() and key_path(path).is_file()
+
+
+@pytest.mark.parametrize("suffix", ["/", "/.", "/.."])
+def test_a_ledger_path_naming_a_directory_is_refused(tmp_path, suffix):
+    new = str(tmp_path / "new") + suffix
+    with pytest.raises(LedgerError, match="names a directory"):
+        Ledger.init(new, budget_mu=1.0)
+    path = tmp_path / "l.db"
+    with Ledger.init(path, budget_mu=100.0) as led:
+        with pytest.raises(LedgerError, match="names a directory"):
+            led.backup(new)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.db", "l.db.key"]
+
+
 def test_bad_arguments_are_library_errors(equal_cov_plan, tmp_path):
     plan, _ = equal_cov_plan
     with pytest.raises(LedgerError):

@@ -158,6 +158,27 @@ def _calibrations_split(cals: list[Calibration], abbreviate: bool) -> list[Table
     return [figures, how]
 
 
+def _check_gdp_target(names: list[str], s: Settings) -> None:
+    """A μ or attack-accuracy target is met by Gaussian mechanisms only: asked of pure-ε ones
+    alone, it is refused in one line naming the Gaussian mechanisms and --epsilon."""
+    if not s.targets_gdp:
+        return
+    from distprivacy.mechanisms import MECHANISMS, GaussianMechanism
+
+    gaussian = [n for n, cls in MECHANISMS.items() if issubclass(cls, GaussianMechanism)]
+    if any(n in gaussian for n in names):
+        return
+    gaussian.remove("NoNoise")  # (it adds no noise: not one to suggest)
+    flag = "--target-mu" if s.target_mu is not None else "--max-attack-accuracy"
+    chosen = ", ".join(names)
+    raise DistPrivacyError(
+        f"{flag} applies to the Gaussian mechanisms ({', '.join(gaussian)}); {chosen} "
+        f"{'is a' if len(names) == 1 else 'are'} pure-ε (Laplace-type) mechanism"
+        f"{'' if len(names) == 1 else 's'}: target {'it' if len(names) == 1 else 'them'} "
+        f"with --epsilon (e.g. --epsilon 1), or choose a Gaussian --mechanism"
+    )
+
+
 @click.command()
 @config_option
 @common_options
@@ -204,15 +225,18 @@ def calibrate(
             raise DistPrivacyError(
                 "--save writes one mechanism's plan: give exactly one --mechanism NAME"
             )
-        check_output_file(save)
+        check_output_file(save, option="--save")
     s = Settings.from_click(ctx, p)
     names = mechanism_names(mechanisms, s)
+    _check_gdp_target(names, s)  # before the model is fitted
     model, info, built = build(s)
     from distprivacy.mechanisms import MECHANISMS
 
     if any(MECHANISMS[n].uses_delta for n in names):
         warn_large_delta(s.delta, released_size(model))
     cals, skipped = calibrate_many(model, names, s)
+    if not cals:  # never a table without a row and exit 0
+        raise DistPrivacyError(f"no mechanism could be calibrated: {'; '.join(skipped.values())}")
     if save is not None:
         if not cals:
             raise DistPrivacyError(f"no plan saved: {'; '.join(skipped.values())}")

@@ -58,12 +58,30 @@ def _check_type(param: click.Parameter, key: str, value: Any, name: str) -> None
                 f"--config: {key} in {name!r} is a flag: write true or false, not {value!r}"
             )
         return
+    if param.multiple and isinstance(value, list):  # each item as one occurrence
+        for item in value:
+            if isinstance(item, list | dict):
+                raise DistPrivacyError(f"--config: {key} in {name!r} must be a flat list")
+            _check_one(param, key, item, name)
+        return
+    _check_one(param, key, value, name)
+
+
+def _check_one(param: click.Parameter, key: str, value: Any, name: str) -> None:
     kind = getattr(param.type, "name", "")
     if isinstance(value, bool) and kind != "boolean":
         raise DistPrivacyError(f"--config: {key} in {name!r} takes a value, not {value!r}")
     if kind in ("integer", "float") and not isinstance(value, int | float):
         raise DistPrivacyError(
             f"--config: {key} in {name!r} takes a number, not the text {value!r}"
+        )
+    # A path or a text option takes TOML text (in quotes): click would hand a number to
+    # os.fspath or a parser as it is (`report = 5` was a TypeError inside click).
+    if kind in ("path", "file", "text", "choice") and not isinstance(value, str):
+        what = "a path" if kind in ("path", "file") else "text"
+        raise DistPrivacyError(
+            f'--config: {key} in {name!r} takes {what} in quotes ({key} = "…"), not '
+            f"{type(value).__name__} {value!r}"
         )
 
 

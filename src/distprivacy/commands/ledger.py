@@ -123,14 +123,20 @@ def seal(path: str, plan_path: str) -> None:
 @ledger.command("backup")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False))
-def backup(path: str, out: str) -> None:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Copy a ledger that fails verification anyway (for forensics; a warning says so).",
+)
+def backup(path: str, out: str, force: bool) -> None:
     """Copy a (possibly live) ledger, its key and its anchor consistently (SQLite's backup
-    API)."""
+    API), after verifying it: a ledger that fails verification is refused (exit 2) unless
+    --force."""
     from distprivacy.ledger import Ledger
 
     check_apart(ledger_files(path), ledger_files(out, "the backup"))
     with Ledger(path) as led:
-        led.backup(out)
+        led.backup(out, force=force)
     from pathlib import Path
 
     anchor = f", its anchor to {out}.anchor" if Path(out + ".anchor").exists() else ""

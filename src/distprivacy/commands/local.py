@@ -24,7 +24,7 @@ from distprivacy.commands import (
     parse_floats,
 )
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.outputs import write_csv
+from distprivacy.outputs import check_output_file, write_csv
 
 MECHANISM_NAMES = ("rr", "laplace", "gaussian", "exponential", "tupling")
 
@@ -104,6 +104,8 @@ _GRID = click.option(
 def city(side: int, seed: int, out: str) -> None:
     """Write a generated pair of group location distributions (clustered_city) as CSV."""
     import pandas as pd
+
+    check_output_file(out, option="--out")  # a directory or a path ending in / is refused
 
     from distprivacy.local.domains import clustered_city, grid
 

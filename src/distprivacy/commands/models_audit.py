@@ -39,7 +39,8 @@ def game_options(ratios_help: str) -> Callable[[Callable[..., Any]], Callable[..
             "--estimator",
             default="logistic",
             show_default=True,
-            help="logistic, mlp, tree, sklearn:MODULE:CLASS or torch:FILE.py:make.",
+            help="logistic, mlp, tree, sklearn:MODULE:CLASS (a classifier class) or "
+            "torch:FILE.py:FACTORY (a function returning a torch.nn.Module).",
         ),
         click.option(
             "--n-models",
@@ -115,6 +116,7 @@ def audit(
     from distprivacy.commands._files import check_apart, data_files, estimator_file
     from distprivacy.inference.audit import (
         audit_ratios,
+        check_ratios,
         pairwise_attacks,
         ratio_regression,
         run_attacks,
@@ -125,6 +127,7 @@ def audit(
     alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
     if len(alphas) < 2:
         raise DistPrivacyError(f"--ratios takes two values α0,α1 or more, got {ratios!r}")
+    check_ratios(alphas, n_train, null_game=True)  # before the table is read
     table, cols, est = read_game(data_path, features, estimator)
     result = audit_ratios(
         table, label=label, protect=protect, ratios=alphas, estimator=est,

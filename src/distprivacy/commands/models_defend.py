@@ -79,6 +79,7 @@ def defend(
     """Defend a model's release with distribution privacy and measure what is left: task
     accuracy, the guaranteed bound on any attack, and defence-aware attacks (95 % intervals)."""
     from distprivacy.commands._files import check_apart, data_files, estimator_file
+    from distprivacy.inference.audit import check_ratios
     from distprivacy.inference.defend import defend_game, save_defended
     from distprivacy.mechanisms import MECHANISMS
     from distprivacy.outputs import check_output_file
@@ -88,6 +89,7 @@ def defend(
     alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
     if len(alphas) < 2:
         raise DistPrivacyError(f"--ratios takes two or more values α0,α1,…, got {ratios!r}")
+    check_ratios(alphas, n_train, null_game=False)  # before the table is read
     names = [m.strip() for m in mechanisms.split(",") if m.strip()]
     gaussian = [m for m in MECHANISMS if m.endswith("-G")]
     bad = [m for m in names if m not in gaussian]

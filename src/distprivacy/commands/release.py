@@ -135,7 +135,8 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
     type=click.Path(dir_okay=False),
     default=None,
     help="Release with a saved plan (calibrate --mechanism NAME --save PLAN.json): nothing is "
-    "refitted; the plan's digest, the target's columns and its size n are checked.",
+    "refitted; the plan's digest, the target's columns and its size n are checked. With "
+    "--ledger: the NAME of a plan the steward approved (`ledger approve`).",
 )
 @click.option(
     "--value",

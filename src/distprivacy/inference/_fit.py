@@ -19,12 +19,13 @@ Two paths, chosen by :func:`fit_models`:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.inference._user_code import user_code
 from distprivacy.randomness import Generator
 
 __all__ = ["batchable_logistic", "fit_models", "newton_logistic"]
@@ -170,7 +171,8 @@ def fit_models(
                 f"a training set of {rows.shape[1]} rows lacked one of the {n_classes} label "
                 "values; raise `n_train`"
             )
-    takes_seed = "random_state" in estimator.get_params()
+    with user_code(estimator, "get_params"):
+        takes_seed = "random_state" in estimator.get_params()
     # Drawn whichever path fits the models, so the generator's stream does not depend on it.
     seeds = [int(gen.integers(2**31)) if takes_seed else None for _ in range(len(rows))]
     if batchable_logistic(estimator, n_classes):
@@ -191,19 +193,20 @@ def fit_models(
     size = max(1, min(8, len(rows) // (4 * jobs) or 1))
     chunks = [(rows[i : i + size], seeds[i : i + size]) for i in range(0, len(rows), size)]
     if jobs == 1 or len(chunks) == 1:
-        results = (_fit_chunk(estimator, X, y, r, s) for r, s in chunks)
-        models = []
-        for part in results:
-            models += part
-            if progress is not None:
-                progress(len(part))
-        return models
-    from joblib import Parallel, delayed
+        results: Iterable[list] = (_fit_chunk(estimator, X, y, r, s) for r, s in chunks)
+    else:
+        from joblib import Parallel, delayed
 
-    parallel = Parallel(n_jobs=jobs, return_as="generator")
-    models = []
-    for part in parallel(delayed(_fit_chunk)(estimator, X, y, r, s) for r, s in chunks):
+        parallel = Parallel(n_jobs=jobs, return_as="generator")
+        results = parallel(delayed(_fit_chunk)(estimator, X, y, r, s) for r, s in chunks)
+    models: list = []
+    chunks_left = iter(results)
+    while True:
+        # The user's clone/fit (in a worker or here): whatever it raises is one line naming it.
+        with user_code(estimator, "training"):
+            part = next(chunks_left, None)
+        if part is None:
+            return models
         models += part
         if progress is not None:
             progress(len(part))
-    return models

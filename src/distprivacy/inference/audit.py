@@ -30,75 +30,27 @@ import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError, require_extra
 from distprivacy.inference._fit import fit_models
+from distprivacy.inference.estimators import make_estimator
 from distprivacy.inference.saved import EstimatorPopulation
 from distprivacy.inference.transformers import RatioTransformer
 from distprivacy.randomness import Generator, RandomState, check_random_state
+from distprivacy.spec import proportion_to_count
 
 __all__ = [
+    "MAX_RATIOS",
     "AuditData",
     "AuditGame",
     "RatioAudit",
     "RatioRegression",
     "audit_game",
     "audit_ratios",
+    "check_ratios",
     "make_estimator",
     "pairwise_attacks",
     "prepare_audit",
     "ratio_regression",
     "run_attacks",
 ]
-
-
-def make_estimator(spec: str) -> Any:
-    """An unfitted classifier from ``spec``: ``logistic``, ``mlp`` (scikit-learn's
-    ``MLPClassifier``, 32-16 hidden units, 100 epochs of Adam), ``tree``,
-    ``sklearn:MODULE:CLASS`` (imported; must have ``fit`` and ``predict_proba``) or
-    ``torch:FILE.py:make``
-    (:class:`~distprivacy.inference.torch_estimator.TorchEstimator`)."""
-    if spec == "logistic":
-        require_extra("sklearn", "the logistic estimator")
-        from sklearn.linear_model import LogisticRegression
-
-        return LogisticRegression(max_iter=1000)
-    if spec == "mlp":
-        require_extra("sklearn", "the mlp estimator")
-        from sklearn.neural_network import MLPClassifier
-
-        return MLPClassifier(hidden_layer_sizes=(32, 16), max_iter=100)
-    if spec.startswith("torch:"):
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise DistPrivacyError(
-                "torch estimators need PyTorch; install it (pip install torch)"
-            ) from None
-        require_extra("sklearn", "torch estimators")  # TorchEstimator is a scikit-learn one
-        from distprivacy.inference.torch_estimator import TorchEstimator
-
-        return TorchEstimator(spec)
-    if spec == "tree":
-        require_extra("sklearn", "the tree estimator")
-        from sklearn.tree import DecisionTreeClassifier
-
-        return DecisionTreeClassifier(max_depth=5)
-    if spec.startswith("sklearn:") and spec.count(":") == 2:
-        import importlib
-
-        _, module, name = spec.split(":")
-        try:
-            cls = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as exc:
-            raise DistPrivacyError(f"cannot import {name} from {module}: {exc}") from None
-        est = cls()
-        if not (hasattr(est, "fit") and hasattr(est, "predict_proba")):
-            raise DistPrivacyError(
-                f"{module}.{name} has no fit/predict_proba; give a probabilistic classifier"
-            )
-        return est
-    raise DistPrivacyError(
-        f"unknown estimator {spec!r}; give logistic, mlp, tree, sklearn:MODULE:CLASS or "
-        "torch:FILE.py:make"
-    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,18 +237,60 @@ class RatioAudit:
         return list(combinations(range(len(self.ratios)), 2))
 
 
-def _check_ratios(ratios: Sequence[float]) -> tuple[float, ...]:
-    out = tuple(float(r) for r in ratios)
-    if len(out) < 2:
-        raise DistPrivacyError(f"give at least two ratios, got {list(out)}")
-    if any(not 0 <= r <= 1 for r in out):
-        raise DistPrivacyError(f"ratios must lie in [0, 1], got {list(out)}")
-    if len(out) > 2 and len(set(out)) != len(out):
+#: Most ratios one ``models audit`` / ``models defend`` takes: the grid 0, 0.1, …, 1 of Suri &
+#: Evans (§3). Every ratio trains its own populations and every pair of ratios is one game, so
+#: K ratios cost K populations and K(K−1)/2 games: 11 ratios are 55 pairs.
+MAX_RATIOS = 11
+
+
+def check_ratios(
+    ratios: Sequence[float], n_train: Any, *, null_game: bool = False
+) -> tuple[float, ...]:
+    """The ratios α of a game, checked: two to :data:`MAX_RATIOS` shares in [0, 1], and no two
+    of them giving one training distribution — each training set holds exactly
+    ``round(α · n_train)`` protected rows, so two ratios of the same count (``0.3`` and
+    ``0.30000000001``) would be one secret told apart from itself. ``null_game``: one ratio
+    given twice (α0 = α1, and nothing else) is the null game, which ``models audit`` plays on
+    purpose; ``models defend`` protects different ratios only. (A bad ``n_train`` is refused
+    where the training sets are drawn.)"""
+    try:
+        alphas = tuple(float(r) for r in ratios)
+    except (TypeError, ValueError):
+        raise DistPrivacyError(f"ratios must be numbers in [0, 1], got {ratios!r}") from None
+    if len(alphas) < 2:
+        raise DistPrivacyError(f"give two or more ratios, got {list(alphas)}")
+    if len(alphas) > MAX_RATIOS:
+        k = len(alphas)
         raise DistPrivacyError(
-            f"ratios {list(out)} repeat a value; give distinct values (two equal values alone "
-            "are the null game)"
+            f"{k} ratios (`ratios`) are {k * (k - 1) // 2} games of two; give at most "
+            f"{MAX_RATIOS} ({MAX_RATIOS * (MAX_RATIOS - 1) // 2} games), e.g. the grid 0,0.1,…,1"
         )
-    return out
+    if any(not 0 <= r <= 1 for r in alphas):
+        raise DistPrivacyError(f"ratios must lie in [0, 1], got {list(alphas)}")
+    if null_game and len(alphas) == 2 and alphas[0] == alphas[1]:
+        return alphas
+    same = sorted({a for a in alphas if alphas.count(a) > 1})
+    if same:
+        why = (
+            "two equal values alone are the null game"
+            if null_game
+            else "a defence protects different ratios"
+        )
+        raise DistPrivacyError(
+            f"two ratios are equal ({', '.join(f'{a:g}' for a in same)}); give distinct values "
+            f"({why})"
+        )
+    sized = isinstance(n_train, int | np.integer) and not isinstance(n_train, bool) and n_train > 0
+    counts = [proportion_to_count(a, int(n_train)) for a in alphas] if sized else []
+    for i, j in combinations(range(len(counts)), 2):
+        if counts[i] == counts[j]:
+            raise DistPrivacyError(
+                f"ratios {alphas[i]!r} and {alphas[j]!r} both give {counts[i]} protected rows of "
+                f"{int(n_train)} (`n_train`): one training distribution; give ratios further "
+                "apart or raise `n_train`"
+                + (" (for the null game give one ratio twice)" if null_game else "")
+            )
+    return alphas
 
 
 def audit_ratios(
@@ -320,7 +314,7 @@ def audit_ratios(
     adversary's test set at each ratio (from its half; default ``n_train``). ``n_jobs``:
     parallel workers for estimators fitted one by one (default: every CPU available)."""
     require_extra("sklearn", "the models audit")
-    alphas = _check_ratios(ratios)
+    alphas = check_ratios(ratios, n_train, null_game=True)
     gen = check_random_state(random_state, secure=False)
     prep = prepare_audit(data, label=label, protect=protect, features=features, random_state=gen)
     total, done = 2 * len(alphas) * n_models, 0

@@ -37,15 +37,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.inference._user_code import user_code
 from distprivacy.inference.attacks import score_predictions
-from distprivacy.inference.audit import AuditData, prepare_audit, train_ratio_population
+from distprivacy.inference.audit import (
+    AuditData,
+    check_ratios,
+    prepare_audit,
+    train_ratio_population,
+)
 from distprivacy.inference.defence import (
     DEFAULT_MECHANISMS,
     OutputStatistic,
@@ -56,7 +61,6 @@ from distprivacy.inference.saved import EstimatorPopulation
 from distprivacy.mechanisms import Calibration
 from distprivacy.models import GaussianModel
 from distprivacy.randomness import RandomState, check_random_state
-from distprivacy.spec import proportion_to_count
 
 __all__ = [
     "DEFENDED_FORMAT",
@@ -283,7 +287,9 @@ def _check_linear(estimator: Any, prep: AuditData, stat: ParameterStatistic) -> 
     from sklearn.base import clone
 
     rows = np.r_[np.flatnonzero(prep.y == 0)[:20], np.flatnonzero(prep.y == 1)[:20]]
-    stat.of_model(clone(estimator).fit(prep.X[rows], prep.y[rows]))
+    with user_code(estimator, "training"):
+        model = clone(estimator).fit(prep.X[rows], prep.y[rows])
+    stat.of_model(model)
 
 
 def defend_game(
@@ -319,29 +325,7 @@ def defend_game(
     """
     if release not in RELEASES:
         raise DistPrivacyError(f"`release` must be one of {', '.join(RELEASES)}, got {release!r}")
-    alphas = tuple(float(r) for r in ratios)
-    if len(alphas) < 2:
-        raise DistPrivacyError(
-            f"give two or more ratios (the shares a defence hides), got {len(alphas)}"
-        )
-    same = sorted({a for a in alphas if alphas.count(a) > 1})
-    if same:
-        raise DistPrivacyError(
-            f"two ratios are equal ({', '.join(f'{a:g}' for a in same)}); a defence protects "
-            "different ratios"
-        )
-    # Each training set holds exactly round(α · n_train) protected rows: two ratios that round
-    # to the same count draw from one distribution, and the pair would protect nothing.
-    # (A bad n_train is refused where the training sets are drawn.)
-    sized = isinstance(n_train, int | np.integer) and not isinstance(n_train, bool) and n_train > 0
-    counts = [proportion_to_count(a, int(n_train)) for a in alphas] if sized else []
-    for i, j in combinations(range(len(counts)), 2):
-        if counts[i] == counts[j]:
-            raise DistPrivacyError(
-                f"ratios {alphas[i]!r} and {alphas[j]!r} both give {counts[i]} protected rows of "
-                f"{int(n_train)} (`n_train`): one training distribution; give ratios further "
-                "apart or raise `n_train`"
-            )
+    alphas = check_ratios(ratios, n_train)
     gen = check_random_state(random_state, secure=False)
     prep = prepare_audit(
         data, label=label, protect=protect, features=features, random_state=gen, binary=True,
@@ -466,7 +450,9 @@ def save_defended(
             break
     else:
         raise DistPrivacyError("every draw of `n_train` rows held one label only; raise `n_train`")
-    shipped = EstimatorPopulation([clone(estimator).fit(prep.X[rows], prep.y[rows])])
+    with user_code(estimator, "training"):
+        fitted = clone(estimator).fit(prep.X[rows], prep.y[rows])
+    shipped = EstimatorPopulation([fitted])
     value = result.statistic(shipped)[0]
     released = chosen.release(value)  # secure noise
     model = result.model

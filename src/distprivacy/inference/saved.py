@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.inference._user_code import EstimatorError, estimator_label, user_code
 from distprivacy.outputs import atomic_write, check_output_file
 
 __all__ = [
@@ -117,6 +118,20 @@ def _classes(model: Any) -> np.ndarray:
             f"({classes.tolist()[:5]}); train on a label with two or more values"
         )
     return classes
+
+
+def _probabilities(model: Any, X: np.ndarray, n_classes: int) -> np.ndarray:
+    """One model's ``predict_proba(X)``, checked: (N, K) finite numbers (the user's code
+    raising, or returning anything else, is one line naming the estimator)."""
+    with user_code(model, "predict_proba"):
+        P = np.asarray(model.predict_proba(X), dtype=np.float64)
+    if P.shape != (len(X), n_classes) or not np.isfinite(P).all():
+        what = f"shape {P.shape}" if P.shape != (len(X), n_classes) else "NaN or infinite values"
+        raise EstimatorError(
+            f"the estimator {estimator_label(model)}: predict_proba returned {what}; it must "
+            f"return finite probabilities of shape (rows, {n_classes})"
+        )
+    return P
 
 
 #: Arrays of inputs whose outputs a population keeps (the pairwise games of ``models audit``
@@ -237,7 +252,7 @@ class EstimatorPopulation:
                     "the models of a population were trained on different sets of classes; "
                     "train every model on data holding every label value"
                 )
-        P = np.stack([np.asarray(m.predict_proba(X), dtype=np.float64) for m in self.models])
+        P = np.stack([_probabilities(m, X, K) for m in self.models])
         if len(self._cache) >= _CACHE_SIZE:
             self._cache.pop(next(iter(self._cache)))
         self._cache[key] = P

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError, MissingExtraError, has_extra
+from distprivacy.inference._user_code import EstimatorError, estimator_label, user_code
 from distprivacy.randomness import RandomState, check_random_state
 
 __all__ = [
@@ -83,9 +84,14 @@ def parse_factory_spec(spec: str) -> tuple[Path, str]:
     if text.startswith("torch:"):
         text = text[len("torch:") :]
     path, sep, name = text.rpartition(":")
-    if not sep or not path or not name.isidentifier():
+    if not sep or not path.strip() or not name.isidentifier():
         raise DistPrivacyError(
             f"bad PyTorch factory {spec!r}; write torch:FILE.py:FUNCTION, e.g. torch:net.py:make"
+        )
+    if not path.endswith(".py"):
+        raise DistPrivacyError(
+            f"bad PyTorch factory {spec!r}: {path!r} is not a .py file; write "
+            "torch:FILE.py:FUNCTION, e.g. torch:net.py:make"
         )
     return Path(path), name
 
@@ -208,18 +214,27 @@ class TorchEstimator(*_ESTIMATOR_BASES):
         if self.lr <= 0 or self.weight_decay < 0:
             raise DistPrivacyError("lr must be > 0 and weight_decay ≥ 0")
 
+    def estimator_name(self) -> str:
+        """How messages name this estimator: its factory spec (``torch:net.py:make``), or the
+        factory function's name."""
+        if isinstance(self.factory, str):
+            return self.factory
+        return f"torch factory {getattr(self.factory, '__qualname__', type(self.factory).__name__)}"
+
     def _make(self, n_features: int, n_classes: int) -> Any:
         torch = require_torch()
         make = load_torch_factory(self.factory) if isinstance(self.factory, str) else self.factory
         if not callable(make):
             raise DistPrivacyError("factory must be a callable make(n_features, n_classes)")
-        module = make(n_features, n_classes)
+        with user_code(self, "its factory"):
+            module = make(n_features, n_classes)
         if not isinstance(module, torch.nn.Module):
-            raise DistPrivacyError(
-                f"the factory returned {type(module).__name__}, not a torch.nn.Module; "
-                "return the network"
+            raise EstimatorError(
+                f"the estimator {estimator_label(self)}: the factory returned "
+                f"{type(module).__name__}, not a torch.nn.Module; return the network"
             )
-        return module.float()
+        with user_code(self, "its factory"):
+            return module.float()
 
     @staticmethod
     def _check_x(X: Any, d: int | None = None) -> np.ndarray:
@@ -256,19 +271,24 @@ class TorchEstimator(*_ESTIMATOR_BASES):
                 for start in range(0, n, bs):
                     idx = order[start : start + bs]
                     opt.zero_grad()
-                    out = module(Xt[idx])
-                    if out.ndim != 2 or out.shape[1] != classes.size:
-                        raise DistPrivacyError(
-                            f"the network returned shape {tuple(out.shape)}; it must return "
-                            f"logits of shape (batch, {classes.size})"
+                    with user_code(self, "the network's forward pass"):
+                        out = module(Xt[idx])
+                    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else None
+                    if shape is None or len(shape) != 2 or shape[1] != classes.size:
+                        got = type(out).__name__ if shape is None else f"shape {shape}"
+                        raise EstimatorError(
+                            f"the estimator {estimator_label(self)}: the network returned {got}; "
+                            f"it must return a tensor of logits of shape (batch, {classes.size})"
                         )
-                    loss = loss_fn(out, yt[idx])
+                    with user_code(self, "the loss"):
+                        loss = loss_fn(out, yt[idx])
                     if not torch.isfinite(loss):
                         raise DistPrivacyError(
                             "training diverged (non-finite loss); lower lr or scale the features"
                         )
-                    loss.backward()
-                    opt.step()
+                    with user_code(self, "the network's backward pass"):
+                        loss.backward()
+                        opt.step()
             module.eval()
         self.module_ = module
         self.classes_ = classes
@@ -288,7 +308,7 @@ class TorchEstimator(*_ESTIMATOR_BASES):
         before = torch.get_num_threads()
         torch.set_num_threads(int(self.n_threads))
         try:
-            with torch.no_grad():
+            with torch.no_grad(), user_code(self, "the network's forward pass"):
                 return self.module_(torch.from_numpy(X)).numpy()
         finally:
             torch.set_num_threads(before)

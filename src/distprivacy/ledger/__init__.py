@@ -107,7 +107,11 @@ from distprivacy.ledger._keys import (
     mac,
     read_key,
 )
-from distprivacy.ledger._maintenance import NEAR_DUPLICATE, near_duplicates
+from distprivacy.ledger._maintenance import (
+    NEAR_DUPLICATE,
+    near_duplicates,
+    refuse_directory_name,
+)
 from distprivacy.ledger._registry import (
     REGISTRY_SCHEMA,
     ApprovedPlan,
@@ -418,6 +422,7 @@ class Ledger:
 
         if not isinstance(path, str | Path):
             raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
+        refuse_directory_name(path, "the ledger", "ledger.db")
         key_s = StewardKey.load(steward)
         first = secret_payload(secret, protect, budget, population)
         p = Path(path)
@@ -1121,15 +1126,16 @@ class Ledger:
 
         return verify_ledger(self, compose)
 
-    def backup(self, out: str | Path) -> Path:
-        """A consistent copy of the live ledger (SQLite's online backup API, WAL content
-        included) at ``out``, with its key at ``<out>.key`` and its anchor at
-        ``<out>.anchor``, all 0600; refuses existing files
+    def backup(self, out: str | Path, *, force: bool = False) -> Path:
+        """A consistent, verified copy of the live ledger (SQLite's online backup API, WAL
+        content included) at ``out``, with its key at ``<out>.key`` and its anchor at
+        ``<out>.anchor``, all 0600; refuses existing files; ``force``: copy a ledger that
+        fails :meth:`verify`, for forensics, with a warning
         (:func:`distprivacy.ledger._maintenance.backup_ledger`). Restoring the three together
         rolls the ledger back to the copy; restoring the ledger alone is refused."""
         from distprivacy.ledger._maintenance import backup_ledger
 
-        return backup_ledger(self, out)
+        return backup_ledger(self, out, force=force)
 
     def release(
         self,

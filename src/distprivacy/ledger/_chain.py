@@ -59,13 +59,15 @@ class VerifyReport:
     head: str
 
 
-def _sql_error(path: Path, exc: BaseException, doing: str) -> LedgerError:
+def _sql_error(
+    path: Path, exc: BaseException, doing: str, outcome: str = "nothing was recorded"
+) -> LedgerError:
     """One line naming the cause of an SQLite or OS failure (the ledger is unchanged)."""
     text = str(exc).lower()
     if "full" in text or "no space" in text or getattr(exc, "errno", None) == 28:
         why = "the disk is full"
     elif "readonly" in text or "read-only" in text or "permission" in text:
-        why = "the ledger or its directory is read-only"
+        why = f"{str(path)!r} or its directory is read-only"
     elif "locked" in text or "busy" in text:
         why = f"another process held the ledger for more than {BUSY_TIMEOUT:g} s"
     elif "unable to open" in text:
@@ -77,7 +79,7 @@ def _sql_error(path: Path, exc: BaseException, doing: str) -> LedgerError:
         why = "a file-size limit was reached"
     else:
         why = f"{type(exc).__name__}: {exc}"
-    return LedgerError(f"cannot {doing} {str(path)!r}: {why}; nothing was recorded")
+    return LedgerError(f"cannot {doing} {str(path)!r}: {why}; {outcome}")
 
 
 @contextmanager

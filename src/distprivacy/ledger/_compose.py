@@ -58,13 +58,23 @@ def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | Non
     for reference in models:  # one statistic in two releases' models at different scales
         _check_units(entries, models, reference)
     queries = [e.plan.get("query") for e in entries]  # type: ignore[union-attr]
-    if fit is None or any(not q for q in queries):
+    if any(not q for q in queries):
         raise CompositionError(
             "the releases recorded for this dataset use different statistics ("
             + "; ".join(sorted({", ".join(m.statistic_names_) for m in models}))
-            + "); their joint model needs the data they were fitted on (give it to refit the "
-            "union of the statistics)"
+            + "), and one was made from a user's model (no statistics to refit): their joint "
+            "model cannot be computed"
         )
+    if fit is None:
+        raise CompositionError(
+            "the releases recorded for this dataset use different statistics ("
+            + "; ".join(sorted({", ".join(m.statistic_names_) for m in models}))
+            + "); their joint model is refitted on the data the plans were calibrated on: "
+            "give it (`data=DATA`)"
+        )
+    verify = getattr(fit, "verify_entries", None)
+    if callable(verify):  # the refit's data is every composed plan's (PlanRefit)
+        verify(entries)
     parts = [p.strip() for q in queries for p in str(q).split(",") if p.strip()]
     refit = fit(",".join(dict.fromkeys(parts)))
     _check_units(entries, models, refit)
