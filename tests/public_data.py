@@ -154,16 +154,16 @@ def adult_dir() -> Path:
             try:
                 datasets.load_adult(cache_dir=cache_dir, download=True)
             except DataUnavailableError as exc:
+                tried = str(exc).partition("Tried: ")[2] or str(exc)
+                beside = " or ".join(map(str, _beside_the_clone()))
                 raise AdultUnavailableError(
-                    f"the Adult data is neither beside the repository ({ROOT.parent / 'shared'}"
-                    f"/data/adult, or set DISTPRIVACY_SHARED) nor in the cache {cache_dir}, and "
-                    f"fetching it failed ({exc}); run `{FETCH_ADULT}` once (it fetches and "
-                    "caches it)"
+                    f"no Adult data: run `{FETCH_ADULT}` once to fetch and cache it (not in "
+                    f"{beside}; tried {tried})"
                 ) from exc
         if datasets._read_cache(cache_dir, []) is None:
             raise AdultUnavailableError(
-                f"the Adult data was fetched but could not be cached at {cache_dir}; make it "
-                f"writable and run `{FETCH_ADULT}` once (it fetches and caches it)"
+                f"no Adult data: the fetch could not cache it at {cache_dir}; make that "
+                f"directory writable and run `{FETCH_ADULT}` once to fetch and cache it"
             )
     return cache_dir
 

@@ -17,6 +17,8 @@ import pytest
 
 from distprivacy.exceptions import EXTRAS, MissingExtraError, has_extra, require_extra
 
+pytestmark = pytest.mark.slow
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 BLOCKED = ("matplotlib", "cvxpy", "sklearn")
 

