@@ -10,7 +10,8 @@ releasers (issue 20).
    of releases: releases/s, p50/p99 latency, refusals, tracebacks (must be 0), and whether the
    ledger ever went over budget (must not) — checked by `ledger verify` afterwards.
 
-Needs the Adult data (DISTPRIVACY_DATA or ../shared/data/adult).
+Needs the Adult data: tests/public_data.py's adult_dir (../shared/data/adult, DISTPRIVACY_DATA,
+the library's cache, else its fetch).
 """
 
 from __future__ import annotations
@@ -27,17 +28,15 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 
-
-def _adult_dir() -> str:
-    env = os.environ.get("DISTPRIVACY_DATA")
-    return env or str(ROOT.parent / "shared" / "data" / "adult")
+from public_data import adult_dir_or_exit  # noqa: E402
 
 
 def _setup(tmp: Path, budget_mu: float | None = None):
     import distprivacy as dp
 
-    data = dp.load_adult(_adult_dir())
+    data = dp.load_adult(adult_dir_or_exit())
     spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     query = dp.Query.parse("mean:age,mean:education_num,count:sex==Female")
     model = dp.fit_model(data, spec, query, method="exact")

@@ -5,9 +5,10 @@ calibrate --epsilon 1 --delta 0.001` works (OptM-G named as needing the [optimal
     python3 bench/check_core_install.py [--venv /tmp/corevenv] [--data DIR]
         [--out bench/results_core_install.txt]
 
---data: the Adult files (default $DISTPRIVACY_SHARED/data/adult or ../shared/data/adult, so that
-nothing is fetched). Exit status 1 when a check fails. tests/test_extras.py checks the same
-behaviour in the test environment by making the extras unimportable.
+--data: the Adult files (default: tests/public_data.py's adult_dir, i.e. ../shared/data/adult
+or the library's cache, fetched into it once if need be, so that the venv fetches nothing). Exit
+status 1 when a check fails. tests/test_extras.py checks the same behaviour in the test
+environment by making the extras unimportable.
 """
 
 from __future__ import annotations
@@ -22,13 +23,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from public_data import adult_dir_or_exit  # noqa: E402
+
 EXTRAS = ("matplotlib", "cvxpy", "scikit-learn")
-
-
-def _adult_dir() -> Path:
-    shared = os.environ.get("DISTPRIVACY_SHARED")
-    base = Path(shared) if shared else ROOT.parent / "shared"
-    return base / "data" / "adult"
 
 
 def main() -> int:
@@ -38,7 +37,7 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     venv = Path(a.venv)
-    data = Path(a.data) if a.data else _adult_dir()
+    data = Path(a.data) if a.data else adult_dir_or_exit()
     lines = [
         "# check_core_install: a fresh venv with the core only",
         f"# python3 bench/check_core_install.py --venv {venv} --data {data}",

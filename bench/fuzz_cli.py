@@ -42,6 +42,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from public_data import adult_dir_or_exit  # noqa: E402
+
 LIMIT_S = 90
 
 
@@ -156,7 +160,7 @@ def make_world(tmp: Path) -> dict:
     import distprivacy as dp
     from distprivacy.cli import main
 
-    adult = dp.load_adult(os.environ.get("DISTPRIVACY_DATA") or ROOT.parent / "shared/data/adult")
+    adult = dp.load_adult(adult_dir_or_exit())
     data = adult.sample(n=2000, random_state=0)
     data.to_csv(tmp / "data.csv", index=False)
     target = data.sample(n=50, random_state=1)

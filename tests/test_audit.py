@@ -88,6 +88,7 @@ def _gaussian_setting(seed: int, size: int = 20_000):
     return model, clean, moments
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_audit_bound_never_exceeds_the_true_epsilon_on_gaussian_data(seed):
     """Samples exactly from the model: the mechanism's true ε at δ is gdp_epsilon(δ, μ), and
@@ -358,6 +359,7 @@ def test_cli_audit_bad_input(capsys, args, keyword, tmp_path, monkeypatch):
     assert keyword.lstrip("-").split("-")[0] in lines[0]
 
 
+@pytest.mark.slow
 def test_cli_audit_of_a_mechanism_does_not_depend_on_the_others_listed(
     capsys, adult_dir, monkeypatch
 ):

@@ -489,6 +489,7 @@ def test_check_delta_accepts_the_open_interval(d):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -689,6 +690,7 @@ NONOISE = ["release", "--mechanism", "NoNoise", "--values", "0.45,0.46", "--subs
 NONOISE += ["--epsilon", "5", "--seed", "3"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_nonoise_release_needs_allow_exact(capsys, json_flag):
     rc, out, err = run(capsys, *NONOISE, *json_flag)
@@ -807,6 +809,7 @@ SUBPROCESS_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "needle"), SUBPROCESS_CASES, ids=lambda a: str(a)[:40])
 def test_console_one_line_exit_2(adult_dir, tmp_path, args, needle):
     env = {

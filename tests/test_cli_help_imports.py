@@ -17,6 +17,8 @@ import pytest
 
 from distprivacy.cli import cli
 
+pytestmark = pytest.mark.slow
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: What `--help` must not import (each costs 0.2–1.5 s of a 0.5 s budget).

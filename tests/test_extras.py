@@ -17,6 +17,8 @@ import pytest
 
 from distprivacy.exceptions import EXTRAS, MissingExtraError, has_extra, require_extra
 
+pytestmark = pytest.mark.slow
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 BLOCKED = ("matplotlib", "cvxpy", "sklearn")
 
@@ -41,7 +43,7 @@ sys.meta_path.insert(0, _NotInstalled())
 
 @pytest.fixture(scope="module")
 def core_env(tmp_path_factory, adult_dir) -> dict[str, str]:
-    """The environment of a process without the extras, reading the shared Adult files."""
+    """The environment of a process without the extras, reading the tests' Adult files."""
     site = tmp_path_factory.mktemp("noextras")
     (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
     path = [str(site), str(SRC), os.environ.get("PYTHONPATH", "")]

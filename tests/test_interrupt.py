@@ -20,7 +20,7 @@ import pytest
 
 from distprivacy.outputs import MANIFEST, MARKER, TMP_PREFIX, run_status
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"), pytest.mark.slow]
 
 RNG = np.random.default_rng(20261124)
 TIMEOUT = 120.0

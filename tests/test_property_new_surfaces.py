@@ -163,6 +163,7 @@ ROWS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(rows=ROWS, seed=st.integers(0, 2**16))
 def test_identity_ignores_order_spelling_and_unused_columns(rows, seed):
@@ -206,6 +207,7 @@ CELL = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(st.tuples(st.sampled_from(["a", " a", "b", "b "]), CELL, CELL), min_size=4,

@@ -178,6 +178,7 @@ def _noise_sd(c: Calibration) -> np.ndarray:
     return np.sqrt(np.diag(np.asarray(c.noise_covariance)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_unit_equivariance_of_model_following_mechanisms(name: str) -> None:
     """Money in thousandths of a dollar: the money statistic's noise SD ×1000 (within 1 %), the

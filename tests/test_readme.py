@@ -1,5 +1,5 @@
-"""The README's Python section runs as written (with the Adult files of ../shared as the data
-source, as a fresh machine's cache would hold them)."""
+"""The README's Python section runs as written (with the tests' Adult files, conftest's
+``adult_dir``, as the data source, as a fresh machine's cache would hold them)."""
 
 from __future__ import annotations
 

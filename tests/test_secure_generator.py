@@ -45,6 +45,7 @@ def test_choice_follows_its_probabilities():
     assert stats.chisquare(counts, N * p).pvalue > ALPHA
 
 
+@pytest.mark.slow
 def test_erlang_and_laplace_and_normal_draws():
     g = SecureGenerator()
     assert stats.kstest(g.gamma(2.0, 0.5, size=N), stats.gamma(2, scale=0.5).cdf).pvalue > ALPHA

@@ -44,6 +44,7 @@ def test_statement_names_the_statistics():
     assert "It keeps secret whether records with `income==>50K` are 45 % or 55 %" in s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["release", "calibrate"])
 def test_the_cli_opens_with_the_words(capsys, adult_dir, command):
     args = [command, "--data", str(adult_dir), "--modeling", "exact", "--mechanism", "DauM-G"]

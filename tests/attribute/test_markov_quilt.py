@@ -220,6 +220,7 @@ def brute_force_scale(nets, secret, attributes, epsilon, n):
     return best, g_nonempty
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_calibrated_scale_equals_unpruned_brute_force(seed):
     net = random_network(300 + seed, m=5, edge_p=0.5)

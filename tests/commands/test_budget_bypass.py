@@ -88,6 +88,7 @@ def _variants(records: pd.DataFrame, used: list[str]) -> dict[str, pd.DataFrame]
     }
 
 
+@pytest.mark.slow
 def test_reencoded_targets_are_the_same_dataset(world, capsys, tmp_path):
     """Re-encoded, the records are the same dataset (refused: the budget); with columns of the
     first release's table dropped or renamed they are refused too, naming the missing column
@@ -195,6 +196,7 @@ TAMPERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper", list(TAMPERS))
 def test_ledger_tampering_is_caught(world, capsys, tmp_path, tamper):
     led = _copy(world, tmp_path)

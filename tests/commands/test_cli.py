@@ -306,6 +306,7 @@ def test_calibrate_selected_mechanisms(capsys, default_calibration):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_release_seeded_is_reproducible_and_hides_true_statistics(capsys, adult):
     args = ("release", "--seed", "3", "--modeling", "exact", "--json")
     rc1, out1, err1 = run(capsys, *args)

@@ -37,6 +37,7 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_no_library_message_names_a_command_line_flag():
     bad = []
     for path in sorted(SRC.rglob("*.py")):

@@ -45,6 +45,7 @@ def pops(adult_dir, tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_cli_train_matches_the_library(pops, adult_dir):
     """The CLI and the reproduction derive the same seeds: identical models."""
     from distprivacy.datasets import load_adult
@@ -165,6 +166,7 @@ def test_cli_bad_inputs(pops, tmp_path, capsys):
     assert "--n-test" in _error(capsys, ["models", "attack", *adv, *vic, "--n-test", "0"])
 
 
+@pytest.mark.slow
 def test_cli_reproduce_defence_only(adult_dir, tmp_path, capsys):
     rc = main(
         ["models", "reproduce", "--out", str(tmp_path), "--quick", "--no-figure1", "--no-cases",

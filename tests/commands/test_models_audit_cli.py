@@ -95,6 +95,7 @@ def test_audit_on_cps1988_reveals_the_share_of_african_american_workers(tmp_path
     assert by_name["meta-classifier (sorted weights)"]["ci95"][0] > 0.5
 
 
+@pytest.mark.slow
 def test_mlp_and_tree_estimators_run_every_applicable_attack(table, capsys):
     base = ["models", "audit", "--data", str(table), "--label", "y", "--features", "x",
             "--protect", "sex==Female", "--n-models", "4", "--n-train", "100",
@@ -105,6 +106,7 @@ def test_mlp_and_tree_estimators_run_every_applicable_attack(table, capsys):
     assert len(json.loads(capsys.readouterr().out)["attacks"]) == 3  # no parameter vector
 
 
+@pytest.mark.slow
 def test_multiclass_label_leaks_and_its_null_game_does_not(table, capsys):
     # grade's three class shares move with the share of women (as y's rate does above), so
     # every model's intercepts move: at 0.1 vs 0.7 some attack's interval excludes 1/2. The

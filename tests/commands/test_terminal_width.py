@@ -16,6 +16,8 @@ from rich.cells import cell_len
 
 from distprivacy.cli import cli, main
 
+pytestmark = pytest.mark.slow
+
 WIDTHS = (60, 80, 120)
 
 #: Commands that print tables, each with small inputs and fast flags (``{name}`` → a path of

@@ -78,6 +78,7 @@ def test_the_adult_directory_keeps_its_defaults(adult_dir, capsys):
     assert len(json.loads(capsys.readouterr().out)["statistics"]) == 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, warns",
     [

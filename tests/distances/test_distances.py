@@ -168,6 +168,7 @@ def test_figure1_integer_counts_and_sampled_form() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_winf_matches_lp(case) -> None:
     x, y, xw, yw = _instance(*case)
@@ -175,6 +176,7 @@ def test_winf_matches_lp(case) -> None:
     assert got == pytest.approx(_brute(x, y, xw, yw), abs=1e-12, rel=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_closeness_matches_lp(case) -> None:
     x, y, xw, yw = _instance(*case)
@@ -370,6 +372,7 @@ def _tied(rng: np.random.Generator, n: int, m: int, hi: int) -> np.ndarray:
     return rng.integers(0, hi, size=(n, m)).astype(float)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, derandomize=True)
 @given(
     st.integers(1, 6),
@@ -409,6 +412,7 @@ def test_medium_ties_match_matching_reference(monkeypatch, augment_max: int, see
         assert closeness_radius(x, y, delta) == _matching_reference(x, y, delta), delta
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in CASES if c[2] != "equal"], ids=_case_id)
 def test_flow_search_matches_lp(monkeypatch, case) -> None:
     """Weighted and unequal-size inputs through integer max flow (small totals are otherwise

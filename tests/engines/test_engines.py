@@ -75,6 +75,7 @@ def test_exact_moments_duckdb_equal_pandas_on_adult(adult, spec, query):
     assert duck.statistic_names_ == ref.statistic_names_ and duck.method_ == "exact"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["parquet", "csv", "tsv.gz"])
 def test_files_scanned_by_duckdb_equal_load_table(adult_files, spec, query, fmt):
     """A path goes to DuckDB by default and is read as load_table reads it (stripped names
@@ -220,6 +221,7 @@ def test_padded_predicate_values_match_as_in_memory(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["DataFrame", "parquet", "csv"])
 def test_monte_carlo_duckdb_draws_the_same_subsets_as_pandas(adult, adult_files, spec, fmt):
     """DuckDB numbers each stratum's records in file order, as pandas does: from one seed the

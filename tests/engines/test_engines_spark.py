@@ -22,7 +22,10 @@ from distprivacy.models import ExactModel, MonteCarloModel, fit_model
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, CallableStatistic, Query
 from distprivacy.spec import ProtectionSpec
 
-pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support:FutureWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support:FutureWarning"),
+    pytest.mark.slow,
+]
 
 STATS = ADULT_DEFAULT_STATISTICS + ",sum:capital_gain,proportion:race==White"
 

@@ -54,6 +54,7 @@ def test_without_local_adult_the_report_says_so(tmp_path, monkeypatch) -> None:
     assert not (tmp_path / "out" / "adult_comparison.csv").exists()
 
 
+@pytest.mark.slow
 def test_same_seed_same_table(tmp_path) -> None:
     a = run(tmp_path / "a", quick=True, seed=3, data_dir=None, progress=lambda _: None)
     b = run_extra("attribute-privacy", tmp_path / "b", quick=True, seed=3)

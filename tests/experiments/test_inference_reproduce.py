@@ -9,6 +9,8 @@ import pytest
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.experiments import model_inference as mi
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def quick_run(adult_dir, tmp_path_factory):

@@ -13,6 +13,8 @@ from distprivacy.cli import main
 from distprivacy.experiments.local_distp import run
 from distprivacy.local import RandomizedResponse, clustered_city, distp_epsilon, grid
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):

@@ -9,6 +9,8 @@ from distprivacy.cli import main
 from distprivacy.experiments import reference as ref
 from distprivacy.experiments.paper import Config, PaperReproduction
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory, adult_dir):

@@ -1027,6 +1027,7 @@ def _subprocess_cases(tmp: Path) -> dict[str, list[str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case", ["model", "problem", "network", "pair", "population", "deep", "properties"]
 )

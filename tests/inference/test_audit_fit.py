@@ -42,6 +42,7 @@ def test_batched_models_are_usable_logistic_regressions(data):
     assert not batchable_logistic(LogisticRegression(), 3)
 
 
+@pytest.mark.slow
 def test_parallel_fits_do_not_depend_on_workers(data):
     X, y, rows = data
     est = DecisionTreeClassifier(max_depth=3, max_features=2)  # random feature choice

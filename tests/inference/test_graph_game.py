@@ -94,6 +94,7 @@ def _dense_forward(pop, graph: Graph) -> np.ndarray:
     return np.stack(out)
 
 
+@pytest.mark.slow
 def test_batched_gcns_compute_kipf_welling_and_learn():
     g = karate_club()
     keep = DegreeTransformer(4.0, random_prune=0.05).sample(g, 6, random_state=0).keep
@@ -110,6 +111,7 @@ def test_batched_gcns_compute_kipf_welling_and_learn():
     assert not np.allclose(pop2.weights[0][0], pop.weights[0][0])
 
 
+@pytest.mark.slow
 def test_the_game_shows_the_advantage_and_the_null_game_contains_half():
     """Karate club (the largest labelled graph networkx ships; too small to halve, so victim and
     adversary share its nodes, split=False). Mean degree 3 vs 4: the black-box meta-classifier

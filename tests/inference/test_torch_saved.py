@@ -90,6 +90,7 @@ def test_torch_population_round_trip(tmp_path):
         load_population(bad, factory=f"torch:{net}:make")
 
 
+@pytest.mark.slow
 def test_sklearn_population_round_trip_and_trusted_types(tmp_path):
     X, y = _data(200, 0.5, 1)
     models = [LogisticRegression(C=c).fit(X, y) for c in (0.1, 1.0)]
@@ -139,6 +140,7 @@ def test_files_are_refused_cleanly(tmp_path):
         model_parameters(DecisionTreeClassifier().fit(X, y))
 
 
+@pytest.mark.slow
 def test_saved_populations_feed_the_attacks(tmp_path):
     """Shadow and victim logistic regressions trained on datasets with property share 0.2 (G0)
     or 0.8 (G1): loaded from skops files, the white-box meta-classifier and the loss test of

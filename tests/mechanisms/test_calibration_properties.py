@@ -204,12 +204,14 @@ KNOWN_CASES = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", KNOWN_CASES, ids=lambda c: c.kind)
 def test_known_cases_refuse_or_meet_their_target(case: Case) -> None:
     failures = check_calibrations(case)
     assert not failures, f"{case!r}\n" + "\n".join(failures)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=20,
     derandomize=True,

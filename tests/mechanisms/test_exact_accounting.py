@@ -137,6 +137,7 @@ def test_gdp_mu_is_the_largest_mu_meeting_delta(eps):
     assert mu >= eps / math.sqrt(2 * math.log(1.25 / DELTA))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [0.1, 0.5, 0.9])
 @pytest.mark.parametrize(("seed", "T"), [(0, 2), (1, 2), (2, 3)])
 def test_exact_rule_meets_target_with_no_more_noise_than_classic(seed, T, eps):
@@ -260,6 +261,7 @@ def _check_optimality(model: GaussianModel, eps: float, others: tuple[str, ...])
         assert opt.expected_l2_error <= cal.expected_l2_error * (1 + 1e-3) + 1e-12, (name, eps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("seed", "T"), [(0, 2), (1, 2), (2, 3)])
 def test_optm_optimal_on_random_models(seed, T):
     model = random_model(seed, T=T)
@@ -268,6 +270,7 @@ def test_optm_optimal_on_random_models(seed, T):
         _check_optimality(model, float(eps), others)
 
 
+@pytest.mark.slow
 def test_optm_optimal_on_adult(adult_model):
     for eps in np.logspace(-1, 1, 20):
         _check_optimality(adult_model, float(eps), ("DauM-G", "EigM-G"))
@@ -330,6 +333,7 @@ def _check_against_mc(model: GaussianModel, cal, eps: float) -> float:
     return reported
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_unequal_covariances_fitted_meets_delta(seed):
     model = unequal_model(seed)
@@ -343,6 +347,7 @@ def test_unequal_covariances_fitted_meets_delta(seed):
         assert cal.delta_achieved >= reported
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_unequal_covariances_pooled_reports_shortfall(seed):
     model = unequal_model(seed)

@@ -139,6 +139,7 @@ def _noise_sd(data: pd.DataFrame, name: str, values=(0.3, 0.4, 0.5)) -> np.ndarr
     return cal.noise_sd
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["DauM-G", "DirM-G", "OptM-G"])
 def test_rescaling_one_column_rescales_only_its_noise(adult, name):
     """capital_gain in thousands of dollars instead of dollars (× 1/1000), and age × 1000:

@@ -68,6 +68,7 @@ def test_a_target_from_another_table_is_refused(cps_model):
         cal.release(genuine.assign(wage=genuine["wage"] * 100))
 
 
+@pytest.mark.slow
 def test_genuine_samples_are_accepted_at_the_documented_rate(cps, cps_model):
     """6,000 datasets drawn as each θ says (2,000 per θ), wages skewed: the Gaussian level is
     10⁻¹², and none of them may be refused (a measured rate of 1e-3 — what the 10⁻⁶ quantile

@@ -3,7 +3,8 @@
 mechanisms, few samples), ``ledger show`` (two datasets, three releases) and ``models audit``
 (two ratios, and three: every pair and the regression of the share; 20 logistic models per
 ratio and half, about a second each); and a ``calibrate`` report on a table whose column
-names and values are HTML."""
+names and values are HTML. Every test that reads the reports is ``slow`` (a dozen command
+lines, several seconds, the first time)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ MODELS_GAME = ["--label", "sex", "--features", "age,hours_per_week,education_num
                "--protect", "income==>50K", "--n-models", "20", "--n-train", "100",
                "--seed", "1"]  # fmt: skip
 MODELS_TABLE = "adult3000.csv"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that reads the session's reports."""
+    for item in items:
+        if "reports" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 def _ok(*args: object) -> None:

@@ -26,9 +26,12 @@ WIDTHS = {"laptop": (1280, 900), "phone": (390, 844)}
 BROWSER = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
-pytestmark = pytest.mark.skipif(
-    BROWSER is None, reason="Chromium is not installed (Debian: apt-get install chromium)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        BROWSER is None, reason="Chromium is not installed (Debian: apt-get install chromium)"
+    ),
+    pytest.mark.slow,
+]
 
 #: Injected into a copy of the page (its CSP, which forbids any script, removed from the copy
 #: only): records errors, then measures every figure and the page's width into the DOM.
