@@ -11,6 +11,7 @@ after a grace period.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import shutil
@@ -238,6 +239,35 @@ class StandaloneCluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def listening_addresses(pids: list[int]) -> set[tuple[str, int]]:
+    """The (address, port) pairs on which these processes listen for TCP connections (Linux:
+    their socket inodes in /proc/PID/fd matched with /proc/net/tcp and tcp6)."""
+    inodes = set()
+    for pid in pids:
+        fd_dir = Path(f"/proc/{pid}/fd")
+        for fd in fd_dir.iterdir() if fd_dir.exists() else ():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    out = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] != "0A" or f[9] not in inodes:  # 0A: LISTEN
+                continue
+            addr, port = f[1].split(":")
+            raw = bytes.fromhex(addr)
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))  # host order
+            ip = ipaddress.ip_address(raw)
+            if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+                ip = ip.ipv4_mapped
+            out.add((str(ip), int(port, 16)))
+    return out
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -24,6 +24,7 @@ from spark_cluster import (
     calibration_differences,
     event_log,
     json_difference,
+    listening_addresses,
     missing,
     run_cli,
     write_sorted_table,
@@ -44,6 +45,7 @@ STATISTICS = (
 PROTECT = "income==>50K"
 ROWS = 1_000_000
 RTOL = 1e-9
+COMMON = ["--protect", PROTECT, "--statistics", STATISTICS, "--seed", "1", "--modeling", "exact"]
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +87,15 @@ def driver_env(cluster) -> dict[str, str]:
     return env
 
 
-def on_cluster(cluster, env: dict[str, str], command: str, args: list[str]) -> tuple[dict, dict]:
-    """Run ``command --engine spark`` on the cluster: its JSON and its application's event
-    log (checked to be this cluster's, its executors on 127.0.0.1)."""
+def on_cluster(
+    cluster, env: dict[str, str], command: str, data: str, args: list[str]
+) -> tuple[dict, dict]:
+    """Run ``command --data DATA ARGS --engine spark`` on the cluster: its JSON and its
+    application's event log (checked to be this cluster's, its executors on 127.0.0.1)."""
     events = cluster.root / "events"
     before = set(events.iterdir())
-    out, _ = run_cli(command, [*args, "--engine", "spark", "--spark-master", cluster.url], env)
+    args = ["--data", data, *args, "--engine", "spark", "--spark-master", cluster.url]
+    out, _ = run_cli(command, args, env)
     (log,) = set(events.iterdir()) - before
     info = event_log(log)
     assert info["master"] == cluster.url
@@ -98,25 +103,28 @@ def on_cluster(cluster, env: dict[str, str], command: str, args: list[str]) -> t
     return out, info
 
 
-def common_args(table: Path) -> list[str]:
-    return ["--data", str(table), "--protect", PROTECT, "--statistics", STATISTICS, "--seed", "1"]
-
-
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
 def test_the_cluster_listens_on_loopback_only(cluster):
+    """One alive worker of 1 core and 512 MiB, registered from 127.0.0.1; the master and the
+    worker listen on 127.0.0.1 only (no web UI or REST server on another interface)."""
     status = cluster.status()
     assert status["status"] == "ALIVE" and cluster.url.startswith("spark://127.0.0.1:")
     assert [(w["host"], w["cores"], w["memory"]) for w in status["workers"]] == [
         ("127.0.0.1", 1, 512)
     ]
+    listening = listening_addresses([p.pid for _, p in cluster.procs])
+    assert ("127.0.0.1", cluster.port) in listening and ("127.0.0.1", cluster.webui) in listening
+    assert {ip for ip, _ in listening} == {"127.0.0.1"}, listening
 
 
 def test_calibrate_on_a_standalone_cluster_equals_duckdb(cluster, table, driver_env):
     """The exact model's moments, every mechanism's noise covariance, expected error, noise
-    scales and statistic scales: the same to 1e-9 relative, the file scanned in several
-    tasks (one per row group)."""
-    args = [*common_args(table), "--modeling", "exact"]
-    spark, info = on_cluster(cluster, driver_env, "calibrate", args)
-    duck, _ = run_cli("calibrate", [*args, "--engine", "duckdb"], driver_env)
+    variances and statistic scales: the same to 1e-9 relative, the file (named by a file://
+    URL, as a shared file system's would be) scanned in several tasks (one per row group)."""
+    spark, info = on_cluster(cluster, driver_env, "calibrate", table.as_uri(), COMMON)
+    duck, _ = run_cli(
+        "calibrate", ["--data", str(table), *COMMON, "--engine", "duckdb"], driver_env
+    )
     assert spark["engine"] == "spark" and duck["engine"] == "duckdb"
     diffs = calibration_differences(spark, duck)
     assert diffs and all(d <= RTOL for d in diffs.values()), diffs
@@ -129,9 +137,7 @@ def test_audit_on_a_standalone_cluster_equals_duckdb(cluster, table, driver_env)
     intervals and ε bounds to 1e-9; drawing them sorted each stratum beyond the executor's
     memory, which spilled."""
     args = [
-        *common_args(table),
-        "--modeling",
-        "exact",
+        *COMMON,
         "--mechanism",
         "DauM-G",
         "--attack",
@@ -139,8 +145,8 @@ def test_audit_on_a_standalone_cluster_equals_duckdb(cluster, table, driver_env)
         "--audit-samples",
         "2000",
     ]
-    spark, info = on_cluster(cluster, driver_env, "audit", args)
-    duck, _ = run_cli("audit", [*args, "--engine", "duckdb"], driver_env)
+    spark, info = on_cluster(cluster, driver_env, "audit", str(table), args)
+    duck, _ = run_cli("audit", ["--data", str(table), *args, "--engine", "duckdb"], driver_env)
     assert [a["mechanism"] for a in spark["audits"]] == ["DauM-G"]
     assert spark["audits"][0]["attacks"][0]["n_test"] > 0
     assert json_difference(spark, duck) <= RTOL
