@@ -14,7 +14,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from distprivacy.engines._spark import find_java  # the java Spark's launcher starts
 
 HOST = "127.0.0.1"
 
@@ -41,20 +42,11 @@ def spark_home() -> Path | None:
     return home if (home / "bin" / "spark-class").is_file() else None
 
 
-def java_executable() -> str | None:
-    """``$JAVA_HOME/bin/java`` or ``java`` on PATH, as Spark's launcher finds it."""
-    home = os.environ.get("JAVA_HOME", "").strip()
-    if home:
-        exe = Path(home) / "bin" / "java"
-        return str(exe) if exe.is_file() else None
-    return shutil.which("java")
-
-
 def missing() -> str | None:
     """Why a standalone cluster cannot start here (no pyspark, no Java), or None."""
     if spark_home() is None:
         return "pyspark is not installed (pip install pyspark): no bin/spark-class to start"
-    if java_executable() is None:
+    if find_java() is None:
         return "no Java runtime (17 or 21) on PATH or in JAVA_HOME"
     return None
 
@@ -114,7 +106,7 @@ class StandaloneCluster:
         workers: int = 1,
         cores: int = 1,
         memory: str = "512m",
-        timeout: float = 60.0,
+        timeout: float = 120.0,
     ) -> None:
         self.root = Path(root)
         self.n_workers, self.cores, self.memory, self.timeout = workers, cores, memory, timeout
@@ -183,7 +175,10 @@ class StandaloneCluster:
                 "--webui-port",
                 str(self.webui),
             )
-            self._wait(lambda st: st.get("status") == "ALIVE", "alive master")
+            st = self._wait(lambda st: st.get("status") == "ALIVE", "alive master")
+            # Spark moves to the next port if another process took this one in the meantime
+            self.url = st.get("url") or self.url
+            self.port = int(self.url.rsplit(":", 1)[1])
             for k in range(self.n_workers):
                 self._spawn(
                     f"worker{k}",
@@ -447,10 +442,11 @@ def json_difference(got: Any, ref: Any, skip: tuple[str, ...] = ("engine",)) -> 
 
 def event_log(path: Path) -> dict[str, Any]:
     """What one application's (uncompressed, unrolled) event log says: its master, the hosts
-    of its executors, the number of tasks of each stage, and the bytes its tasks spilled
-    (memory and disk)."""
+    of its executors, the largest memory an executor's block manager had for execution and
+    storage (bytes), the number of tasks of each stage, and the bytes its tasks spilled (memory
+    and disk)."""
     info: dict[str, Any] = {"master": None, "executor_hosts": [], "stage_tasks": []}
-    info["memory_spilled"] = info["disk_spilled"] = 0
+    info["executor_memory"] = info["memory_spilled"] = info["disk_spilled"] = 0
     for line in path.read_text().splitlines():
         e = json.loads(line)
         kind = e["Event"]
@@ -458,6 +454,9 @@ def event_log(path: Path) -> dict[str, Any]:
             info["master"] = dict(e["Spark Properties"]).get("spark.master")
         elif kind == "SparkListenerExecutorAdded":
             info["executor_hosts"].append(e["Executor Info"]["Host"])
+        elif kind == "SparkListenerBlockManagerAdded":
+            if e["Block Manager ID"]["Executor ID"] != "driver":
+                info["executor_memory"] = max(info["executor_memory"], e["Maximum Memory"])
         elif kind == "SparkListenerStageCompleted":
             info["stage_tasks"].append(e["Stage Info"]["Number of Tasks"])
         elif kind == "SparkListenerTaskEnd":

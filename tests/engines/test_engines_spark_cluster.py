@@ -3,15 +3,19 @@ pyspark package's own scripts on 127.0.0.1 (tests/engines/spark_cluster.py), run
 ``calibrate`` and ``audit --engine spark --spark-master spark://…`` compute on a million-row
 Parquet file, and DuckDB computes the same on the same file (1e-9 relative).
 
-The worker offers one core and 512 MiB; the executor takes it all and keeps a tenth for
-execution and storage (``spark.memory.fraction 0.1``: ≈ 21 MiB, a fraction of the table's
-rows), so the scans run partition by partition and the audit's sort of each stratum spills to
-disk — both read from the applications' event logs. The settings reach Spark as a user's
+The worker offers one core and 512 MiB; the executor takes it all and keeps a tenth of what
+Spark does not reserve for execution and storage (``spark.memory.fraction 0.1``: 21.2 MiB,
+against 40 MiB of statistic values in the larger stratum), so the scans run partition by
+partition and the audit's sort of that stratum spills — all read from the applications' event
+logs. The settings reach Spark as a user's
 would: a ``spark-defaults.conf`` in ``SPARK_CONF_DIR``. The executors are given no Python
 (``PYSPARK_PYTHON`` names a missing file): the engine sends them SQL only.
 
-Skipped without pyspark or a Java runtime; marked ``spark_cluster`` and ``slow`` (a minute or
-more: four JVMs start). ``python3 -m pytest -m spark_cluster`` runs these alone.
+Skipped without pyspark or a Java runtime; marked ``spark_cluster`` and ``slow``: 103 s of CPU,
+of which the executors' tasks took 15 s (the rest: the JVMs of the master, the worker, two
+drivers and two executors, the table, DuckDB), and 6 minutes of wall time on a shared 2-core
+machine at load average 6-10.
+``python3 -m pytest -m spark_cluster`` runs these alone.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ def driver_env(cluster) -> dict[str, str]:
         cluster.root / "conf",
         {
             "spark.executor.memory": "512m",  # all the worker offers (1 GiB by default)
-            "spark.memory.fraction": "0.1",  # ≈ 21 MiB for execution and storage
+            "spark.memory.fraction": "0.1",  # 21.2 MiB for execution and storage
             "spark.sql.files.maxPartitionBytes": "128k",  # the 1 MB file in one task per group
             "spark.eventLog.enabled": "true",
             "spark.eventLog.dir": events.as_uri(),
@@ -150,4 +154,7 @@ def test_audit_on_a_standalone_cluster_equals_duckdb(cluster, table, driver_env)
     assert [a["mechanism"] for a in spark["audits"]] == ["DauM-G"]
     assert spark["audits"][0]["attacks"][0]["n_test"] > 0
     assert json_difference(spark, duck) <= RTOL
+    # the executor's memory was smaller than the values of the larger stratum it sorted (at
+    # least half the rows, 8 bytes per statistic)
+    assert 0 < info["executor_memory"] < ROWS / 2 * 8 * len(spark["statistics"]), info
     assert info["memory_spilled"] + info["disk_spilled"] > 0, info
