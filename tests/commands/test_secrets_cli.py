@@ -109,3 +109,21 @@ def test_what_a_releaser_can_no_longer_do(flow, capsys):
     rc, _, err = run(capsys, "release", "--ledger", led, "--dataset", "x", "--plan", "m",
                      "--allow-exact")  # fmt: skip
     refused(rc, err, "exceeds every budget")
+
+
+def test_verify_checks_the_stewards_public_key_kept_apart(flow, capsys):
+    """The steward keeps the public key's fingerprint out of band; a ledger remade with
+    another key (its events re-signed) fails `ledger verify --steward-public-key`."""
+    root = flow["root"] / "pinned"
+    root.mkdir()
+    key, led = root / "steward.key", root / "l.db"
+    rc, out, _ = run(capsys, "ledger", "keygen", key)
+    fingerprint = out.split("fingerprint ")[1][:16]
+    assert main(["ledger", "init", str(led), "--steward-key", str(key), "--secret", "s",
+                 "--protect", "income==>50K", "--population", str(flow["adult_dir"]),
+                 "--budget-mu", "1"]) == 0  # fmt: skip
+    capsys.readouterr()
+    rc, out, err = run(capsys, "ledger", "verify", led, "--steward-public-key", fingerprint)
+    assert rc == 0, err
+    rc, out, err = run(capsys, "ledger", "verify", led, "--steward-public-key", "0" * 16)
+    assert rc == 1 and "made (or remade) by someone else" in err

@@ -83,13 +83,35 @@ for _command in STEWARD_COMMANDS:
 @ledger.command("verify")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def verify(path: str, as_json: bool) -> None:
-    """Recompute the ledger's keyed hash chain, every release's guarantee and every running
-    total; exit 1 naming the first bad release (0 when all hold)."""
+@click.option(
+    "--steward-public-key",
+    "steward_public",
+    default=None,
+    metavar="HEX|FINGERPRINT",
+    help="The steward's public key (64 hex digits) or its 16-digit fingerprint, kept apart "
+    "from the ledger: fail unless the ledger's steward is that one.",
+)
+def verify(path: str, as_json: bool, steward_public: str | None) -> None:
+    """Recompute the ledger's keyed hash chain, the steward's signed events, every release's
+    guarantee and every running total; exit 1 naming the first bad release (0 when all
+    hold)."""
+    from dataclasses import replace
+
     from distprivacy.ledger import Ledger
 
     with Ledger(path) as led:
         report = led.verify()
+        if steward_public is not None:
+            want = steward_public.strip().lower()
+            if led.read_only:
+                report = replace(report, ok=False, reason="a schema-2 ledger has no steward key")
+            elif want not in (led.steward.hex, led.steward.fingerprint):
+                report = replace(
+                    report,
+                    ok=False,
+                    reason=f"its steward key is {led.steward.fingerprint}, not {want[:16]}: the "
+                    "ledger was made (or remade) by someone else",
+                )
     if as_json:
         click.echo(dumps_json(dict(report.__dict__)))
     elif report.ok:
