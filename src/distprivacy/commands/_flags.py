@@ -46,8 +46,11 @@ FLAGS: dict[str, str] = {
     "budget_mu=MU": "--budget-mu MU",
     "budget_epsilon=E": "--budget-epsilon E",
     "budget_delta=D": "--budget-delta D",
-    "identify_by": "--identify-by",
-    "identify_by=['id']": "--identify-by id",
+    "values": "--values",
+    "secret=NAME": "--secret NAME",
+    "same_records_as=NAME": "--same-records-as NAME",
+    "independent=True": "--independent",
+    "confirm_overlap='reason'": "--confirm-overlap REASON",
 }
 
 _TERM = re.compile(r"`([^`\n]+)`")

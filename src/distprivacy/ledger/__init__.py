@@ -376,9 +376,8 @@ class Ledger:
             raise LedgerError(
                 f"{str(self.path)!r} is a ledger of schema 2 (one budget, datasets recognised by "
                 "their values): it opens read-only — show, verify and back it up. To release, "
-                "the steward starts a ledger of secrets (`distprivacy ledger init NEW.db "
-                "--steward-key KEY --secret NAME --protect PRED --budget-mu MU`) and registers "
-                "the datasets (`distprivacy ledger register NEW.db NAME --data FILE`)"
+                "the steward starts a ledger of secrets (`distprivacy ledger init`, Ledger.init) "
+                "and registers the datasets (`distprivacy ledger register`, Ledger.register)"
             )
 
     @property
@@ -1158,8 +1157,8 @@ class Ledger:
         """Refused: plans are approved with the steward's own key (:meth:`approve`)."""
         raise LedgerError(
             "plans are no longer sealed with the ledger's key (whoever releases holds it): the "
-            "steward approves them with a key of their own — `distprivacy ledger approve "
-            "LEDGER PLAN --name NAME --steward-key KEY` (Ledger.approve)"
+            "steward approves them with a key of their own: `distprivacy ledger approve` "
+            "(Ledger.approve)"
         )
 
     def integrity_check(self) -> str:

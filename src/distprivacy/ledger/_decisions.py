@@ -237,7 +237,7 @@ def register_dataset(
                     f"{str(p)!r} shares {k} records and {same_cols} columns with dataset "
                     f"{other.name!r} of secret {other.secret!r}: the same records protecting "
                     "another property? Register it only if that is intended "
-                    "(confirm_overlap='reason' / --confirm-overlap REASON)"
+                    "(`confirm_overlap='reason'`)"
                 )
             elif k > 0 or same_cols >= LINKED_COLUMNS:
                 notices.append(
@@ -257,8 +257,7 @@ def register_dataset(
             raise LedgerError(
                 f"{str(p)!r} holds {cols} columns of dataset {other.name!r} with the same "
                 f"values but shares {k} of its records exactly: the same records re-expressed? "
-                f"Say which (same_records_as={other.name!r} / --same-records-as "
-                f"{other.name}, or independent=True / --independent)"
+                f"Say which: `same_records_as=NAME` ({other.name}), or `independent=True`"
             )
         decision = {
             "same_records_as": same_records_as,
@@ -313,8 +312,8 @@ def read_registered(ledger: Ledger, dataset: RegisteredDataset) -> pd.DataFrame:
     if source_fingerprint(p) != dataset.fingerprint:
         raise LedgerError(
             f"the file of dataset {dataset.name!r} ({dataset.path}) changed since it was "
-            "registered: the steward registers the new version (`distprivacy ledger register "
-            f"LEDGER {dataset.name} --data FILE`), which shares its secret's budget"
+            f"registered: the steward registers the new version of {dataset.name!r} "
+            "(`distprivacy ledger register`, Ledger.register), which shares its secret's budget"
         )
     return load_data(p)
 
@@ -349,13 +348,13 @@ def approve_plan(
     if property_text(plan.protected_property) != s.property:
         raise LedgerError(
             f"the plan protects {plan.protected_property}; secret {s.name!r} protects "
-            f"{s.property}: calibrate with --protect '{s.property}'"
+            f"{s.property}: calibrate protecting {s.property}"
         )
     if s.spec is not None and canonical_json(s.spec) != canonical_json(plan.spec):
         raise LedgerError(
             f"the plan's specification (n, shares, pairs) differs from the one of the plans "
             f"already approved for {s.name!r} ({_spec_text(s.spec)}): calibrate with the same "
-            "--subset-size, --values and pairs"
+            "`n`, `values` and `pairs`"
         )
     cal = plan.calibration
     family = getattr(getattr(cal, "noise", None), "family", None)
@@ -374,7 +373,7 @@ def approve_plan(
     if not ok:
         raise LedgerError(
             f"the plan's model was not fitted on secret {s.name!r}'s population: calibrate "
-            f"on it (--data {s.population.get('path', ADULT)})"
+            f"on it (`data=DATA`: {s.population.get('path', ADULT)})"
         )
     body = plan.to_dict()
     body.pop("seal", None)

@@ -172,7 +172,7 @@ class Registry:
                 raise LedgerError("this ledger has no secret yet; add one with `ledger secret`")
             raise LedgerError(
                 f"this ledger has {len(self.secrets)} secrets ({', '.join(sorted(self.secrets))})"
-                ": name one (--secret NAME)"
+                ": name one (`secret=NAME`)"
             )
         if name not in self.secrets:
             known = ", ".join(sorted(self.secrets)) or "none"
