@@ -239,8 +239,9 @@ def test_r1_r6_a_rewritten_file_gets_no_new_budget(plan, adult_dir, records, cap
         rc, _, err = run(capsys, "ledger", "register", led, "wave1", "--steward-key",
                          paths["releaser"], "--data", target)  # fmt: skip
         refused(rc, err, "not the ledger's steward")
-        rc, _, err = run(capsys, "ledger", "secret", led, "income2", "--steward-key",
-                         paths["releaser"], "--protect", "income!=<=50K", "--budget-mu", "9")  # fmt: skip
+        rc, _, err = run(capsys, "ledger", "secret", led, "income2", "--protect",
+                         "income!=<=50K", "--budget-mu", "9", "--steward-key",
+                         paths["releaser"])  # fmt: skip
         refused(rc, err, "not the ledger's steward")
     assert led.read_bytes() == before
     # The steward registers the re-spelled file as the new version: the records whose income
@@ -380,9 +381,10 @@ def test_r5_r9_r7_r8_copies_of_the_file_share_the_one_budget(
         if name not in RELEASABLE:
             continue
         for how in ("--same-records-as", "--independent"):
+            decision = (how, "wave1") if how == "--same-records-as" else (how,)
             rc, out, err = run(capsys, "ledger", "register", led, f"copy{k}{how[2:6]}",
                                "--data", path, "--steward-key", steward, "--secret", "income",
-                               *((how, "wave1") if how == "--same-records-as" else (how,)))  # fmt: skip
+                               *decision)  # fmt: skip
             assert rc == 0 and "under secret income" in out, (name, how, err)
             over_budget(*_release(capsys, led, f"copy{k}{how[2:6]}")[::2], 2)
     s = _shown(capsys, led)
@@ -549,8 +551,8 @@ def test_side_doors_are_shut(spent, capsys, tmp_path):
 
 
 def test_files_are_private_and_reveal_nothing(spent, plan, records):
-    for path in (spent["ledger"], Path(str(spent["ledger"]) + ".key"),
-                 Path(str(spent["ledger"]) + ".anchor"), spent["steward"], plan["path"]):  # fmt: skip
+    led = str(spent["ledger"])
+    for path in (led, led + ".key", led + ".anchor", spent["steward"], plan["path"]):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
     blob = spent["ledger"].read_bytes()
     con = sqlite3.connect(spent["ledger"])
@@ -849,7 +851,4 @@ def test_no_reencoding_of_a_registered_file_is_a_fresh_budget(reencoded, records
         assert "'wave1'" in err or "already registered" in err, err
         return
     assert "under secret income" in out, out
-    rc, out, err = _release(capsys, led, name)
-    if rc == 2 and "plan reads" in err:  # (re-spelled out of the plan's reach: not released)
-        return
-    over_budget(rc, err, 2)
+    over_budget(*_release(capsys, led, name)[::2], 2)
