@@ -328,6 +328,14 @@ def _release_registered(
     led = _open_ledger(ledger_path)
     assert led is not None
     ctx.call_on_close(led.close)
+    if report is not None:  # the registered file and the population are read too
+        registered = led.registry.dataset(dataset_name)
+        population = led.registry.secret(registered.secret).population.get("path")
+        check_apart(
+            [*data_files(registered.path, f"the file of dataset {dataset_name!r}"),
+             *data_files(population, "the secret's population")],
+            [("--report", report)],
+        )  # fmt: skip
     bar = LazyProgress("releasing", enabled=s.show)
 
     def on_wait(waited: float, limit: float) -> None:
