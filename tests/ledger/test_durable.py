@@ -3,8 +3,9 @@
 A release is in the main database file before ``record()`` returns (deleting ``-wal``/``-shm``
 behind a reader cannot remove it); the anchor beside the key refuses a ledger older than it
 (an old copy restored, the last rows deleted and an old head written back, the anchor itself
-deleted); concurrent releasers all get through; each earlier plan is decrypted once; the
-near-duplicate scan runs outside the write lock; a stale read-only ``-shm`` does not block."""
+deleted); concurrent releasers all get through; each earlier plan is decrypted once, outside
+the write lock; a stale read-only ``-shm`` does not block. On a ledger of secrets (schema 3):
+releases of a registered dataset with an approved plan (:mod:`ledger_world`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import shutil
 import signal
 import sqlite3
 import stat
@@ -21,43 +23,19 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from ledger_world import PROTECT, SECRET, SECRET_KEY, WAVE1, new_ledger, release, steward_path
 
 import distprivacy.ledger as ledger_module
 from distprivacy.cli import main
 from distprivacy.composition import compose_guarantees
 from distprivacy.guarantee import Guarantee
-from distprivacy.ledger import (
-    BudgetExceededError,
-    Ledger,
-    LedgerEntry,
-    LedgerError,
-    plan_composer,
-)
+from distprivacy.ledger import BudgetExceededError, Ledger, LedgerEntry, LedgerError, StewardKey
 from distprivacy.ledger._anchor import anchor_path, read_anchor
 from distprivacy.ledger._chain import _head_mac
-from distprivacy.mechanisms import DauM
-from distprivacy.mechanisms.plans import Plan
-from distprivacy.models import GaussianModel
+from distprivacy.ledger._registry import read_events
 from distprivacy.profiles import gdp_delta
-
-
-@pytest.fixture(scope="module")
-def plan():
-    cov = np.array([[2.2, -0.6], [-0.6, 1.3]])
-    model = GaussianModel(["a", "b"], [[100.0, 101.0], [99.0, 102.0]], [cov, cov], [("a", "b")])
-    return Plan.from_calibration(DauM(epsilon=1.0, delta=1e-3).calibrate(model), model)
-
-
-def _entry(plan, fp="hmac-sha256:d", prop="p", value=100.0):
-    return LedgerEntry.from_plan(plan, [value, 101.0], fingerprint=fp, property=prop)
-
-
-def _release(path: Path, plan, **kw) -> int:
-    with Ledger(path) as led:
-        led.record(_entry(plan, **kw), plan_composer(delta=1e-3))
-        return int(led.last_id or 0)
+from distprivacy.targets import GDP
 
 
 def _drop_companions(path: Path) -> None:
@@ -94,15 +72,15 @@ def _kill(proc: subprocess.Popen) -> None:
 # -- R3: deleting -wal/-shm behind a reader ------------------------------------------------------
 
 
-def test_a_release_survives_deleting_wal_and_shm_behind_a_killed_reader(plan, tmp_path):
+def test_a_release_survives_deleting_wal_and_shm_behind_a_killed_reader(ledger_world, tmp_path):
     """The attack: a reader keeps a connection open (so closing the releasing connection does
     not checkpoint), the release is recorded, the reader is SIGKILLed and -wal/-shm deleted.
     Before: the release was gone and `ledger verify` passed."""
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
+    new_ledger(path, ledger_world)
     reader = _reader(path, in_transaction=False)
     try:
-        rid = _release(path, plan)
+        rid = release(path)
     finally:
         _kill(reader)
     assert Path(str(path) + "-wal").exists()  # the reader kept it: the attack applies
@@ -113,18 +91,18 @@ def test_a_release_survives_deleting_wal_and_shm_behind_a_killed_reader(plan, tm
 
 
 def test_a_reader_holding_the_wal_back_makes_the_release_unrevealed_and_the_anchor_counts_it(
-    plan, tmp_path, monkeypatch
+    ledger_world, tmp_path, monkeypatch
 ):
     """A reader inside a read transaction from before the release keeps the checkpoint from
     copying it; after the (here shortened) bound the release is recorded but refused to the
     caller, and deleting -wal/-shm then leaves a ledger its anchor refuses."""
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
+    new_ledger(path, ledger_world)
     monkeypatch.setattr(ledger_module, "BUSY_TIMEOUT", 0.3)
     reader = _reader(path, in_transaction=True)
     try:
         with Ledger(path) as led, pytest.raises(LedgerError) as err:
-            led.record(_entry(plan), plan_composer(delta=1e-3))
+            led.release("means", "wave1")
     finally:
         _kill(reader)
     msg = str(err.value)
@@ -135,18 +113,18 @@ def test_a_reader_holding_the_wal_back_makes_the_release_unrevealed_and_the_anch
         report = led.verify()
         assert not report.ok and "older than its anchor: 0 releases recorded" in report.reason
         with pytest.raises(LedgerError, match="older than its anchor"):
-            led.record(_entry(plan), plan_composer(delta=1e-3))
+            led.release("means", "wave1")
 
 
 # -- R4: an older copy, or rows removed and an old head written back ----------------------------
 
 
-def test_restoring_an_older_copy_of_the_ledger_is_refused(plan, tmp_path, capsys):
+def test_restoring_an_older_copy_of_the_ledger_is_refused(ledger_world, tmp_path, capsys):
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
-    _release(path, plan)
+    new_ledger(path, ledger_world)
+    release(path)
     old = path.read_bytes()  # every connection closed: the ledger is this one file
-    _release(path, plan)
+    release(path)
     path.write_bytes(old)
     _drop_companions(path)
     with Ledger(path) as led:
@@ -157,19 +135,19 @@ def test_restoring_an_older_copy_of_the_ledger_is_refused(plan, tmp_path, capsys
             "was restored from an older copy or rows were removed"
         )
         with pytest.raises(LedgerError, match="older than its anchor") as err:
-            led.record(_entry(plan), plan_composer(delta=1e-3))
+            led.release("means", "wave1")
         assert "nothing was recorded" in str(err.value)
         assert len(led.releases()) == 1
     rc, err_text = _verify_cli(capsys, path)
     assert rc == 1 and "older than its anchor" in err_text and err_text.count("\n") == 1
 
 
-def test_deleting_the_last_rows_and_writing_back_an_old_head_is_refused(plan, tmp_path):
+def test_deleting_the_last_rows_and_writing_back_an_old_head_is_refused(ledger_world, tmp_path):
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
+    new_ledger(path, ledger_world)
     heads = []
     for _ in range(3):
-        _release(path, plan)
+        release(path)
         con = sqlite3.connect(path)
         heads.append(con.execute("SELECT value FROM ledger_meta WHERE key = 'head'").fetchone())
         con.close()
@@ -183,10 +161,10 @@ def test_deleting_the_last_rows_and_writing_back_an_old_head_is_refused(plan, tm
         assert not report.ok and "2 releases recorded, the anchor has 3" in report.reason
 
 
-def test_a_deleted_edited_or_foreign_anchor_is_refused(plan, tmp_path):
+def test_a_deleted_edited_or_foreign_anchor_is_refused(ledger_world, tmp_path):
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
-    _release(path, plan)
+    new_ledger(path, ledger_world)
+    release(path)
     a = anchor_path(path)
     good = a.read_bytes()
     a.unlink()
@@ -210,7 +188,7 @@ def test_a_deleted_edited_or_foreign_anchor_is_refused(plan, tmp_path):
     with Ledger(path) as led:
         assert "is malformed" in led.verify().reason
     other = tmp_path / "other.db"
-    Ledger.init(other, budget_mu=100.0).close()
+    new_ledger(other, ledger_world)
     a.write_bytes(anchor_path(other).read_bytes())  # another ledger's (another key)
     with Ledger(path) as led:
         assert "fails its MAC" in led.verify().reason
@@ -219,19 +197,21 @@ def test_a_deleted_edited_or_foreign_anchor_is_refused(plan, tmp_path):
         assert led.verify().ok
 
 
-def test_a_fork_from_a_backup_is_refused_and_restoring_all_three_files_rolls_back(plan, tmp_path):
+def test_a_fork_from_a_backup_is_refused_and_restoring_all_three_files_rolls_back(
+    ledger_world, tmp_path
+):
     """A backup copies the anchor (and the key); a copy that went its own way is caught by the
     original's anchor; restoring the ledger, its key and its anchor together rolls back (the
     documented limit)."""
     path, copy = tmp_path / "L.db", tmp_path / "copy.db"
-    Ledger.init(path, budget_mu=100.0).close()
-    _release(path, plan)
+    new_ledger(path, ledger_world)
+    release(path)
     with Ledger(path) as led:
         led.backup(copy)
     assert read_anchor(copy) == read_anchor(path)
     assert stat.S_IMODE(anchor_path(copy).stat().st_mode) == 0o600
-    _release(path, plan, value=1.0)
-    _release(copy, plan, value=2.0)  # the copy's own second release
+    release(path)
+    release(copy)  # the copy's own second release (of the same registered file)
     saved = {s: Path(str(path) + s).read_bytes() for s in ("", ".anchor")}
     Path(str(path)).write_bytes(copy.read_bytes())
     with Ledger(path) as led:
@@ -244,24 +224,26 @@ def test_a_fork_from_a_backup_is_refused_and_restoring_all_three_files_rolls_bac
     # All three files of the backup restored together: a roll-back the ledger cannot see.
     with Ledger(path) as led:
         led.backup(tmp_path / "b2.db")
-    _release(path, plan)
+    release(path)
     for s in ("", ".key", ".anchor"):
         Path(str(path) + s).write_bytes(Path(str(tmp_path / "b2.db") + s).read_bytes())
     with Ledger(path) as led:
         assert led.verify().ok and len(led.releases()) == 2
 
 
-def test_a_crash_before_the_anchor_leaves_it_behind_which_verifies(plan, tmp_path, monkeypatch):
+def test_a_crash_before_the_anchor_leaves_it_behind_which_verifies(
+    ledger_world, tmp_path, monkeypatch
+):
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
-    _release(path, plan)
+    new_ledger(path, ledger_world)
+    release(path)
 
     def crash(*a, **k):
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(ledger_module, "write_anchor", crash)
     with Ledger(path) as led, pytest.raises(LedgerError) as err:
-        led.record(_entry(plan), plan_composer(delta=1e-3))
+        led.release("means", "wave1")
     assert "release 2 was recorded" in str(err.value) and "must not be revealed" in str(err.value)
     monkeypatch.undo()
     assert read_anchor(path).releases == 1
@@ -269,26 +251,29 @@ def test_a_crash_before_the_anchor_leaves_it_behind_which_verifies(plan, tmp_pat
         assert led.verify().ok and len(led.releases()) == 2
     stale = Path(str(anchor_path(path)) + ".k1ll3d.tmp")  # a writer killed mid-way left it
     stale.write_text("{")
-    _release(path, plan)
+    release(path)
     assert read_anchor(path).releases == 3 and not stale.exists()
 
 
-def test_a_ledger_from_before_anchors_keeps_working_and_is_anchored(plan, tmp_path):
+def test_a_ledger_without_its_anchor_record_is_anchored_again(ledger_world, tmp_path):
+    """A ledger with neither an anchor nor a record of one (as written before anchors; a
+    schema-3 ledger is anchored from its creation) verifies, and its next release anchors it."""
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
-    _release(path, plan)
+    new_ledger(path, ledger_world)
+    release(path)
     with Ledger(path) as led:
-        key = led.key
-    con = sqlite3.connect(path)  # as an earlier version wrote it: no anchor, no record of one
+        key, events = led.key, led._events_head(read_events(led._con))
+    con = sqlite3.connect(path)
     (last,) = con.execute("SELECT chain FROM releases").fetchone()
     con.execute("DELETE FROM ledger_meta WHERE key = 'anchored'")
-    con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (_head_mac(key, 1, last),))
+    head = _head_mac(key, 1, last, None, anchored=False, events=events)
+    con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (head,))
     con.commit()
     con.close()
     anchor_path(path).unlink()
     with Ledger(path) as led:
         assert led.verify().ok
-    _release(path, plan)
+    release(path)
     assert read_anchor(path).releases == 2
     with Ledger(path) as led:
         assert led.verify().ok
@@ -297,14 +282,20 @@ def test_a_ledger_from_before_anchors_keeps_working_and_is_anchored(plan, tmp_pa
         assert "is missing" in led.verify().reason
 
 
-def test_init_refuses_a_stale_anchor_and_creates_one(tmp_path):
+def test_init_refuses_a_stale_anchor_and_creates_one(ledger_world, tmp_path):
     path = tmp_path / "L.db"
+    steward = StewardKey.generate(steward_path(path))
+
+    def init() -> Ledger:
+        return Ledger.init(path, steward=steward, secret=SECRET, protect=PROTECT,
+                           budget=GDP(1.0), population=ledger_world["population"])  # fmt: skip
+
     anchor_path(path).write_text("left from an earlier ledger\n")
     with pytest.raises(LedgerError, match="anchor of an earlier ledger"):
-        Ledger.init(path, budget_mu=1.0)
+        init()
     assert not path.exists() and not Path(str(path) + ".key").exists()
     anchor_path(path).unlink()
-    Ledger.init(path, budget_mu=1.0).close()
+    init().close()
     assert read_anchor(path).releases == 0
     assert stat.S_IMODE(anchor_path(path).stat().st_mode) == 0o600
     anchor_path(path).unlink()
@@ -315,9 +306,9 @@ def test_init_refuses_a_stale_anchor_and_creates_one(tmp_path):
 # -- a stale read-only -shm ------------------------------------------------------------------
 
 
-def test_a_stale_read_only_shm_is_made_private_again(plan, tmp_path):
+def test_a_stale_read_only_shm_is_made_private_again(ledger_world, tmp_path):
     path = tmp_path / "L.db"
-    Ledger.init(path, budget_mu=100.0).close()
+    new_ledger(path, ledger_world)
     holder = sqlite3.connect(path)
     holder.execute("SELECT COUNT(*) FROM releases").fetchall()  # -wal and -shm exist
     try:
@@ -328,22 +319,20 @@ def test_a_stale_read_only_shm_is_made_private_again(plan, tmp_path):
             Ledger(path).close()
         assert stat.S_IMODE(os.stat(str(path) + "-shm").st_mode) == 0o400
         os.chmod(path, 0o600)
-        _release(path, plan)
+        release(path)
         for suffix in ("-wal", "-shm"):
             assert stat.S_IMODE(os.stat(str(path) + suffix).st_mode) == 0o600
     finally:
         holder.close()
 
 
-def _as_nobody(directory: str, plan) -> None:  # pragma: no cover - runs in a child process
+def _as_nobody(path: Path) -> None:  # pragma: no cover - runs in a child process
     try:
         os.setgid(65534)
         os.setuid(65534)
-        path = Path(directory) / "L.db"
-        Ledger.init(path, budget_mu=100.0).close()
         os.chmod(path, 0o400)
         try:
-            _release(path, plan)
+            release(path)
             os._exit(3)  # a read-only ledger must not be written
         except LedgerError as e:
             if "read-only" not in str(e):
@@ -351,31 +340,35 @@ def _as_nobody(directory: str, plan) -> None:  # pragma: no cover - runs in a ch
         if stat.S_IMODE(os.stat(str(path) + "-shm").st_mode) != 0o400:
             os._exit(5)  # the situation of the issue did not arise
         os.chmod(path, 0o600)
-        _release(path, plan)
+        release(path)
         os._exit(0)
     except BaseException:
         os._exit(6)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a child as another user")
-def test_a_release_after_a_permission_error_is_not_refused(plan):
-    """As an ordinary user (the child of a root test run): a release tried while the ledger
-    was 0400 fails "read-only" and leaves -shm 0400; once the ledger is 0600 again the next
-    release goes through (before: every later release failed "read-only")."""
-    import distprivacy.ledger._maintenance  # noqa: F401 - imported before dropping root
-
-    d = tempfile.mkdtemp(prefix="dp-ledger-nobody-")
+def test_a_release_after_a_permission_error_is_not_refused(ledger_world):
+    """As an ordinary user (the child of a root test run, its files made the child's): a
+    release tried while the ledger was 0400 fails "read-only" and leaves -shm 0400; once the
+    ledger is 0600 again the next release goes through (before: every later release failed
+    "read-only")."""
+    d = Path(tempfile.mkdtemp(prefix="dp-ledger-nobody-"))
     try:
         os.chmod(d, 0o777)
+        path = d / "L.db"
+        new_ledger(path, ledger_world)
+        release(path)  # as root: everything a release imports is imported before the fork
+        for f in d.iterdir():
+            os.chown(f, 65534, 65534)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
-            _as_nobody(d, plan)
+            _as_nobody(path)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
+        with Ledger(path) as led:
+            assert len(led.releases()) == 2 and led.verify().ok
     finally:
-        for f in Path(d).iterdir():
-            f.unlink()
-        os.rmdir(d)
+        shutil.rmtree(d)
 
 
 # -- contention: latency, never a refusal --------------------------------------------------------
@@ -386,17 +379,23 @@ def _gdp(mu: float) -> Guarantee:
                      verified=True, holds_for_every_input=True)  # fmt: skip
 
 
-def _slow_compose(entries):
-    time.sleep(0.15)  # a composition slower than a release's turn at the lock
+def _compose(entries):
     return compose_guarantees([e.guarantee for e in entries])
 
 
-def _racer(path: str, go, out) -> None:
+def _slow_compose(entries):
+    time.sleep(0.15)  # a composition slower than a release's turn at the lock
+    return _compose(entries)
+
+
+def _racer(path: str, digest: str, go, out) -> None:
     led = Ledger(path)
     go.wait()
     try:
-        entry = LedgerEntry(fingerprint="sha256:" + "0" * 64, property="p", statistics=("s",),
-                            guarantee=_gdp(1.0), values=(1.0,), mechanism="GroupDP-G")  # fmt: skip
+        # A group-DP release (μ = 1) of wave1 under the secret, naming the approved plan.
+        entry = LedgerEntry(fingerprint=WAVE1, property=SECRET_KEY, statistics=("s",),
+                            guarantee=_gdp(1.0), values=(1.0,), mechanism="GroupDP-G",
+                            plan_digest=digest)  # fmt: skip
         led.record(entry, _slow_compose)
         out.put(("recorded", led.last_id))
     except BudgetExceededError as e:
@@ -407,16 +406,19 @@ def _racer(path: str, go, out) -> None:
         led.close()
 
 
-def test_concurrent_releasers_get_exactly_the_budget_and_no_spurious_refusal(tmp_path):
+def test_concurrent_releasers_get_exactly_the_budget_and_no_spurious_refusal(
+    ledger_world, tmp_path
+):
     """16 processes at once, each composition slower than a turn at the lock (so snapshots are
     overtaken again and again), a μ budget that fits exactly 10 releases of μ = 1
     (√10 ≤ 3.2 < √11): 10 recorded, 6 refused by the budget naming 10 earlier releases,
     nothing else (before: "kept receiving other releases (8 attempts)")."""
     path = tmp_path / "l.db"
-    Ledger.init(path, budget_mu=3.2).close()
+    new_ledger(path, ledger_world, GDP(3.2))
+    digest = ledger_world["plan"].digest
     ctx = multiprocessing.get_context("fork")
     go, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_racer, args=(str(path), go, out)) for _ in range(16)]
+    procs = [ctx.Process(target=_racer, args=(str(path), digest, go, out)) for _ in range(16)]
     for p in procs:
         p.start()
     time.sleep(0.5)
@@ -429,25 +431,26 @@ def test_concurrent_releasers_get_exactly_the_budget_and_no_spurious_refusal(tmp
     assert all("10 earlier releases" in r[1] for r in results if r[0] == "refused")
     with Ledger(path) as led:
         mus = [e.cumulative.mu for e in led.releases()]
-        assert led.verify().ok
+        assert led.verify(_compose).ok
     assert mus == pytest.approx([math.sqrt(k) for k in range(1, 11)])
 
 
-def test_each_earlier_plan_is_decrypted_once_and_near_duplicates_are_scanned_unlocked(
-    plan, tmp_path, monkeypatch
+def test_each_earlier_plan_is_decrypted_once_outside_the_write_lock(
+    ledger_world, tmp_path, monkeypatch
 ):
     import distprivacy.ledger._maintenance as maintenance
 
     path = tmp_path / "l.db"
-    Ledger.init(path, budget_mu=100.0).close()
+    new_ledger(path, ledger_world)
     for _ in range(4):
-        _release(path, plan)
-    calls: list[int] = []
-    real_decrypt = maintenance.decrypt
-    monkeypatch.setattr(maintenance, "decrypt", lambda *a: calls.append(1) or real_decrypt(*a))
+        release(path)
     locked = [False]
-    scans: list[bool] = []
-    real_immediate, real_near = Ledger._immediate, ledger_module.near_duplicates
+    calls: list[bool] = []  # whether the write lock was held, per decryption of a release
+    real_decrypt = maintenance.decrypt
+    monkeypatch.setattr(
+        maintenance, "decrypt", lambda *a: calls.append(locked[0]) or real_decrypt(*a)
+    )
+    real_immediate = Ledger._immediate
 
     @contextlib.contextmanager
     def watched(self):
@@ -459,13 +462,10 @@ def test_each_earlier_plan_is_decrypted_once_and_near_duplicates_are_scanned_unl
                 locked[0] = False
 
     monkeypatch.setattr(Ledger, "_immediate", watched)
-    monkeypatch.setattr(
-        ledger_module, "near_duplicates", lambda *a: scans.append(locked[0]) or real_near(*a)
-    )
     with Ledger(path) as led:
-        led.record(_entry(plan), plan_composer(delta=1e-3))
-        assert len(calls) == 4  # the four earlier plans, once each
-        led.record(_entry(plan), plan_composer(delta=1e-3))
-        assert len(calls) == 5  # and then only the one recorded since
+        led.release("means", "wave1")
+        assert len(calls) == 5  # the four earlier plans, then the new one (counted), once each
+        led.release("means", "wave1")
+        assert len(calls) == 6  # and then only the one recorded since
         assert len(led.releases()) == 6 and len(calls) == 6
-    assert scans == [False, False]
+    assert not any(calls)

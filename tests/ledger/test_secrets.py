@@ -11,27 +11,12 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
+from ledger_world import N, make_plan
 
 from distprivacy.composition import compose_gaussian
 from distprivacy.ledger import BudgetExceededError, Ledger, LedgerError, StewardKey
 from distprivacy.ledger._compose import merge_repeats
 from distprivacy.targets import GDP
-
-N = 100
-
-
-def make_plan(adult: pd.DataFrame, protect: str = "income==>50K", values=(0.45, 0.55)):
-    """A DauM-G plan (ε = 0.5, δ = 1e-3) of two means on Adult, n = 100."""
-    from distprivacy.mechanisms import make_mechanism
-    from distprivacy.mechanisms.plans import Plan
-    from distprivacy.models import ExactModel
-    from distprivacy.query import Query
-    from distprivacy.spec import ProtectionSpec
-
-    spec = ProtectionSpec(protect, N, list(values))
-    model = ExactModel().fit(adult, spec, Query.parse("mean:age,mean:hours_per_week"))
-    cal = make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model)
-    return Plan.from_calibration(cal, model, data=adult)
 
 
 @pytest.fixture(scope="module")

@@ -191,6 +191,7 @@ def register_dataset(
     from distprivacy.datasets import load_data
     from distprivacy.fingerprint import record_hashes, shared_records
 
+    ledger._refuse_read_only()  # before the file is read
     key = StewardKey.load(steward)
     check_name(name, "dataset")
     if independent and same_records_as is not None:
@@ -337,6 +338,7 @@ def approve_plan(
     from distprivacy.fingerprint import data_fingerprint
     from distprivacy.mechanisms.plans import Plan
 
+    ledger._refuse_read_only()  # a schema-2 ledger has no registry: refused up front
     key = StewardKey.load(steward)
     check_name(name, "plan")
     if not isinstance(plan, Plan):

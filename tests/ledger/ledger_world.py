@@ -1,0 +1,82 @@
+"""Helpers for the ledger tests: a plan the steward can approve, and a ledger of secrets with
+one registered dataset and one approved plan (schema 3, issue 30)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from distprivacy.ledger import Ledger, StewardKey
+from distprivacy.targets import GDP, Target
+
+#: Records per registered dataset (the plans' n).
+N = 100
+SECRET = "income"
+PROTECT = "income==>50K"
+#: The keys a release's entry carries in a ledger of secrets.
+SECRET_KEY = f"secret:{SECRET}"
+WAVE1 = "dataset:wave1@1"
+
+
+def make_plan(
+    data: pd.DataFrame,
+    protect: str = PROTECT,
+    values: tuple[float, float] = (0.45, 0.55),
+    query: str = "mean:age,mean:hours_per_week",
+) -> Any:
+    """A DauM-G plan (ε = 0.5, δ = 1e-3) of ``query`` on ``data``, n = 100."""
+    from distprivacy.mechanisms import make_mechanism
+    from distprivacy.mechanisms.plans import Plan
+    from distprivacy.models import ExactModel
+    from distprivacy.query import Query
+    from distprivacy.spec import ProtectionSpec
+
+    spec = ProtectionSpec(protect, N, list(values))
+    model = ExactModel().fit(data, spec, Query.parse(query))
+    cal = make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model)
+    return Plan.from_calibration(cal, model, data=data)
+
+
+def steward_path(path: Path) -> Path:
+    return path.with_name(path.name + ".steward")
+
+
+def records_path(path: Path, name: str = "wave1") -> Path:
+    return path.with_name(f"{path.name}.{name}.csv")
+
+
+def new_ledger(
+    path: Path,
+    world: dict[str, Any],
+    budget: Target | None = None,
+    *,
+    seed: int = 1,
+) -> StewardKey:
+    """Create a ledger at ``path`` (secret ``income`` of ``world['population']``, budget
+    ``budget``, default μ = 100), its steward key beside it (``<path>.steward``), dataset
+    ``wave1`` (100 records of the population, ``<path>.wave1.csv``) registered and
+    ``world['plan']`` approved as ``means``; closed. Returns the steward key."""
+    steward = StewardKey.generate(steward_path(path))
+    led = Ledger.init(
+        path,
+        steward=steward,
+        secret=SECRET,
+        protect=PROTECT,
+        budget=GDP(100.0) if budget is None else budget,
+        population=world["population"],
+    )
+    try:
+        world["data"].sample(n=N, random_state=seed).to_csv(records_path(path), index=False)
+        led.register(steward, "wave1", records_path(path))
+        led.approve(steward, world["plan"], "means")
+    finally:
+        led.close()
+    return steward
+
+
+def release(path: Path) -> int:
+    """One release of ``wave1`` with ``means`` (a fresh connection); its id."""
+    with Ledger(path) as led:
+        return led.release("means", "wave1").release_id
