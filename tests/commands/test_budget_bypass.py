@@ -257,7 +257,7 @@ def test_r1_r6_a_rewritten_file_gets_no_new_budget(plan, adult_dir, records, cap
     other = _calibrate(adult_dir, tmp_path / "other.json", "--protect", "income!=<=50K")
     rc, _, err = run(capsys, "ledger", "approve", led, other, "--name", "other",
                      "--steward-key", paths["steward"])  # fmt: skip
-    refused(rc, err, "protects income==>50K", "--protect 'income==>50K'")
+    refused(rc, err, "protects income==>50K", "calibrate protecting income==>50K")
     target.write_bytes(original)  # the first version back is not the registered one now
     refused(*_release(capsys, led)[::2], "changed since it was registered")
     assert _shown(capsys, led)["releases"] == 2
@@ -375,7 +375,7 @@ def test_r5_r9_r7_r8_copies_of_the_file_share_the_one_budget(
                 "not the ledger's steward")  # fmt: skip
         rc, out, err = run(capsys, *register, steward, "--secret", "income")
         refused(rc, err, "dataset 'wave1'", "the same records re-expressed?",
-                "--same-records-as wave1", "--independent")  # fmt: skip
+                "--same-records-as NAME (wave1)", "--independent")  # fmt: skip
         rc, out, err = run(capsys, *register, steward, "--secret", "rich")
         refused(rc, err, "dataset 'wave1' of secret 'income'", "--confirm-overlap")
         if name not in RELEASABLE:

@@ -47,7 +47,7 @@ def test_the_same_records_re_expressed_need_the_stewards_word(world):
     led, steward, path = world["ledger"], world["steward"], world["dir"] / "reshuffled.csv"
     with pytest.raises(LedgerError, match="the same records re-expressed") as e:
         led.register(steward, "wave1b", path)
-    assert "--same-records-as wave1" in str(e.value) and "--independent" in str(e.value)
+    assert "`same_records_as=NAME` (wave1)" in str(e.value) and "`independent=True`" in str(e.value)
     d, _ = led.register(steward, "wave1b", path, same_records_as="wave1")
     assert d.shared == {"dataset:wave1@1": N}  # composed as wave1's records
     assert d.decision["same_records_as"] == "wave1"

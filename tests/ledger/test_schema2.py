@@ -45,7 +45,7 @@ def test_it_opens_read_only_verifies_and_shows(old):
 
 def test_ledger_show_and_verify_print_it(old, capsys):
     assert main(["ledger", "show", str(old)]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("\n", "")  # the console wraps long paths
     assert "2 release(s)" in out and str(old) in out
     assert main(["ledger", "show", str(old), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["releases"]) == 2
