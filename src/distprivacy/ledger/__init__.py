@@ -48,6 +48,7 @@ import numpy as np
 
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
+from distprivacy.ledger import _args
 from distprivacy.ledger._chain import (
     _FIELDS,
     BUSY_TIMEOUT,
@@ -70,6 +71,7 @@ from distprivacy.ledger._entry import (
     Composer,
     LedgerEntry,
     LedgerError,
+    LedgerTypeError,
     _budget,
     _dumps,
     sketch_field,
@@ -103,6 +105,7 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "LedgerError",
+    "LedgerTypeError",
     "VerifyReport",
     "data_fingerprint",
     "key_path",
@@ -161,9 +164,7 @@ class Ledger:
     """
 
     def __init__(self, path: str | Path) -> None:
-        if not isinstance(path, str | Path):
-            raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
-        p = Path(path)
+        p = _args.path_arg(path)
         self.path = p
         self.last_id: int | None = None
         #: The dataset the last release was recorded under (an earlier one's, when linked).
@@ -173,7 +174,7 @@ class Ledger:
             if p.exists():
                 raise LedgerError(f"{str(p)!r} is not a regular file; a ledger is a file")
             raise LedgerError(
-                f"no ledger at {str(p)!r}; create one with `distprivacy ledger init {p}`"
+                f"no ledger at {str(p)!r}; create one with `distprivacy ledger init {str(p)!r}`"
             )
         try:
             with open(p, "rb") as fh:
@@ -265,8 +266,7 @@ class Ledger:
         (default: all the columns of the first release's target; :mod:`._identity`)."""
         from distprivacy._version import __version__
 
-        if not isinstance(path, str | Path):
-            raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
+        path = _args.path_arg(path)
         identity = None if identify_by is None else check_identify_by(identify_by)
         if budget is not None:
             if not (budget_mu is None and budget_epsilon is None and budget_delta is None):
@@ -361,11 +361,14 @@ class Ledger:
         self, fingerprint: str | None = None, property: str | None = None
     ) -> list[LedgerEntry]:
         """The recorded releases (oldest first), optionally of one fingerprint / property."""
+        _args.keys_arg(fingerprint, property, optional=True)
         return self._select(fingerprint, property, self._con)
 
     def cumulative(self, fingerprint: str, property: str, compose: Composer) -> Guarantee:
         """The guarantee of every recorded release of (``fingerprint``, ``property``) together
         (nothing is written)."""
+        _args.keys_arg(fingerprint, property)
+        compose = _args.compose_arg(compose)
         entries = self.releases(fingerprint, property)
         if not entries:
             raise LedgerError(f"no release of {fingerprint} about {property} is recorded")
@@ -377,6 +380,7 @@ class Ledger:
         :func:`distprivacy.ledger._maintenance.show_ledger`)."""
         from distprivacy.ledger._maintenance import show_ledger
 
+        compose = _args.compose_arg(compose, optional=True)
         return show_ledger(self, compose)
 
     # -- verifying ----------------------------------------------------------------------------
@@ -479,10 +483,8 @@ class Ledger:
         DistPrivacyError
             ``compose`` refused (e.g. releases that cannot be composed); the ledger unchanged.
         """
-        if not isinstance(entry, LedgerEntry):
-            raise LedgerError(f"record takes a LedgerEntry, got {type(entry).__name__}")
-        if not callable(compose):
-            raise LedgerError(f"record takes a compose function, got {type(compose).__name__}")
+        _args.entry_arg(entry)
+        compose = _args.compose_arg(compose)
         fresh = replace(entry, id=None, time=None, cumulative=None)
         for _ in range(RECORD_ATTEMPTS):
             # Outside the write lock: compose on a consistent snapshot (a read transaction).
@@ -625,6 +627,7 @@ class Ledger:
         """The entry of a release (:func:`distprivacy.ledger._maintenance.entry_for`)."""
         from distprivacy.ledger._maintenance import entry_for
 
+        _args.target_args(plan, target, unbounded=unbounded)
         return entry_for(self, plan, values, target, unbounded=unbounded)
 
     def verify(self, compose: Composer | None = None) -> VerifyReport:
@@ -633,6 +636,7 @@ class Ledger:
         :func:`plan_composer`). Returns a :class:`VerifyReport` naming the first bad row."""
         from distprivacy.ledger._maintenance import verify_ledger
 
+        compose = _args.compose_arg(compose, optional=True)
         return verify_ledger(self, compose)
 
     def backup(self, out: str | Path) -> Path:
@@ -658,6 +662,7 @@ class Ledger:
         :func:`distprivacy.ledger._release.release_recorded`."""
         from distprivacy.ledger._release import release_recorded
 
+        _args.target_args(plan, target, require_seal=require_seal, fit=fit)
         return release_recorded(
             self,
             plan,
@@ -671,11 +676,11 @@ class Ledger:
     def seal(self, plan: Any) -> Any:
         """``plan`` sealed with this ledger's key (a steward's approval; see
         :meth:`~distprivacy.mechanisms.plans.Plan.seal`)."""
-        return plan.seal(subkey(self.key, "seal"))
+        return _args.plan_arg(plan).seal(subkey(self.key, "seal"))
 
     def verify_seal(self, plan: Any) -> None:
         """Refuse a plan not sealed with this ledger's key (PlanError, one line)."""
-        plan.verify_seal(subkey(self.key, "seal"))
+        _args.plan_arg(plan).verify_seal(subkey(self.key, "seal"))
 
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check`` (``"ok"`` when the file is sound)."""
