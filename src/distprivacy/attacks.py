@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from distprivacy.checks import check_array, check_bool, check_int
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.base import Calibration
 from distprivacy.models import ExactModel, sample_statistics
@@ -239,10 +240,10 @@ class MetaClassifierAttack:
         random_state: RandomState = None,
     ) -> None:
         for name, v in (("n_shadow", n_shadow), ("n_test", n_test)):
-            if not isinstance(v, int) or v < 2 or v % 2:
+            if (k := check_int(v, name)) < 2 or k % 2:
                 raise DistPrivacyError(f"{name} must be an even integer ≥ 2, got {v!r}")
-        if not isinstance(repetitions, int) or repetitions < 1:
-            raise DistPrivacyError(f"repetitions must be a positive integer, got {repetitions!r}")
+        check_int(repetitions, "repetitions", low=1)
+        check_bool(adaptive, "adaptive")
         self.n_shadow = n_shadow
         self.n_test = n_test
         self.repetitions = repetitions
@@ -344,10 +345,16 @@ class LikelihoodRatioAttack:
     """
 
     def __init__(self, means: np.ndarray, covariances: np.ndarray) -> None:
-        self.means = np.asarray(means, dtype=float)
-        self.covariances = np.asarray(covariances, dtype=float)
-        if self.means.shape[0] != 2 or self.covariances.shape[0] != 2:
+        self.means = check_array(means, "means", "two mean vectors (2×m)")
+        self.covariances = check_array(covariances, "covariances", "two m×m covariances")
+        m = self.means.shape[-1] if self.means.ndim else 0
+        if self.means.shape[:1] != (2,) or self.covariances.shape[:1] != (2,):
             raise DistPrivacyError("the likelihood-ratio attack needs exactly two θ")
+        if self.means.ndim != 2 or self.covariances.shape != (2, m, m):
+            raise DistPrivacyError(
+                f"the likelihood-ratio attack needs means of shape (2, m) and covariances of "
+                f"shape (2, m, m), got {self.means.shape} and {self.covariances.shape}"
+            )
 
     @classmethod
     def from_data(

@@ -43,7 +43,15 @@ import numpy as np
 import pandas as pd
 
 from distprivacy.attacks import LikelihoodRatioAttack
-from distprivacy.checks import check_int
+from distprivacy.checks import (
+    check_callable,
+    check_instance,
+    check_int,
+    check_keywords,
+    check_number,
+    check_texts,
+    check_vector,
+)
 from distprivacy.exceptions import (
     DistPrivacyError,
     DistPrivacyWarning,
@@ -403,11 +411,14 @@ def audit(
     -------
     AuditResult
     """
-    if not (0 < alpha < 1):
-        raise DistPrivacyError(f"alpha must lie in (0, 1), got {alpha!r}")
+    check_number(alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
+    split = tuple(check_vector(split, "split"))
     if len(split) != 3 or min(split) <= 0 or abs(sum(split) - 1) > 1e-9:
         raise DistPrivacyError(f"split must be three positive fractions summing to 1, got {split}")
-    attacks = tuple(attacks)
+    if knn_neighbors is not None:
+        check_int(knn_neighbors, "knn_neighbors", low=1)
+    check_callable(on_step, "on_step", "a function on_step(text)", optional=True)
+    attacks = check_texts(attacks, "attacks")
     if not attacks:
         raise DistPrivacyError("give at least one attack")
     for a in attacks:
@@ -494,6 +505,22 @@ def audit_model(
     (default: :func:`worst_pair`), give the likelihood-ratio attack the model's moments, and run
     :func:`audit` (``random_state`` seeds both the datasets and the audit; ``on_step`` is told
     before the drawing and each attack; ``kwargs`` go to :func:`audit`)."""
+    from distprivacy.engines import Engine
+
+    check_instance(calibration, "calibration", Calibration, "a Calibration (Mechanism.calibrate)")
+    check_instance(model, "model", FModel, "a fitted model of f_θ (fit_model)")
+    check_instance(data, "data", pd.DataFrame | Engine, "the population (a DataFrame or an engine)")
+    check_instance(spec, "spec", ProtectionSpec, "a ProtectionSpec")
+    check_instance(query, "query", Query, "a Query")
+    check_int(samples_per_value, "samples_per_value", low=1)
+    if pair is not None:
+        check_instance(pair, "pair", tuple | list, "two indices into spec.values, e.g. (0, 1)")
+        if len(pair) != 2:
+            raise DistPrivacyError(f"pair must be two indices into spec.values, got {pair!r}")
+        for t in pair:
+            check_int(t, "a pair's index", low=0, high=len(spec.values) - 1)
+    check_callable(on_step, "on_step", "a function on_step(text)", optional=True)
+    check_keywords(kwargs, ("attacks", "split", "alpha", "knn_neighbors"), "audit_model()")
     gen = check_random_state(random_state, secure=False)
     if on_step is not None:
         on_step(f"drawing {samples_per_value:,} datasets at each value")

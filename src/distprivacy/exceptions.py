@@ -10,7 +10,18 @@ from types import ModuleType
 
 
 class DistPrivacyError(ValueError):
-    """Invalid input or an impossible request, with a one-line message naming the fix."""
+    """Invalid input or an impossible request, with a one-line message naming the fix.
+
+    A :class:`ValueError` (a bad value); an argument of the wrong type raises its subclass
+    :class:`DistPrivacyTypeError`, also a :class:`TypeError`."""
+
+
+class DistPrivacyTypeError(DistPrivacyError, TypeError):
+    """An argument of the wrong type (a number where a path belongs, None where a function
+    does, an unknown keyword): a :class:`TypeError`, as Python's convention has it, and a
+    :class:`DistPrivacyError`, so one ``except DistPrivacyError`` catches every refusal. The
+    message names the parameter, what it got and what it expects
+    (:mod:`distprivacy.checks`)."""
 
 
 class NotApplicableError(DistPrivacyError):

@@ -35,7 +35,14 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from distprivacy._json import jsonable, number
-from distprivacy.checks import check_delta, check_number
+from distprivacy.checks import (
+    check_bool,
+    check_callable,
+    check_delta,
+    check_instance,
+    check_number,
+    check_text,
+)
 from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
 from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon
 from distprivacy.randomness import check_random_state, is_secure
@@ -126,20 +133,20 @@ class Guarantee:
     profile: Callable[[float], float] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.epsilon, bool) or not (
-            isinstance(self.epsilon, int | float | np.floating) and self.epsilon >= 0
-        ):
-            raise DistPrivacyError(f"a guarantee needs ε ≥ 0, got {self.epsilon!r}")
-        if isinstance(self.delta, bool) or not (
-            isinstance(self.delta, int | float | np.floating) and 0 <= self.delta <= 1
-        ):
-            raise DistPrivacyError(f"a guarantee needs δ in [0, 1], got {self.delta!r}")
-        if self.curve not in CURVES:
-            raise DistPrivacyError(f"curve must be one of {CURVES}, got {self.curve!r}")
-        if self.notion not in NOTIONS:
-            raise DistPrivacyError(f"notion must be one of {NOTIONS}, got {self.notion!r}")
-        if self.mu is not None and not (self.mu >= 0):
-            raise DistPrivacyError(f"μ must be ≥ 0 (or ∞), got {self.mu!r}")
+        check_number(self.epsilon, "a guarantee's ε", low=0, allow_inf=True)
+        check_number(self.delta, "a guarantee's δ", low=0, high=1)
+        check_text(self.theorem, "theorem")
+        check_text(self.curve, "curve", choices=CURVES)
+        check_text(self.notion, "notion", choices=NOTIONS)
+        if self.mu is not None:
+            check_number(self.mu, "a guarantee's μ", low=0, allow_inf=True)
+        if self.max_attack_accuracy is not None:
+            check_number(self.max_attack_accuracy, "max_attack_accuracy", low=0, high=1)
+        check_text(self.basis, "basis")
+        check_bool(self.verified, "verified")
+        check_instance(self.assumptions, "assumptions", list | tuple, "a list of texts")
+        check_bool(self.holds_for_every_input, "holds_for_every_input")
+        check_callable(self.profile, "profile", "a function ε ↦ δ(ε)", optional=True)
         if self.curve == "gdp" and self.mu is None:
             raise DistPrivacyError("a μ-GDP curve needs μ")
         if self.curve == "gdp" and self.delta < self._gdp(self.epsilon) * (1 - 1e-6):
@@ -279,6 +286,8 @@ class Guarantee:
         kw["assumptions"] = tuple(assumptions)
         try:
             return cls(**kw)
+        except DistPrivacyError:
+            raise
         except TypeError as e:
             raise DistPrivacyError(f"a guarantee is missing a field: {e}") from None
 

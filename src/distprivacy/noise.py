@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import integrate, special
 
-from distprivacy.checks import check_int, check_number
+from distprivacy.checks import check_array, check_int, check_number, check_text
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.resources import check_memory
@@ -120,10 +120,14 @@ class NoiseDistribution:
     factor: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        if self.family not in FAMILIES:
-            raise DistPrivacyError(f"unknown noise family {self.family!r}")
-        V = np.atleast_2d(np.asarray(self.basis, dtype=float))
-        s = np.atleast_1d(np.asarray(self.scales, dtype=float))
+        check_text(self.family, "noise family", choices=FAMILIES)
+        V = np.atleast_2d(check_array(self.basis, "the noise basis", "an m×d matrix"))
+        s = np.atleast_1d(check_array(self.scales, "the noise scales", "a vector of scales"))
+        if V.ndim != 2 or s.ndim != 1:
+            raise DistPrivacyError(
+                f"the noise basis must be a matrix and its scales a vector, got shapes {V.shape} "
+                f"and {s.shape}"
+            )
         if V.shape[1] != s.shape[0]:
             raise DistPrivacyError("noise basis and scales disagree in size")
         if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-8):
@@ -140,8 +144,13 @@ class NoiseDistribution:
         object.__setattr__(self, "basis", np.asfortranarray(V))
         object.__setattr__(self, "scales", s)
         if self.factor is not None:
-            F = np.atleast_2d(np.asarray(self.factor, dtype=float))
-            if self.family != "gaussian" or F.shape[0] != V.shape[0] or not np.isfinite(F).all():
+            F = np.atleast_2d(check_array(self.factor, "the noise factor", "an m×r matrix"))
+            if (
+                self.family != "gaussian"
+                or F.ndim != 2
+                or F.shape[0] != V.shape[0]
+                or not np.isfinite(F).all()
+            ):
                 raise DistPrivacyError("a noise factor must be a finite m×r matrix (Gaussian)")
             object.__setattr__(self, "factor", np.asfortranarray(F))
 

@@ -16,8 +16,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from distprivacy.checks import check_number
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import (
+    check_callable,
+    check_dataframe,
+    check_instance,
+    check_number,
+    check_text,
+    shown,
+)
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.spec import Predicate, check_column
 
 
@@ -177,6 +184,9 @@ class Mean(LinearStatistic):
 
     column: str
 
+    def __post_init__(self) -> None:
+        check_text(self.column, "column")
+
     @property
     def name(self) -> str:  # type: ignore[override]
         return f"mean({self.column})"
@@ -209,6 +219,9 @@ class Sum(LinearStatistic):
 
     column: str
 
+    def __post_init__(self) -> None:
+        check_text(self.column, "column")
+
     @property
     def name(self) -> str:  # type: ignore[override]
         return f"sum({self.column})"
@@ -240,6 +253,10 @@ class Count(LinearStatistic):
     """Number of records satisfying a predicate."""
 
     predicate: Predicate
+
+    def __post_init__(self) -> None:
+        check_instance(self.predicate, "predicate", Predicate,
+                       "a Predicate (Predicate.parse('sex==Female'))")  # fmt: skip
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -338,10 +355,10 @@ class CallableStatistic(Statistic):
         columns: Sequence[str],
         sensitivity: float | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name:
-            raise DistPrivacyError(f"a statistic's name must be a non-empty string, got {name!r}")
-        if not callable(func):
-            raise DistPrivacyError(f"statistic {name!r}: func must be callable")
+        check_text(name, "a statistic's name")
+        if not name:
+            raise DistPrivacyError("a statistic's name must be a non-empty text")
+        check_callable(func, f"statistic {name!r}: func", "callable (a function func(X))")
         if isinstance(columns, str | bytes):
             raise DistPrivacyError(
                 f"statistic {name!r}: columns must be a sequence of column names, got the "
@@ -350,16 +367,16 @@ class CallableStatistic(Statistic):
         try:
             cols = tuple(columns)
         except TypeError:
-            raise DistPrivacyError(
+            raise DistPrivacyTypeError(
                 f"statistic {name!r}: columns must be a sequence of column names, "
-                f"got {type(columns).__name__}"
+                f"got {shown(columns)}"
             ) from None
         if not cols:
             raise DistPrivacyError(f"statistic {name!r}: give at least one column")
         bad = [c for c in cols if not isinstance(c, str)]
         if bad:
-            raise DistPrivacyError(
-                f"statistic {name!r}: column names must be strings, got {bad[0]!r}"
+            raise DistPrivacyTypeError(
+                f"statistic {name!r}: column names must be strings, got {shown(bad[0])}"
             )
         if sensitivity is not None:
             sensitivity = check_number(sensitivity, f"statistic {name!r}: sensitivity", low=0)
@@ -422,16 +439,21 @@ class Query:
     """
 
     def __init__(self, statistics: Iterable[Statistic]) -> None:
-        if isinstance(statistics, str) or not hasattr(statistics, "__iter__"):
-            raise DistPrivacyError(
-                "a Query takes a sequence of statistics; to parse text use Query.parse"
-            )
-        self.statistics: tuple[Statistic, ...] = tuple(statistics)
+        refusal = (
+            "a Query takes a sequence of statistics (to parse text use Query.parse), got "
+            f"{shown(statistics)}"
+        )
+        if isinstance(statistics, str | bytes) or not hasattr(statistics, "__iter__"):
+            raise DistPrivacyTypeError(refusal)
+        try:
+            self.statistics: tuple[Statistic, ...] = tuple(statistics)
+        except TypeError:  # iterable in name only (a 0-d array)
+            raise DistPrivacyTypeError(refusal) from None
         bad = [s for s in self.statistics if not isinstance(s, Statistic)]
         if bad:
-            raise DistPrivacyError(
+            raise DistPrivacyTypeError(
                 f"a Query's components must be statistics (Mean, Count, CallableStatistic, ...), "
-                f"got {type(bad[0]).__name__} {bad[0]!r}"
+                f"got {shown(bad[0])}"
             )
         if not self.statistics:
             raise DistPrivacyError("the query has no statistics; give at least one")
@@ -445,10 +467,8 @@ class Query:
         """Parse a comma-separated list, e.g. ``"mean:age,count:sex==Female"``. Spaces around
         an item, its kind and its argument are ignored (``mean: age`` is ``mean:age``); an empty
         item (``mean:age,,sum:x``) is refused; kinds are lower case."""
-        if text is not None and not isinstance(text, str):
-            raise DistPrivacyError(
-                f"statistics must be text like 'mean:age,count:sex==Female', got {text!r}"
-            )
+        check_text(text, "statistics", optional=True,
+                   what="text like 'mean:age,count:sex==Female'")  # fmt: skip
         parts = (text or "").strip().split(",")
         if any(p.strip() for p in parts) and any(not p.strip() for p in parts):
             raise DistPrivacyError(
@@ -470,6 +490,7 @@ class Query:
 
     def validate(self, data: pd.DataFrame) -> None:
         """Check every column exists, is usable and holds no missing values."""
+        check_dataframe(data, "data")
         for s in self.statistics:
             if isinstance(s, CallableStatistic):
                 s.values(data)
@@ -502,10 +523,7 @@ class Query:
             A size other than ``n``, a missing or unusable column, or a statistic that is not
             finite (NaN, or an overflow).
         """
-        if not isinstance(data, pd.DataFrame):
-            raise DistPrivacyError(
-                f"the dataset to evaluate must be a pandas DataFrame, got {type(data).__name__}"
-            )
+        check_dataframe(data, "the dataset to evaluate")
         if n is not None and len(data) != n:
             raise DistPrivacyError(
                 f"the dataset has {len(data)} records but the model is for datasets of n = {n}; "

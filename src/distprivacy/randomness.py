@@ -30,8 +30,8 @@ from typing import TypeAlias
 
 import numpy as np
 
-from distprivacy.checks import check_int
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import check_bool, check_int, shown
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.resources import check_memory
 
 #: Largest integer seed :func:`check_random_state` takes.
@@ -207,6 +207,7 @@ def check_random_state(random_state: RandomState, *, secure: bool) -> Generator:
         For anything but None, an integer seed in [0, 2¹²⁸ − 1], a SeedSequence or a
         generator.
     """
+    check_bool(secure, "secure")
     if random_state is None:
         return SecureGenerator() if secure else np.random.default_rng()
     if isinstance(random_state, np.random.Generator | SecureGenerator):
@@ -215,9 +216,9 @@ def check_random_state(random_state: RandomState, *, secure: bool) -> Generator:
         return np.random.default_rng(random_state)
     if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
         return np.random.default_rng(check_int(random_state, "random_state", low=0, high=MAX_SEED))
-    raise DistPrivacyError(
+    raise DistPrivacyTypeError(
         "random_state must be None, an integer seed in [0, 2^128 - 1], a numpy SeedSequence or "
-        f"a numpy Generator, got {type(random_state).__name__} {random_state!r}"
+        f"a numpy Generator, got {shown(random_state)}"
     )
 
 

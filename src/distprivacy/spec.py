@@ -20,8 +20,9 @@ from decimal import ROUND_HALF_UP, Decimal
 import numpy as np
 import pandas as pd
 
-from distprivacy.checks import check_number
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import check_instance, check_int, check_number, check_text
+from distprivacy.checks import shown as _shown
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 
 _OPS = ("==", "!=", "<=", ">=", "<", ">")
 _PRED_RE = re.compile(r"^\s*([^=!<>]+?)\s*(==|!=|<=|>=|<|>)\s*(.*?)\s*$")
@@ -79,6 +80,9 @@ class Predicate:
     value: str | float
 
     def __post_init__(self) -> None:
+        check_text(self.column, "the predicate's column")
+        check_text(self.op, "the predicate's operator", what=f"one of {', '.join(_OPS)}")
+        check_instance(self.value, "the predicate's value", str | numbers.Real, "a text or number")
         if self.op not in _OPS:
             raise DistPrivacyError(
                 f"unknown operator {self.op!r} in predicate; use one of {', '.join(_OPS)}"
@@ -89,6 +93,7 @@ class Predicate:
     @classmethod
     def parse(cls, text: str) -> Predicate:
         """Parse ``'income==">50K"'``, ``"sex == Female"`` or ``"age>=40"``."""
+        check_text(text, "predicate", optional=True, what="text like 'sex==Female'")
         m = _PRED_RE.match(text or "")
         if m is None or not m.group(3):
             raise DistPrivacyError(
@@ -151,6 +156,20 @@ def grid_pairs_within(values: Sequence[float], k: float) -> tuple[tuple[int, int
     return tuple(zip(ii.tolist(), jj.tolist(), strict=True))
 
 
+def _items(value: object, name: str, what: str, length: int | None = None) -> tuple:
+    """``value`` as a tuple if it is a sequence (not text) of ``length`` items; a library error
+    naming ``name`` and ``what`` otherwise."""
+    try:
+        if not isinstance(value, str | bytes) and hasattr(value, "__iter__"):
+            items = tuple(value)  # type: ignore[call-overload]
+            if length is None or len(items) == length:
+                return items
+            raise DistPrivacyError(f"{name} must be {what}, got {len(items)} items")
+    except TypeError:  # iterable in name only (a 0-d array)
+        pass
+    raise DistPrivacyTypeError(f"{name} must be a sequence of {what}, got {_shown(value)}")
+
+
 def _real(v: object) -> float:
     """A proportion as a float; text, bool, complex and None are refused (NaN/inf are refused
     with the range check)."""
@@ -200,17 +219,10 @@ class ProtectionSpec:
         pairs_within: float | None = None,
     ) -> None:
         pred = Predicate.parse(predicate) if isinstance(predicate, str) else predicate
-        if not isinstance(pred, Predicate):
-            raise DistPrivacyError(
-                f"the protected property is a predicate like 'income==>50K', got {predicate!r}"
-            )
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-            raise DistPrivacyError(f"subset size n must be a positive integer, got {n!r}")
-        if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
-            raise DistPrivacyError(
-                f"values must be a sequence of proportions, e.g. [0.45, 0.55], got {values!r}"
-            )
-        vals = tuple(_real(v) for v in values)
+        check_instance(pred, "the protected property", Predicate,
+                       "a predicate like 'income==>50K'")  # fmt: skip
+        check_int(n, "subset size n", low=1)
+        vals = tuple(_real(v) for v in _items(values, "values", "proportions, e.g. [0.45, 0.55]"))
         if len(vals) < 2:
             raise DistPrivacyError(
                 "give at least two candidate values of the proportion p, e.g. 0.45,0.55"
@@ -234,13 +246,14 @@ class ProtectionSpec:
         if pairs is not None:
             index = {v: i for i, v in enumerate(vals)}
             idx: set[tuple[int, int]] = set()
-            for a, b in pairs:
+            for pair in _items(pairs, "pairs", "pairs of values, e.g. [(0.45, 0.55)]"):
+                a, b = _items(pair, "a pair", "two values, e.g. (0.45, 0.55)", length=2)
                 for x in (a, b):
-                    if float(x) not in index:
+                    if _real(x) not in index:
                         raise DistPrivacyError(
                             f"pair value p={x} is not among the candidate values {list(vals)}"
                         )
-                i, j = index[float(a)], index[float(b)]
+                i, j = index[_real(a)], index[_real(b)]
                 if i == j:
                     raise DistPrivacyError(f"pair ({a}, {b}) joins a value to itself")
                 idx.update({(i, j), (j, i)})
@@ -253,7 +266,7 @@ class ProtectionSpec:
                 and pairs_within > 0
             ):
                 raise DistPrivacyError(
-                    f"pairs_within must be a positive distance, got {pairs_within!r}"
+                    f"pairs_within must be a positive distance, got {_shown(pairs_within)}"
                 )
             pair_idx = grid_pairs_within(vals, float(pairs_within))
         else:

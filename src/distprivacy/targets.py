@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, Protocol
+from enum import EnumType, StrEnum
+from typing import Any, Protocol, runtime_checkable
 
 from scipy import special
 
-from distprivacy.checks import check_delta, check_number
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import check_delta, check_instance, check_number, check_text, shown
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon, gdp_mu
 
 __all__ = [
@@ -56,7 +56,17 @@ __all__ = [
 _REL = 1e-9
 
 
-class Rule(StrEnum):
+class _RuleType(EnumType):
+    """``Rule(value)`` is :meth:`Rule.parse`: a one-line library error for anything but a rule
+    or its name (the enum's own lookup would compare an array with each member)."""
+
+    def __call__(cls, value: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:  # the functional API (Rule("Name", names=...)): not a lookup
+            return super().__call__(value, *args, **kwargs)
+        return cls.parse(value)  # type: ignore[attr-defined]
+
+
+class Rule(StrEnum, metaclass=_RuleType):
     """How a Gaussian mechanism's noise is calibrated to a target."""
 
     EXACT = "exact"
@@ -64,15 +74,13 @@ class Rule(StrEnum):
 
     @classmethod
     def parse(cls, value: Any) -> Rule:
-        """``value`` as a rule (a :class:`Rule` or its name); one-line error otherwise."""
+        """``value`` as a rule (a :class:`Rule` or its name); one-line error otherwise
+        (:class:`~distprivacy.exceptions.DistPrivacyTypeError` when it is not a text)."""
         if isinstance(value, cls):
             return value
-        if isinstance(value, str):
-            for r in cls:
-                if r.value == value:
-                    return r
-        names = ", ".join(r.value for r in cls)
-        raise DistPrivacyError(f"unknown calibration rule {value!r}; available: {names}")
+        names = tuple(r.value for r in cls)
+        check_text(value, "calibration rule", choices=names)
+        return cls._value2member_map_[value]  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -108,8 +116,17 @@ class GDP:
 
     @property
     def max_attack_accuracy(self) -> MaxAttackAccuracy:
-        """Φ(μ/2): the best accuracy of any attacker with equal priors."""
-        return MaxAttackAccuracy(float(gdp_accuracy(self.mu)))
+        """Φ(μ/2): the best accuracy of any attacker with equal priors, as a bound.
+
+        Computed as 1 − Φ(−μ/2) (Φ's lower tail is exact however small). For μ ≳ 16.6 it is
+        within 1e-16 of 1 and reads 1.0 in floating point: the bound is then 1.0 (no
+        protection, honest: the best attacker errs less than once in 10¹⁶ tries), never a
+        refusal. For μ ≲ 1e-15, where it would read 0.5 (a coin flip, which no noise
+        reaches), it is the first float above 0.5. A bound of 1.0 is not a valid target
+        (``MaxAttackAccuracy(1.0)`` is refused) and has no finite μ
+        (:meth:`MaxAttackAccuracy.to_gdp` says so in one line)."""
+        a = 1.0 - float(special.ndtr(-self.mu / 2.0))  # Φ(−μ/2): tiny, exact for large μ
+        return MaxAttackAccuracy._bound(max(a, math.nextafter(0.5, 1.0)))
 
     def compose(self, other: GDP) -> GDP:
         """√(μ₁² + μ₂²): μ-GDP composition (Dong, Roth & Su 2022, Cor. 3.3).
@@ -119,8 +136,7 @@ class GDP:
         every θ. Two distribution-privacy releases of one dataset are correlated through it:
         their joint guarantee is computed by :mod:`distprivacy.composition`, which can be
         larger than this (docs/ledger.md)."""
-        if not isinstance(other, GDP):
-            raise DistPrivacyError(f"GDP composes with GDP, not {type(other).__name__}")
+        check_instance(other, "other", GDP, "a GDP guarantee (GDP composes with GDP)")
         return GDP(math.hypot(self.mu, other.mu))
 
     def __le__(self, other: GDP) -> bool:
@@ -191,8 +207,23 @@ class MaxAttackAccuracy:
                          high_open=True, hint="; e.g. 0.55 (0.5 is a coin flip)")  # fmt: skip
         object.__setattr__(self, "accuracy", a)
 
+    @classmethod
+    def _bound(cls, accuracy: float) -> MaxAttackAccuracy:
+        """An attack bound derived from a guarantee (:attr:`GDP.max_attack_accuracy`): in
+        (0.5, 1], where a target is in (0.5, 1) — 1.0 is an honest bound (no protection)
+        but no target."""
+        a = check_number(accuracy, "max_accuracy", low=0.5, high=1, low_open=True)
+        bound = object.__new__(cls)
+        object.__setattr__(bound, "accuracy", a)
+        return bound
+
     def to_gdp(self) -> GDP:
         """μ = 2Φ⁻¹(a): the μ whose best attack accuracy Φ(μ/2) is exactly ``accuracy``."""
+        if self.accuracy >= 1.0:
+            raise DistPrivacyError(
+                "an attack accuracy of 1 (no protection, e.g. the bound of a huge μ) has no "
+                "finite μ; state a target below 1, e.g. max_accuracy=0.55"
+            )
         return GDP(2.0 * float(special.ndtri(self.accuracy)))
 
     def describe(self) -> str:
@@ -236,6 +267,7 @@ def as_target(
     return EpsDelta(epsilon, delta)
 
 
+@runtime_checkable
 class GuaranteeLike(Protocol):
     """What :func:`met_by` reads of a guarantee (e.g. :class:`distprivacy.guarantee.Guarantee`)."""
 
@@ -249,7 +281,20 @@ def met_by(target: Target, guarantee: GuaranteeLike) -> bool:
     """Whether ``guarantee`` meets ``target``: its δ(ε) at the target's ε is at most δ; its μ
     at most the target's μ (and its attack bound at most Φ(μ/2), which covers guarantees with
     unequal covariances whose μ alone does not bound the attack); its attack bound at most the
-    target's accuracy. A figure the guarantee lacks (None, NaN) does not meet anything."""
+    target's accuracy. A figure the guarantee lacks (None, NaN) does not meet anything.
+
+    Raises
+    ------
+    DistPrivacyTypeError
+        ``target`` is not a target, or ``guarantee`` has no ``delta_at``, ``mu`` and
+        ``max_attack_accuracy`` (a :class:`~distprivacy.guarantee.Guarantee` or a
+        calibration has them)."""
+    check_instance(target, "target", (EpsDelta, GDP, MaxAttackAccuracy),
+                   "a privacy target (EpsDelta, GDP or MaxAttackAccuracy)")  # fmt: skip
+    what = "a Guarantee (with delta_at, mu and max_attack_accuracy)"
+    if isinstance(guarantee, EpsDelta | GDP | MaxAttackAccuracy):  # a GDP has all three too
+        raise DistPrivacyTypeError(f"guarantee must be {what}, got the target {shown(guarantee)}")
+    check_instance(guarantee, "guarantee", GuaranteeLike, what)
     if isinstance(target, EpsDelta):
         d = guarantee.delta_at(target.epsilon)
         return bool(d is not None and math.isfinite(d) and d <= target.delta * (1 + _REL))
@@ -259,7 +304,5 @@ def met_by(target: Target, guarantee: GuaranteeLike) -> bool:
             return False
         cap = float(gdp_accuracy(target.mu))  # Φ(μ/2); 1.0 in floating point for μ ≳ 17
         return mu <= target.mu * (1 + _REL) and acc <= cap * (1 + _REL)
-    if isinstance(target, MaxAttackAccuracy):
-        acc = guarantee.max_attack_accuracy
-        return bool(acc is not None and math.isfinite(acc) and acc <= target.accuracy * (1 + _REL))
-    raise DistPrivacyError(f"not a privacy target: {type(target).__name__}")
+    acc = guarantee.max_attack_accuracy
+    return bool(acc is not None and math.isfinite(acc) and acc <= target.accuracy * (1 + _REL))

@@ -21,6 +21,7 @@ API's arguments (between backquotes, which the command line turns into its flags
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from distprivacy.checks import (
+    check_bool,
+    check_callable,
+    check_dataframe,
+    check_instance,
+    check_keywords,
+    check_text,
+    check_vector,
+)
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms import Calibration, Mechanism, make_mechanism
@@ -36,9 +46,12 @@ from distprivacy.models import FModel, fit_model
 from distprivacy.query import Query
 from distprivacy.randomness import RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
-from distprivacy.targets import Target
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target
 
 __all__ = ["ReleaseOutcome", "release"]
+
+#: The keyword arguments :func:`release` passes on to a mechanism given by name.
+MECHANISM_OPTIONS = ("calibration", "covariances", "utility", "delta")
 
 
 @dataclass(frozen=True)
@@ -136,7 +149,35 @@ def release(
     **mechanism_options
         ``calibration`` (the rule), ``covariances``, ``utility`` (and ``delta``, the point at
         which a μ or accuracy target's ε is reported) for a Gaussian mechanism given by name.
+
+    Raises
+    ------
+    DistPrivacyTypeError
+        An argument of the wrong type, or an unknown keyword (one line naming it).
+    DistPrivacyError
+        Any other refusal (module docstring).
     """
+    # Every argument's type first, so that a mistake is named before any work is done.
+    from distprivacy.engines import Engine
+    from distprivacy.ledger import Ledger
+
+    check_keywords(mechanism_options, MECHANISM_OPTIONS, "release()")
+    check_instance(plan, "plan", Plan, "a Plan (Plan.load)", optional=True)
+    check_instance(data, "data", (pd.DataFrame, str, os.PathLike, Engine),
+                   "the population (a DataFrame, a path or an engine)", optional=True)  # fmt: skip
+    check_instance(spec, "spec", ProtectionSpec, "a ProtectionSpec", optional=True)
+    check_instance(query, "query", (Query, str), "a Query or its text", optional=True)
+    check_instance(mechanism, "mechanism", (str, Mechanism), "a mechanism's name or a Mechanism")
+    check_instance(privacy, "privacy", (EpsDelta, GDP, MaxAttackAccuracy),
+                   "a target (EpsDelta, GDP or MaxAttackAccuracy)", optional=True)  # fmt: skip
+    check_dataframe(target, "target", optional=True)
+    values = None if values is None else check_vector(values, "values")
+    check_instance(ledger, "ledger", Ledger, "a Ledger", optional=True)
+    check_bool(allow_exact, "allow_exact")
+    check_text(modeling, "modeling")
+    check_instance(engine, "engine", (str, Engine), "an engine's name or an Engine")
+    check_callable(progress, "progress", "a function progress(done, total)", optional=True)
+    check_callable(on_step, "on_step", "a function on_step(text)", optional=True)
     if ledger is not None:
         raise DistPrivacyError(
             "a ledger releases a registered dataset with an approved plan, both named: "

@@ -267,7 +267,7 @@ def test_tupling_point_privacy_equals_the_base():
         (lambda: laplace_distp(0.0, [0.5, 0.5], [0.5, 0.5], line(2)), "positive"),
         (lambda: dp_implies_distp(-1.0), "positive"),
         (lambda: tupling_hoeffding([0.5, 0.5], [0.5, 0.5], -3, 0.01), "≥ 0"),
-        (lambda: local_guarantee(-1.0, 0.0, "x"), "ε ≥ 0"),
+        (lambda: local_guarantee(-1.0, 0.0, "x"), "ε must be a number ≥ 0"),
         (lambda: coupling_within([1.0, 0.0], [0.0, 1.0], np.ones((3, 3))), "3×3|2×2"),
     ],
 )

@@ -42,6 +42,7 @@ from pathlib import Path
 import pandas as pd
 import platformdirs
 
+from distprivacy.checks import check_bool, check_path
 from distprivacy.datasets._adult import (
     ADULT_COLUMNS,
     ADULT_FILES,
@@ -56,7 +57,7 @@ from distprivacy.datasets._adult import (
 from distprivacy.datasets._adult import ADULT_SHA256 as ADULT_SHA256
 from distprivacy.datasets._tables import PathLike, load_table
 from distprivacy.datasets._tables import _strip_strings as _strip_strings
-from distprivacy.exceptions import DataUnavailableError, DistPrivacyError
+from distprivacy.exceptions import DataUnavailableError
 
 __all__ = ["ADULT_COLUMNS", "ADULT_INTEGER_COLUMNS", "load_adult", "load_data", "load_table"]
 
@@ -374,12 +375,11 @@ def load_adult(
         ``path`` or ``DISTPRIVACY_DATA`` does not hold valid files, or no source worked (the
         one-line message lists the options and what failed).
     """
+    path = check_path(path, "path", optional=True)
+    cache_dir = check_path(cache_dir, "cache_dir", optional=True)
+    check_bool(download, "download")
     if path is not None:
-        if not isinstance(path, str | os.PathLike):
-            raise DistPrivacyError(
-                f"load_adult takes a directory path (or None), got {type(path).__name__}"
-            )
-        return _load_dir_strict(Path(path).expanduser(), "path")
+        return _load_dir_strict(path, "path")
 
     env = os.environ.get(ENV_VAR, "").strip()
     if env:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from distprivacy._paths import check_input_path
+from distprivacy.checks import check_path
 from distprivacy.datasets._adult import ADULT_FILES, _describe, _load_dir_strict
 from distprivacy.exceptions import DistPrivacyError
 
@@ -67,7 +68,7 @@ def load_table(path: PathLike) -> pd.DataFrame:
         Missing file, unknown extension, unreadable file, duplicate column names, or an empty
         table (one-line message naming the file and the fix).
     """
-    p = check_input_path(path, "data file", directory_ok=True)
+    p = check_input_path(check_path(path, "path"), "data file", directory_ok=True)
     if p.is_dir():
         if all((p / name).is_file() for name in ADULT_FILES):
             return _load_dir_strict(p, "path")  # what load_adult(p) does

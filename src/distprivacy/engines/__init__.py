@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from distprivacy.checks import check_path
 from distprivacy.engines._base import (
     Engine,
     EngineError,
@@ -76,7 +77,7 @@ def load_source(path: str | os.PathLike[str] | None) -> pd.DataFrame | str:
 
     if path is None:
         return load_adult()
-    p = Path(path).expanduser()
+    p = check_path(path, "data")
     if _is_adult_dir(p):
         return load_adult(p)
     return str(path)

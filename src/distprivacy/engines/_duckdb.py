@@ -116,8 +116,8 @@ class DuckDBEngine(SQLEngine):
             fmt = file_format(p.name)
             if fmt is None:
                 raise DistPrivacyError(
-                    f"unknown file type: {p}; use a .csv, .csv.gz, .tsv, .tsv.gz, .parquet or "
-                    ".pq file"
+                    f"unknown file type: {str(p)!r}; use a .csv, .csv.gz, .tsv, .tsv.gz, .parquet "
+                    "or .pq file"
                 )
             if not any(ch in text for ch in "*?[") and not p.exists():
                 raise DistPrivacyError(

@@ -58,6 +58,7 @@ import numpy as np
 
 from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
+from distprivacy.ledger import _args
 from distprivacy.ledger._anchor import (
     ANCHORED,
     Anchor,
@@ -91,6 +92,7 @@ from distprivacy.ledger._entry import (
     Composer,
     LedgerEntry,
     LedgerError,
+    LedgerTypeError,
     _dumps,
     sketch_field,
 )
@@ -138,6 +140,7 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "LedgerError",
+    "LedgerTypeError",
     "RegisteredDataset",
     "Secret",
     "StewardKey",
@@ -260,9 +263,7 @@ class Ledger:
     """
 
     def __init__(self, path: str | Path) -> None:
-        if not isinstance(path, str | Path):
-            raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
-        p = Path(path)
+        p = _args.path_arg(path)
         self.path = p
         self.last_id: int | None = None
         #: The dataset the last release was recorded under (an earlier one's, when linked).
@@ -274,7 +275,7 @@ class Ledger:
             if p.exists():
                 raise LedgerError(f"{str(p)!r} is not a regular file; a ledger is a file")
             raise LedgerError(
-                f"no ledger at {str(p)!r}; create one with `distprivacy ledger init {p}`"
+                f"no ledger at {str(p)!r}; create one with `distprivacy ledger init {str(p)!r}`"
             )
         try:
             with open(p, "rb") as fh:
@@ -419,8 +420,7 @@ class Ledger:
         from distprivacy._version import __version__
         from distprivacy.ledger._decisions import secret_payload
 
-        if not isinstance(path, str | Path):
-            raise LedgerError(f"a ledger is a file path, got {type(path).__name__}")
+        path = _args.path_arg(path)
         refuse_directory_name(path, "the ledger", "ledger.db")
         key_s = StewardKey.load(steward)
         first = secret_payload(secret, protect, budget, population)
@@ -522,11 +522,14 @@ class Ledger:
         self, fingerprint: str | None = None, property: str | None = None
     ) -> list[LedgerEntry]:
         """The recorded releases (oldest first), optionally of one fingerprint / property."""
+        _args.keys_arg(fingerprint, property, optional=True)
         return self._select(fingerprint, property, self._con)
 
     def cumulative(self, fingerprint: str, property: str, compose: Composer) -> Guarantee:
         """The guarantee of every recorded release of (``fingerprint``, ``property``) together
         (nothing is written)."""
+        _args.keys_arg(fingerprint, property)
+        compose = _args.compose_arg(compose)
         entries = self.releases(fingerprint, property)
         if not entries:
             raise LedgerError(f"no release of {fingerprint} about {property} is recorded")
@@ -538,6 +541,7 @@ class Ledger:
         :func:`distprivacy.ledger._maintenance.show_ledger`)."""
         from distprivacy.ledger._maintenance import show_ledger
 
+        compose = _args.compose_arg(compose, optional=True)
         return show_ledger(self, compose)
 
     # -- verifying ----------------------------------------------------------------------------
@@ -708,10 +712,8 @@ class Ledger:
         DistPrivacyError
             ``compose`` refused (e.g. releases that cannot be composed); the ledger unchanged.
         """
-        if not isinstance(entry, LedgerEntry):
-            raise LedgerError(f"record takes a LedgerEntry, got {type(entry).__name__}")
-        if not callable(compose):
-            raise LedgerError(f"record takes a compose function, got {type(compose).__name__}")
+        _args.entry_arg(entry)
+        compose = _args.compose_arg(compose)
         if entry.unbounded:
             raise BudgetExceededError(EXACT_REFUSED)
         fresh = replace(entry, id=None, time=None, cumulative=None)
@@ -1115,6 +1117,7 @@ class Ledger:
         """The entry of a release (:func:`distprivacy.ledger._maintenance.entry_for`)."""
         from distprivacy.ledger._maintenance import entry_for
 
+        _args.target_args(plan, target, unbounded=unbounded)
         return entry_for(self, plan, values, target, unbounded=unbounded)
 
     def verify(self, compose: Composer | None = None) -> VerifyReport:
@@ -1123,6 +1126,7 @@ class Ledger:
         :func:`plan_composer`). Returns a :class:`VerifyReport` naming the first bad row."""
         from distprivacy.ledger._maintenance import verify_ledger
 
+        compose = _args.compose_arg(compose, optional=True)
         return verify_ledger(self, compose)
 
     def backup(self, out: str | Path, *, force: bool = False) -> Path:

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from distprivacy._json import jsonable
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import check_array
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.guarantee import Guarantee
 from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target, met_by
 
@@ -21,6 +22,11 @@ DEFAULT_REPORT_DELTA = 1e-3
 
 class LedgerError(DistPrivacyError):
     """A ledger file is missing, not a ledger, of another version, or misused."""
+
+
+class LedgerTypeError(LedgerError, DistPrivacyTypeError):
+    """An argument of the wrong type given to the ledger (a number for its path, a table for
+    a plan, ...): a :class:`LedgerError` and a ``TypeError``."""
 
 
 class BudgetExceededError(DistPrivacyError):
@@ -336,7 +342,7 @@ class LedgerEntry:
             mechanism=cal.mechanism,
             statistics=tuple(cal.statistic_names),
             guarantee=plan.guarantee,
-            values=np.asarray(values, dtype=float),
+            values=check_array(values, "values", "the released values (numbers)"),
             noise_family=getattr(getattr(cal, "noise", None), "family", None),
             noise_covariance=getattr(cal, "noise_covariance", None),
             plan=raw,

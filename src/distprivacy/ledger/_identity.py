@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from distprivacy.checks import shown
 from distprivacy.ledger._chain import _sql_error
 from distprivacy.ledger._entry import LedgerEntry, LedgerError, parse_sketch_field
 
@@ -54,12 +55,12 @@ def check_identify_by(columns: Any) -> tuple[str, ...]:
     if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
         raise LedgerError(
             "`identify_by` is a non-empty list of column names (e.g. `identify_by=['id']`), "
-            f"got {columns!r}"
+            f"got {shown(columns)}"
         )
     names = []
     for c in columns:
         if not isinstance(c, str) or not c.strip():
-            raise LedgerError(f"`identify_by` holds column names (text), got {c!r}")
+            raise LedgerError(f"`identify_by` holds column names (text), got {shown(c)}")
         names.append(c.strip())
     if len(set(names)) != len(names):
         dup = next(c for c in names if names.count(c) > 1)

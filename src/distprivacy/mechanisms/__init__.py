@@ -17,6 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from distprivacy.checks import (
+    check_callable,
+    check_instance,
+    check_keywords,
+    check_text,
+    check_texts,
+)
 from distprivacy.exceptions import DistPrivacyError, MissingExtraError, NotApplicableError
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms._accounting import GaussianAccounting, SharedCovariance
@@ -120,6 +127,10 @@ def make_mechanism(
     ``mu`` and ``max_accuracy`` (an ``EpsDelta`` also gives δ); ``calibration`` may be a
     :class:`~distprivacy.targets.Rule`.
     """
+    check_instance(target, "target", (EpsDelta, GDP, MaxAttackAccuracy),
+                   "a privacy target (EpsDelta, GDP or MaxAttackAccuracy: distprivacy.targets)",
+                   optional=True)  # fmt: skip
+    check_text(name, "the mechanism name", what=f"one of {', '.join(MECHANISMS)}")
     if target is not None:
         if epsilon is not None or mu is not None or max_accuracy is not None:
             raise DistPrivacyError(
@@ -129,18 +140,8 @@ def make_mechanism(
             epsilon, delta = target.epsilon, target.delta
         elif isinstance(target, GDP):
             mu = target.mu
-        elif isinstance(target, MaxAttackAccuracy):
-            max_accuracy = target.accuracy
         else:
-            raise DistPrivacyError(
-                f"target must be EpsDelta, GDP or MaxAttackAccuracy (distprivacy.targets), got "
-                f"{type(target).__name__}"
-            )
-    if not isinstance(name, str):
-        raise DistPrivacyError(
-            f"the mechanism name must be a string, got {type(name).__name__}; "
-            f"choose one of {', '.join(MECHANISMS)}"
-        )
+            max_accuracy = target.accuracy
     lookup = {k.lower(): v for k, v in MECHANISMS.items()}
     cls = lookup.get(name.strip().lower())
     if cls is None:
@@ -219,6 +220,11 @@ def calibrate_all(
         Mechanism name → one-line reason: its hypotheses fail, or its calibration fails for
         these parameters (e.g. the noise overflows at ε = 5e-324).
     """
+    check_instance(model, "model", FModel, "a fitted model of f_θ (fit_model)")
+    check_texts(names, "names", optional=True)
+    check_callable(progress, "progress", "a function progress(done, total)", optional=True)
+    check_keywords(targets, ("mu", "max_accuracy", "covariances", "utility", "target"),
+                   "calibrate_all()")  # fmt: skip
     done: list[Calibration] = []
     skipped: dict[str, str] = {}
     todo = list(names or MECHANISMS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distprivacy.checks import check_array
 from distprivacy.exceptions import MoreNoiseWarning, Notice
 from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.base import (
@@ -201,8 +202,9 @@ class DauM(GaussianMechanism):
         v: np.ndarray | None = None,
         **targets: float | None,
     ) -> None:
+        self.check_options(targets)
         super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
-        self.v = None if v is None else np.asarray(v, dtype=float)
+        self.v = None if v is None else check_array(v, "v", "a direction (a vector of numbers)")
 
     def _direction(self, model: FModel) -> np.ndarray:
         if self.v is not None:

@@ -18,10 +18,11 @@ from typing import Any, ClassVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from distprivacy.checks import check_delta, check_epsilon, check_rule
+from distprivacy.checks import check_delta, check_epsilon, check_instance, check_rule, shown
 from distprivacy.exceptions import (
     AssumptionWarning,
     DistPrivacyError,
+    DistPrivacyTypeError,
     MissingExtraError,
     NotApplicableError,
     Notice,
@@ -116,6 +117,7 @@ class Mechanism(ABC):
     def calibrate(self, model: FModel) -> Calibration:
         """Calibrate the noise on ``model`` (raises NotApplicableError when the theorem's
         hypotheses cannot be met; MissingExtraError when an optional dependency is missing)."""
+        check_instance(model, "model", FModel, "a fitted model of f_θ (fit_model)")
         self.require_extras()
         model._check_fitted()
         if self.needs_samples and model.samples_ is None:
@@ -160,7 +162,9 @@ def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
     registered name is refused with a one-line error (a mechanism never shadows another).
     """
     if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-        raise DistPrivacyError(f"register_mechanism takes a Mechanism subclass, got {cls!r}")
+        raise DistPrivacyTypeError(
+            f"register_mechanism takes a Mechanism subclass, got {shown(cls)}"
+        )
     name = cls.__dict__.get("name")
     if not isinstance(name, str) or not name.strip() or name != name.strip():
         raise DistPrivacyError(

@@ -12,6 +12,7 @@ same release for the same seed).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,17 @@ import numpy as np
 import pandas as pd
 
 from distprivacy._json import jsonable, number
-from distprivacy.checks import check_delta, check_int, check_number, check_vector
+from distprivacy.checks import (
+    check_bool,
+    check_dataframe,
+    check_delta,
+    check_instance,
+    check_int,
+    check_number,
+    check_text,
+    check_texts,
+    check_vector,
+)
 from distprivacy.exceptions import WARNING_CODES, DistPrivacyError, Notice
 from distprivacy.guarantee import Guarantee, Release, check_names
 from distprivacy.mechanisms._accounting import GaussianAccounting
@@ -103,6 +114,27 @@ class Calibration:
     model_: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        from distprivacy.query import Query
+
+        check_text(self.mechanism, "mechanism")
+        check_text(self.theorem, "theorem")
+        check_number(self.epsilon, "epsilon", low=0)
+        check_number(self.delta, "delta", low=0, high=1)
+        check_instance(self.noise, "noise", NoiseDistribution, "a NoiseDistribution")
+        check_texts(self.statistic_names, "statistic_names")
+        check_instance(self.sensitivity, "sensitivity", numbers.Real, "a number", optional=True)
+        check_text(self.sensitivity_label, "sensitivity_label")
+        check_text(self.rule, "rule", optional=True)
+        check_texts(self.assumptions, "assumptions")
+        check_instance(self.warnings, "warnings", list | tuple, "a list of warnings")
+        check_instance(self.details, "details", Mapping, "a mapping")
+        for key in ("statistic_scales", "statistic_levels"):
+            check_instance(getattr(self, key), key, np.ndarray | list | tuple, "an array",
+                           optional=True)  # fmt: skip
+        check_text(self.basis, "basis")
+        check_instance(self.query, "query", Query, "a Query", optional=True)
+        if self.n is not None:
+            check_int(self.n, "n", low=1)
         if self.accounting is not None and not isinstance(self.accounting, GaussianAccounting):
             raise DistPrivacyError(
                 "a calibration's accounting must be a GaussianAccounting or None, got "
@@ -198,6 +230,7 @@ class Calibration:
     def utility_cost(self, utility: str = "scaled") -> float:
         """The noise's cost under a utility: ``scaled`` Σ_k Var(Z_k)/s_k² (unit-free),
         ``l2`` E‖Z‖₂ (raw units, the paper's)."""
+        check_text(utility, "utility", choices=("scaled", "l2"))
         if utility == "l2":
             return self.expected_l2_error
         if self.statistic_scales is None:
@@ -343,6 +376,7 @@ class Calibration:
             When the calibration carries no query (its model was not fitted on data), or the
             dataset does not have n records, or a statistic cannot be computed on it.
         """
+        check_dataframe(data, "data")
         if self.query is None:
             raise DistPrivacyError(
                 f"this {self.mechanism} calibration carries no query (its model was not fitted "
@@ -402,8 +436,7 @@ class Calibration:
         if isinstance(value, pd.DataFrame):
             value = self.evaluate(value)
         v = check_vector(value, "the value to release", len(self.statistic_names))
-        if not isinstance(allow_exact, bool):
-            raise DistPrivacyError(f"allow_exact must be True or False, got {allow_exact!r}")
+        check_bool(allow_exact, "allow_exact")
         model = self.model_
         if (
             getattr(model, "means_", None) is not None
@@ -492,6 +525,9 @@ class Calibration:
         DistPrivacyError
             One line naming what is wrong.
         """
+        from distprivacy.query import Query
+
+        check_instance(query, "query", Query, "a Query", optional=True)
         try:
             return cls._from_plain(raw, query, n)
         except DistPrivacyError:

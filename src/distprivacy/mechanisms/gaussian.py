@@ -34,7 +34,15 @@ from typing import ClassVar
 import numpy as np
 
 from distprivacy.accounting import classic_c, classic_warning
-from distprivacy.checks import check_delta, check_epsilon, check_number, check_rule
+from distprivacy.checks import (
+    check_bool,
+    check_delta,
+    check_epsilon,
+    check_keywords,
+    check_number,
+    check_rule,
+    check_text,
+)
 from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,
@@ -87,6 +95,9 @@ MIN_TARGET_MU = 1e-6
 COVARIANCE_MODES = ("fitted", "pooled")
 #: How noise is costed when a mechanism chooses between noises (see :class:`GaussianMechanism`).
 UTILITIES = ("scaled", "l2")
+#: The keyword options of every Gaussian mechanism: a subclass taking ``**targets`` checks
+#: them against these (:meth:`GaussianMechanism.check_options`) before passing them on.
+GAUSSIAN_OPTIONS = ("mu", "max_accuracy", "covariances", "check_profile", "utility")
 
 
 def top_up_shape(model: FModel) -> np.ndarray:
@@ -241,25 +252,24 @@ class GaussianMechanism(Mechanism):
         utility: str = "scaled",
     ) -> None:
         self.calibration = check_rule(calibration)
-        if utility not in UTILITIES:
-            raise DistPrivacyError(
-                f"unknown utility {utility!r}; use one of {', '.join(UTILITIES)}"
-            )
-        self.utility = utility
+        self.utility = check_text(utility, "utility", choices=UTILITIES)
+        check_text(covariances, "covariances mode", choices=COVARIANCE_MODES)
+        check_bool(check_profile, "check_profile")
         if not check_profile and calibration == "exact" and covariances == "fitted":
             raise DistPrivacyError(
                 "covariances='fitted' needs the unequal-covariance profile; use "
                 "check_profile=True, or covariances='pooled'"
             )
         self.check_profile = bool(check_profile)
-        if covariances not in COVARIANCE_MODES:
-            raise DistPrivacyError(
-                f"unknown covariances mode {covariances!r}; use one of "
-                + ", ".join(COVARIANCE_MODES)
-            )
         self.covariances = covariances
         self._mu = target_mu(mu, max_accuracy, self.calibration)
         super().__init__(epsilon, delta, calibration)  # type: ignore[arg-type]
+
+    @classmethod
+    def check_options(cls, options: dict[str, object]) -> None:
+        """Refuse an unknown keyword of a subclass that takes ``**targets`` (a library
+        TypeError naming it and the valid ones, where Python's would come from ``__init__``)."""
+        check_keywords(options, GAUSSIAN_OPTIONS, f"{cls.__name__}()")
 
     def _resolve_epsilon(self, epsilon: float | None, delta: float) -> float:
         """ε given, or the ε at which the target μ meets δ (ε None)."""

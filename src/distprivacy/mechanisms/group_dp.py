@@ -115,6 +115,7 @@ class GroupDPGaussian(GaussianMechanism):
         group_size: int | None = None,
         **targets: float | None,
     ) -> None:
+        self.check_options(targets)
         super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
         self.group_size = _check_group_size(group_size)
 

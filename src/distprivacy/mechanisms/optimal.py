@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from distprivacy.checks import check_array
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError, require_extra
 from distprivacy.mechanisms._calibrator import Proposal
 from distprivacy.mechanisms.adversarial import _GAUSSIAN, _cov_text
@@ -153,8 +154,9 @@ class OptimalGaussian(GaussianMechanism):
         weights: np.ndarray | None = None,
         **targets: float | None,
     ) -> None:
+        self.check_options(targets)
         super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
-        self.weights = None if weights is None else np.asarray(weights, dtype=float)
+        self.weights = None if weights is None else check_array(weights, "weights", "a matrix")
 
     def _weight_matrix(self, model: FModel) -> np.ndarray:
         m = model.dim

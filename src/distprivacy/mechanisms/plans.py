@@ -35,7 +35,14 @@ import numpy as np
 import pandas as pd
 
 from distprivacy._json import dumps_json, jsonable
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import (
+    check_bool,
+    check_dataframe,
+    check_instance,
+    check_label,
+    check_path,
+)
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.fingerprint import (
     query_columns,
     source_fingerprint,
@@ -77,6 +84,11 @@ _OPTIONAL_KEYS = {"seal"}
 class PlanError(DistPrivacyError):
     """A plan file is missing, malformed, modified after it was saved, or does not fit the
     data it is asked to release."""
+
+
+class PlanTypeError(PlanError, DistPrivacyTypeError):
+    """An argument of the wrong type given to a plan (a number for its path, an array for its
+    target, ...): a :class:`PlanError` and a ``TypeError``."""
 
 
 def query_text(query: Query) -> str | None:
@@ -122,6 +134,8 @@ def model_from_dict(raw: Mapping[str, Any]) -> GaussianModel:
             n=raw.get("n"),
             source="the plan's model",
         )
+    except DistPrivacyError:
+        raise
     except (KeyError, TypeError) as e:
         raise PlanError(f"the plan's model is malformed ({type(e).__name__}: {e})") from None
     model.method_ = str(raw.get("method") or "plan")
@@ -174,7 +188,18 @@ class Plan:
             The modelling choices (method, samples, seed, engine) to record.
         """
         from distprivacy._version import __version__
+        from distprivacy.engines import Engine
+        from distprivacy.guarantee import Calibrated
 
+        check_instance(calibration, "calibration", Calibrated, "a calibration (Mechanism."
+                       "calibrate)", error=PlanTypeError)  # fmt: skip
+        check_instance(model, "model", FModel, "a fitted model (FModel)", optional=True,
+                       error=PlanTypeError)  # fmt: skip
+        check_instance(data, "data", (pd.DataFrame, str, Path, Engine),
+                       "the data (a DataFrame, a path or an engine)", optional=True,
+                       error=PlanTypeError)  # fmt: skip
+        check_instance(modelling, "modelling", Mapping, "a mapping of the modelling choices",
+                       optional=True, error=PlanTypeError)  # fmt: skip
         model = model if model is not None else getattr(calibration, "model_", None)
         if model is None:
             raise PlanError("a plan needs the model the calibration was made on; pass model=")
@@ -253,7 +278,8 @@ class Plan:
     # -- sealing ----------------------------------------------------------------------------
 
     def _mac(self, key: bytes) -> str:
-        if not isinstance(key, bytes | bytearray) or len(key) < 16:
+        check_instance(key, "key", bytes | bytearray, "a ledger key (bytes)", error=PlanTypeError)
+        if len(key) < 16:
             raise PlanError("a plan is sealed with a ledger key of at least 16 bytes")
         body = self.body()
         text = json.dumps(
@@ -301,9 +327,7 @@ class Plan:
         """Write the plan (atomically) as JSON; returns the path."""
         from distprivacy.outputs import check_output_file, write_text
 
-        if not isinstance(path, str | Path):
-            raise PlanError(f"a plan is saved to a path, got {type(path).__name__}")
-        p = Path(path)
+        p = check_path(path, "a plan's path", error=PlanTypeError)
         check_output_file(p)
         # 0600: a plan holds the fitted moments, exact statistics of the population.
         return write_text(p, dumps_json(self.to_dict()) + "\n", mode=0o600)
@@ -314,6 +338,7 @@ class Plan:
         from distprivacy.mechanisms._swamped import flag_swamped
         from distprivacy.mechanisms.calibration import Calibration
 
+        source = check_label(source, "source", "the plan")
         if not isinstance(raw, Mapping) or raw.get("format") != PLAN_FORMAT:
             raise PlanError(f'{source} is not a distprivacy plan (no "format": {PLAN_FORMAT!r})')
         extra = sorted(set(raw) - _KEYS - _OPTIONAL_KEYS)
@@ -378,9 +403,7 @@ class Plan:
     @classmethod
     def load(cls, path: str | Path) -> Plan:
         """Read a plan file written by :meth:`save` (digest checked)."""
-        if not isinstance(path, str | Path):
-            raise PlanError(f"a plan is read from a path, got {type(path).__name__}")
-        p = Path(path)
+        p = check_path(path, "a plan's path", error=PlanTypeError)
         if not p.is_file():
             raise PlanError(f"plan file {str(p)!r} does not exist")
         if p.stat().st_size > MAX_PLAN_BYTES:
@@ -421,8 +444,8 @@ class Plan:
                 "this plan has no query (a user's model or Python statistics): give the "
                 "statistics' values instead (`values=[a, b, …]`)"
             )
-        if not isinstance(target, pd.DataFrame):
-            raise PlanError(f"the target must be a table, got {type(target).__name__}")
+        check_dataframe(target, "target", error=PlanTypeError)
+        check_bool(require_property, "require_property")
         query = Query.parse(self.query)
         needed = list(query_columns(query, None))
         missing = [c for c in dict.fromkeys(needed) if c not in target.columns]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from distprivacy.checks import check_instance
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
@@ -18,6 +19,13 @@ if TYPE_CHECKING:
 ProgressCallback = Callable[[int, int], None]
 #: The records: a DataFrame (in memory), a path or table name (scanned by an engine), or an engine.
 Data = Any  # pd.DataFrame | str | Path | Engine
+
+
+def check_fit_inputs(spec: Any, query: Any) -> None:
+    """A model is fitted for a :class:`ProtectionSpec` and a :class:`Query`: a library
+    TypeError naming the one that is not."""
+    check_instance(spec, "spec", ProtectionSpec, "a ProtectionSpec")
+    check_instance(query, "query", Query, "a Query (Query.parse('mean:age,...'))")
 
 
 def _on_engine(data: Data, engine: str | Engine | None) -> Engine:

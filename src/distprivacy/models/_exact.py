@@ -8,7 +8,7 @@ import numpy as np
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.fingerprint import query_columns, source_fingerprint
-from distprivacy.models._base import Data, FModel, _on_engine
+from distprivacy.models._base import Data, FModel, _on_engine, check_fit_inputs
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
 
@@ -33,6 +33,7 @@ class ExactModel(FModel):
     ) -> ExactModel:
         """Compute the moments for every θ of ``spec`` (one pass over the data; on an
         ``engine`` other than pandas, its per-stratum moments, see :mod:`distprivacy.engines`)."""
+        check_fit_inputs(spec, query)
         if not query.is_linear:
             raise DistPrivacyError(
                 "exact moments need linear statistics (mean, sum, count, proportion); use the "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from distprivacy.checks import check_int, check_path
 from distprivacy.files import (
     Array,
     Field,
@@ -119,7 +120,9 @@ def load_model_file(
         for a list), ragged or mis-sized matrices, non-finite numbers, a covariance that is not
         symmetric positive semidefinite, or a model above the memory limit.
     """
-    p = Path(path)
+    p = check_path(path, "path")
+    if memory_limit is not None:
+        check_int(memory_limit, "memory_limit", low=1)
     src = f"model file {p.name!r}"
     raw = read_mapping_file(p, "model file", MODEL_FILE_SCHEMA)
     thetas = raw["thetas"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from distprivacy.exceptions import DistPrivacyError
-from distprivacy.models._base import Data, FModel, ProgressCallback
+from distprivacy.checks import check_text
+from distprivacy.models._base import Data, FModel, ProgressCallback, check_fit_inputs
 from distprivacy.models._exact import ExactModel
 from distprivacy.models._monte_carlo import MonteCarloModel
 from distprivacy.query import Query
@@ -48,22 +48,13 @@ def fit_model(
         Where the aggregates are computed (:func:`distprivacy.engines.resolve_engine`; None or
         ``"auto"``: pandas for a DataFrame, DuckDB for a path).
     """
-    if not isinstance(spec, ProtectionSpec):
-        raise DistPrivacyError(
-            f"fit_model takes a ProtectionSpec as spec, got {type(spec).__name__}"
-        )
-    if not isinstance(query, Query):
-        raise DistPrivacyError(
-            f"fit_model takes a Query as query (Query.parse('mean:age,...')), got "
-            f"{type(query).__name__}"
-        )
+    check_fit_inputs(spec, query)
+    check_text(method, "modelling method", choices=("auto", "exact", "monte-carlo"))
     if method == "exact":
         return ExactModel().fit(data, spec, query, engine=engine)
     if method == "monte-carlo":
         return MonteCarloModel(n_samples, random_state).fit(data, spec, query, progress, engine)
-    if method == "auto":
-        moments = "exact" if query.is_linear else "sample"
-        return MonteCarloModel(n_samples, random_state, moments=moments).fit(
-            data, spec, query, progress, engine
-        )
-    raise DistPrivacyError(f"unknown modelling method {method!r}; use auto, exact or monte-carlo")
+    moments = "exact" if query.is_linear else "sample"
+    return MonteCarloModel(n_samples, random_state, moments=moments).fit(
+        data, spec, query, progress, engine
+    )

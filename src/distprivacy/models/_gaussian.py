@@ -7,15 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import check_array, check_label, check_texts, shown
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.models._base import FModel
 
 
 def _validate_moments(
     means: np.ndarray, covs: np.ndarray, labels: Sequence[str], source: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    means = np.asarray(means, dtype=float)
-    covs = np.asarray(covs, dtype=float)
+    means = check_array(means, f"{source}: means", "a T×m matrix of numbers")
+    covs = check_array(covs, f"{source}: covariances", "T m×m matrices of numbers")
     if means.ndim != 2 or covs.ndim != 3 or covs.shape != (means.shape[0], *means.shape[1:] * 2):
         raise DistPrivacyError(
             f"{source}: means must be T×m and covariances T×m×m, got {means.shape} and {covs.shape}"
@@ -74,13 +75,22 @@ class GaussianModel(FModel):
         def listlike(x: Any) -> bool:
             return not isinstance(x, str | bytes | Mapping) and hasattr(x, "__iter__")
 
-        if not listlike(thetas):
-            raise DistPrivacyError(f"{source}: thetas must be a list of labels, got {thetas!r}")
-        pairs = list(pairs) if listlike(pairs) else pairs
-        if not listlike(pairs) or not all(listlike(pr) and len(list(pr)) == 2 for pr in pairs):
-            raise DistPrivacyError(
-                f"{source}: pairs must be a list of (θ, θ′) label pairs, got {pairs!r}"
-            )
+        def as_list(x: Any, what: str) -> list[Any]:
+            try:
+                if listlike(x):
+                    return list(x)
+            except TypeError:  # iterable in name only (a 0-d array)
+                pass
+            raise DistPrivacyTypeError(f"{source}: {what}, got {shown(x)}")
+
+        source = check_label(source, "source", "model")
+        check_texts(statistic_names, f"{source}: statistic_names", optional=True)
+
+        thetas = as_list(thetas, "thetas must be a list of labels")
+        want_pairs = "pairs must be a list of (θ, θ′) label pairs"
+        pairs = [as_list(pr, want_pairs) for pr in as_list(pairs, want_pairs)]
+        if not all(len(pr) == 2 for pr in pairs):
+            raise DistPrivacyError(f"{source}: {want_pairs}, got {shown(pairs)}")
         labels = [str(t) for t in thetas]
         if len(set(labels)) != len(labels) or len(labels) < 2:
             raise DistPrivacyError(f"{source}: give at least two distinct θ labels")
@@ -90,7 +100,8 @@ class GaussianModel(FModel):
                 f"{source}: {len(labels)} θ labels but {means.shape[0]} mean vectors"
             )
         m = means.shape[1]
-        names = tuple(statistic_names) if statistic_names else tuple(f"F{k}" for k in range(m))
+        given = () if statistic_names is None else tuple(statistic_names)
+        names = given or tuple(f"F{k}" for k in range(m))
         if len(names) != m:
             raise DistPrivacyError(f"{source}: {len(names)} statistic names for {m} statistics")
         index = {lab: i for i, lab in enumerate(labels)}
@@ -106,13 +117,17 @@ class GaussianModel(FModel):
         if not idx:
             raise DistPrivacyError(f"{source}: the set of protected pairs Ψ is empty")
         if samples is not None:
-            samples = [np.asarray(s, dtype=float) for s in samples]
+            if not listlike(samples):
+                raise DistPrivacyError(f"{source}: samples must be one R×{m} array per θ")
+            samples = [check_array(s, f"{source}: samples", f"R×{m} arrays") for s in samples]
             if len(samples) != len(labels) or any(
                 s.ndim != 2 or s.shape[1] != m or not np.isfinite(s).all() for s in samples
             ):
                 raise DistPrivacyError(f"{source}: samples must be one finite R×{m} array per θ")
         if record_sensitivities is not None:
-            record_sensitivities = np.asarray(record_sensitivities, dtype=float)
+            record_sensitivities = check_array(
+                record_sensitivities, f"{source}: record_sensitivities", "a vector of numbers"
+            )
             if record_sensitivities.shape != (m,):
                 raise DistPrivacyError(f"{source}: record_sensitivities must have {m} entries")
         try:

@@ -6,9 +6,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.checks import check_callable, check_int, check_text
 from distprivacy.fingerprint import query_columns, source_fingerprint
-from distprivacy.models._base import Data, FModel, ProgressCallback, _on_engine
+from distprivacy.models._base import (
+    Data,
+    FModel,
+    ProgressCallback,
+    _on_engine,
+    check_fit_inputs,
+)
 from distprivacy.models._exact import ExactModel
 from distprivacy.query import Query
 from distprivacy.randomness import RandomState, check_random_state
@@ -44,13 +50,8 @@ class MonteCarloModel(FModel):
         random_state: RandomState = None,
         moments: str = "sample",
     ) -> None:
-        if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer):
-            raise DistPrivacyError(f"n_samples must be an integer, got {n_samples!r}")
-        if n_samples < 2:
-            raise DistPrivacyError(f"n_samples must be at least 2, got {n_samples}")
-        if moments not in ("sample", "exact"):
-            raise DistPrivacyError(f"moments must be 'sample' or 'exact', got {moments!r}")
-        self.n_samples = int(n_samples)
+        self.n_samples = check_int(n_samples, "n_samples", low=2)
+        check_text(moments, "moments", choices=("sample", "exact"))
         self.random_state = random_state
         self.moments = moments
 
@@ -97,6 +98,8 @@ class MonteCarloModel(FModel):
     ) -> MonteCarloModel:
         """Draw ``n_samples`` subsets per θ and compute F on each (vectorised; on an ``engine``
         pandas included, by the engine, see :mod:`distprivacy.engines`)."""
+        check_fit_inputs(spec, query)
+        check_callable(progress, "progress", "a function progress(done, total)", optional=True)
         gen = check_random_state(self.random_state, secure=False)
         eng = _on_engine(data, engine)
         T, R = len(spec.counts), self.n_samples
