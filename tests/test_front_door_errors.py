@@ -58,17 +58,25 @@ def _refused(call, *words: str, kind: type[Exception] = DistPrivacyTypeError) ->
 # -- the thirteen measured calls --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", ["seal", "verify_seal"])
 @pytest.mark.parametrize(
     ("bad", "shows"),
     [(None, "None"), (Path("plan.json"), "PosixPath"), ({"format": "plan"}, "dict")],
     ids=["None", "path", "dict"],
 )
-def test_ledger_seal_and_verify_seal_refuse_what_is_not_a_plan(tmp_path, method, bad, shows):
-    """Measured: AttributeError ('NoneType' object has no attribute 'seal')."""
-    with dp.Ledger.init(tmp_path / "l.db", budget_mu=1.0) as led:
-        text = _refused(lambda: getattr(led, method)(bad), "plan", "a Plan", shows,
+def test_ledger_approve_refuses_what_is_not_a_plan(tmp_path, bad, shows):
+    """Measured: AttributeError ('NoneType' object has no attribute 'seal'). Plans are now
+    approved with the steward's key (`Ledger.approve`); `Ledger.seal` refuses everything."""
+    from distprivacy.ledger import StewardKey
+
+    steward = StewardKey.generate(tmp_path / "steward.key")
+    with dp.Ledger.init(
+        tmp_path / "l.db", steward=steward, secret="s", protect="income==>50K",
+        budget=dp.GDP(1.0),
+    ) as led:  # fmt: skip
+        text = _refused(lambda: led.approve(steward, bad, "p"), "plan", "a Plan", shows,
                         kind=LedgerTypeError)  # fmt: skip
+        with pytest.raises(LedgerError, match="ledger approve"):
+            led.seal(bad)
     assert text.startswith("plan must be a Plan")
     assert issubclass(LedgerTypeError, LedgerError)  # still the ledger's error
 

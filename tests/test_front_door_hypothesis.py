@@ -132,15 +132,26 @@ class World:
         self.plan_file = self.plan.save(tmp / "plan.json")
         self.csv = tmp / "table.csv"
         self.df.to_csv(self.csv, index=False)
-        self.ledger = dp.Ledger.init(tmp / "world.db", budget_mu=1e6)
-        self.sealed = self.ledger.seal(self.plan)
-        self.ledger.release(self.sealed, self.target)
+        from distprivacy.ledger import LedgerEntry, StewardKey
+        from distprivacy.ledger._maintenance import secret_composer
+
+        self.steward = StewardKey.generate(tmp / "steward.key")
+        self.target_csv = tmp / "target.csv"
+        self.target.to_csv(self.target_csv, index=False)
+        self.ledger = dp.Ledger.init(
+            tmp / "world.db", steward=self.steward, secret="s", protect="income==>50K",
+            budget=dp.GDP(1e6), population=self.csv,
+        )  # fmt: skip
+        self.ledger.register(self.steward, "d", self.target_csv)
+        self.ledger.approve(self.steward, self.plan, "p")
+        self.ledger.release("p", "d")
+        self.sealed = self.plan
         first = self.ledger.releases()[0]
         self.fingerprint, self.property = first.fingerprint, first.property
-        self.entry = self.ledger.entry(self.sealed, self.values, self.target)
-        from distprivacy.ledger import plan_composer
-
-        self.compose = plan_composer(delta=1e-3)
+        self.entry = LedgerEntry.from_plan(
+            self.plan, self.values, fingerprint=self.fingerprint, property=self.property
+        )
+        self.compose = secret_composer(self.ledger)
         (tmp / "dir").mkdir()
         (tmp / "empty.csv").write_text("")
         (tmp / "garbage.json").write_bytes(b"\x00\xff{not json")
@@ -625,15 +636,51 @@ def entry_points(w: World) -> dict[str, Entry]:
             dp.Ledger.init,
             {
                 "path": st.builds(w.fresh, st.just("l")),
-                "budget_mu": [None, 1.0],
-                "budget_epsilon": [None, 1.0],
-                "budget_delta": [None, 1e-3],
-                "budget": [None, dp.GDP(1.0)],
-                "identify_by": [None, ["age", "sex"]],
+                "steward": [w.steward],
+                "secret": ["s"],
+                "protect": ["income==>50K"],
+                "budget": [dp.GDP(1.0), dp.EpsDelta(1.0, 1e-3)],
+                "population": [None, w.csv],
             },
-            optional=frozenset(
-                {"budget_mu", "budget_epsilon", "budget_delta", "budget", "identify_by"}
-            ),
+            optional=frozenset({"population"}),
+        ),
+        "Ledger.add_secret": Entry(
+            led.add_secret,
+            {
+                "steward": [w.steward],
+                "name": ["s2"],
+                "protect": ["sex==Female"],
+                "budget": [dp.GDP(1.0)],
+                "population": [None, w.csv],
+            },
+            optional=frozenset({"population"}),
+        ),
+        "Ledger.register": Entry(
+            led.register,
+            {
+                "steward": [w.steward],
+                "name": ["d2"],
+                "path": [w.target_csv],
+                "secret": [None, "s"],
+                "same_records_as": [None],
+                "independent": [False, True],
+                "confirm_overlap": [None, "why"],
+            },
+            optional=frozenset({"secret", "same_records_as", "independent", "confirm_overlap"}),
+        ),
+        "Ledger.approve": Entry(
+            led.approve,
+            {"steward": [w.steward], "plan": [plan], "name": ["p2"], "secret": [None, "s"]},
+            optional=frozenset({"secret"}),
+        ),
+        "Ledger.set_budget": Entry(
+            led.set_budget,
+            {
+                "steward": [w.steward],
+                "secret": [None, "s"],
+                "budget": [dp.GDP(1e6)],
+                "reason": ["more"],
+            },
         ),
         "Ledger.releases": Entry(
             led.releases,
@@ -654,18 +701,10 @@ def entry_points(w: World) -> dict[str, Entry]:
         "Ledger.record": Entry(led.record, {"entry": [w.entry], "compose": [w.compose]}),
         "Ledger.release": Entry(
             led.release,
-            {
-                "plan": [w.sealed],
-                "target": [w.target],
-                "random_state": [None],
-                "allow_exact": [False],
-                "require_seal": [True],
-                "fit": [None],
-            },
-            optional=frozenset({"random_state", "allow_exact", "require_seal", "fit"}),
+            {"plan": ["p"], "dataset": ["d"], "random_state": [None], "allow_exact": [False]},
+            optional=frozenset({"random_state", "allow_exact"}),
         ),
         "Ledger.seal": Entry(led.seal, {"plan": [plan]}),
-        "Ledger.verify_seal": Entry(led.verify_seal, {"plan": [w.sealed, plan]}),
         # -- one release, start to finish -------------------------------------------------
         "release": Entry(dp.release, release, frozenset(release), unknown=True),
         "ReleaseOutcome": Entry(
@@ -881,16 +920,19 @@ ENTRY_NAMES = (
     "Guarantee.epsilon_at",
     "Guarantee.from_dict",
     "Ledger",
+    "Ledger.add_secret",
+    "Ledger.approve",
     "Ledger.cumulative",
     "Ledger.entry",
     "Ledger.init",
     "Ledger.record",
+    "Ledger.register",
     "Ledger.release",
     "Ledger.releases",
     "Ledger.seal",
+    "Ledger.set_budget",
     "Ledger.show",
     "Ledger.verify",
-    "Ledger.verify_seal",
     "LikelihoodRatioAttack",
     "MaxAttackAccuracy",
     "MaxAttackAccuracy.to_gdp",

@@ -55,8 +55,11 @@ def data_fingerprint(data: pd.DataFrame, columns: Sequence[str]) -> str:
         if c not in data.columns:
             raise DistPrivacyError(f"the data has no column {c!r} to fingerprint")
         col = data[c]
-        h.update(f"{len(c)}:{c}|{col.dtype}|{len(col)}\n".encode())
         kind = col.dtype.kind
+        # Text is text whether pandas holds it as object or as its string dtype (a DataFrame
+        # built in memory and the same table read back from CSV agree).
+        label = "text" if kind in "OSU" or isinstance(col.dtype, pd.StringDtype) else col.dtype
+        h.update(f"{len(c)}:{c}|{label}|{len(col)}\n".encode())
         if kind == "b":
             h.update(np.ascontiguousarray(col.to_numpy(dtype=np.uint8)).tobytes())
         elif kind in "iu" and not col.isna().any():

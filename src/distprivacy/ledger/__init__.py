@@ -420,8 +420,9 @@ class Ledger:
         from distprivacy._version import __version__
         from distprivacy.ledger._decisions import secret_payload
 
-        path = _args.path_arg(path)
+        checked = _args.path_arg(path)  # a wrong type first, then a path naming a directory
         refuse_directory_name(path, "the ledger", "ledger.db")
+        path = checked
         key_s = StewardKey.load(steward)
         first = secret_payload(secret, protect, budget, population)
         p = Path(path)
@@ -1115,6 +1116,11 @@ class Ledger:
         unbounded: bool = False,
     ) -> LedgerEntry:
         """The entry of a release (:func:`distprivacy.ledger._maintenance.entry_for`)."""
+        if not self.read_only:
+            raise LedgerError(
+                "a ledger of secrets makes each release's entry itself from the registered "
+                "dataset and the approved plan: call ledger.release('PLAN', 'DATASET')"
+            )
         from distprivacy.ledger._maintenance import entry_for
 
         _args.target_args(plan, target, unbounded=unbounded)

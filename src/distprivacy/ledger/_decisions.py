@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distprivacy.ledger._entry import Budget, LedgerError, _dumps
+from distprivacy.ledger._entry import Budget, LedgerError, LedgerTypeError, _dumps
 from distprivacy.ledger._keys import encrypt, subkey
 from distprivacy.ledger._registry import (
     RegisteredDataset,
@@ -57,9 +57,12 @@ def property_text(predicate: str) -> str:
 def population_record(population: str | Path | None) -> dict[str, Any]:
     """What a secret records of its population: ``adult`` (the verified UCI files), or a file
     or directory's resolved path and fingerprint (:func:`._registry.source_fingerprint`)."""
-    if population is None or str(population) == ADULT:
+    from distprivacy.checks import check_path
+
+    if population is None or (isinstance(population, str) and population == ADULT):
         return {"name": ADULT, "fingerprint": "adult-uci-sha256-verified"}
-    p = Path(population).expanduser()
+    p = check_path(population, "population", error=LedgerTypeError)
+    assert p is not None
     if not p.exists():
         raise LedgerError(f"the population {str(p)!r} does not exist")
     p = p.resolve()
@@ -128,7 +131,10 @@ def set_budget(
     """Set a secret's budget anew (raised or lowered), with the steward's reason (recorded).
     A lower budget than already spent refuses every later release; nothing recorded is
     undone."""
+    from distprivacy.checks import check_text
+
     key = StewardKey.load(steward)
+    check_text(secret, "secret", optional=True)
     if not isinstance(reason, str) or not reason.strip():
         raise LedgerError("say why the budget changes (reason='…'): the ledger records it")
     new = Budget.of(budget)
@@ -192,8 +198,15 @@ def register_dataset(
     from distprivacy.fingerprint import record_hashes, shared_records
 
     ledger._refuse_read_only()  # before the file is read
+    from distprivacy.checks import check_bool, check_path, check_text
+
     key = StewardKey.load(steward)
     check_name(name, "dataset")
+    check_text(secret, "secret", optional=True)
+    check_text(same_records_as, "same_records_as", optional=True)
+    check_text(confirm_overlap, "confirm_overlap", optional=True)
+    check_bool(independent, "independent")
+    path = check_path(path, "the dataset's path", error=LedgerTypeError)  # type: ignore[assignment]
     if independent and same_records_as is not None:
         raise LedgerError("say one: same_records_as=NAME or independent=True, not both")
     p = Path(path).expanduser()
@@ -339,10 +352,15 @@ def approve_plan(
     from distprivacy.mechanisms.plans import Plan
 
     ledger._refuse_read_only()  # a schema-2 ledger has no registry: refused up front
+    from distprivacy.checks import check_text
+
     key = StewardKey.load(steward)
     check_name(name, "plan")
+    check_text(secret, "secret", optional=True)
     if not isinstance(plan, Plan):
-        raise LedgerError(f"approve takes a Plan, got {type(plan).__name__}")
+        from distprivacy.checks import shown
+
+        raise LedgerTypeError(f"plan must be a Plan (Plan.load), got {shown(plan)}")
     reg = ledger.registry
     s = reg.secret(secret)
     if plan.protected_property is None or plan.spec is None:
