@@ -119,6 +119,9 @@ class StewardKey:
 
         if not isinstance(path, str | Path):
             raise LedgerError(f"a steward key is a file path, got {type(path).__name__}")
+        from distprivacy.ledger._maintenance import refuse_directory_name
+
+        refuse_directory_name(path, "the steward key", "steward.key")  # `new/` is no file `new`
         p = Path(path)
         private = _crypto().Ed25519PrivateKey.generate()
         pem = private.private_bytes(
