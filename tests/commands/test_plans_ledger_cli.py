@@ -239,6 +239,11 @@ def test_a_plan_of_other_statistics_composes_on_the_secrets_population(two_plans
     root = two_plans
     ledger, _ = _approved_ledger(root, tmp_path, capsys)
     rel = ["release", "--ledger", ledger, "--dataset", "target"]
+    # A report onto the registered file (or into the population) would write over what the
+    # release reads: refused before anything is recorded.
+    for onto in (root / "target.csv", root / "data.csv"):
+        rc, out, err = run(capsys, *rel, "--plan", "p1", "--report", onto)
+        one_line_error(rc, err, "which this command reads")
     rc, out, err = run(capsys, *rel, "--plan", "p1", "--json")
     assert rc == 0, err
     mu1 = json.loads(out)["ledger"]["cumulative"]["mu"]
