@@ -9,8 +9,9 @@ concurrent releasers on a budget that fits exactly K releases, and SIGKILLed rel
    only in -wal), WAL + a checkpoint after each commit (what the ledger does), and a rollback
    journal (DELETE). Commits/s, latency p50/p99, lock hold p50/p99, errors.
 2. Lock hold (the time inside BEGIN IMMEDIATE … COMMIT) of a release after 300 earlier
-   releases (30 datasets of 100 Adult records × 10, the same sealed DauM-G plan), and the
-   time of the step after it (checkpoint + anchor) and of the whole release.
+   releases (30 registered datasets of 100 Adult records × 10 under one secret, the same
+   approved DauM-G plan; a ledger of secrets), and the time of the step after it (checkpoint
+   + anchor) and of the whole release.
 3. 8 and 32 processes releasing one dataset at once, each until the budget refuses it; the
    budget fits exactly K releases (K found by releasing one at a time on a scratch ledger).
    Must be: exactly K recorded, every refusal a budget refusal made after K, 0 other errors,
@@ -146,7 +147,7 @@ def _setup(tmp: Path) -> tuple[Path, list[Path]]:
     query = dp.Query.parse("mean:age,mean:education_num,count:sex==Female")
     model = dp.fit_model(data, spec, query, method="exact")
     cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
-    plan = dp.Plan.from_calibration(cal, model)
+    plan = dp.Plan.from_calibration(cal, model, data=data)
     plan_path = tmp / "plan.json"
     plan.save(plan_path)
     targets = []
@@ -157,17 +158,23 @@ def _setup(tmp: Path) -> tuple[Path, list[Path]]:
     return plan_path, targets
 
 
-def _new_ledger(tmp: Path, name: str, plan_path: Path, budget_mu: float):
-    """A ledger of its own and the plan sealed with its key."""
-    from distprivacy.ledger import Ledger
+def _new_ledger(
+    tmp: Path, name: str, plan_path: Path, budget_mu: float, targets: list[Path]
+) -> Path:
+    """A ledger of secrets of its own (issue 30): the secret income over Adult with budget
+    ``budget_mu``, ``targets`` registered as d0, d1, … and the plan approved as ``plan``."""
+    from distprivacy.ledger import Ledger, StewardKey
     from distprivacy.mechanisms.plans import Plan
+    from distprivacy.targets import GDP
 
     path = tmp / name
-    with Ledger.init(path, budget_mu=budget_mu) as led:
-        sealed = led.seal(Plan.load(plan_path))
-    out = tmp / f"{name}.plan.json"
-    sealed.save(out)
-    return path, out
+    steward = StewardKey.generate(tmp / f"{name}.steward.key")
+    with Ledger.init(path, steward=steward, secret="income", protect="income==>50K",
+                     budget=GDP(budget_mu), population=_adult_dir()) as led:  # fmt: skip
+        for i, t in enumerate(targets):
+            led.register(steward, f"d{i}", t)
+        led.approve(steward, Plan.load(plan_path), "plan")
+    return path
 
 
 # -- 2. lock hold at 300 earlier releases -------------------------------------------------------
@@ -178,9 +185,9 @@ def _timed_lock(held: list[float], after: list[float]):
     """Time every write transaction strictly from the moment ``BEGIN IMMEDIATE`` succeeded to
     the end of its ``COMMIT`` (``held``), and the step after it — checkpoint and anchor
     (``after``)."""
-    from distprivacy.ledger import Ledger, _record
+    from distprivacy.ledger import Ledger
 
-    begin, immediate, durable = Ledger._begin_immediate, Ledger._immediate, _record.make_durable
+    begin, immediate, durable = Ledger._begin_immediate, Ledger._immediate, Ledger._make_durable
     locked_at: list[float] = []
 
     def timed_begin(self):
@@ -202,41 +209,36 @@ def _timed_lock(held: list[float], after: list[float]):
 
     Ledger._begin_immediate = timed_begin  # type: ignore[method-assign]
     Ledger._immediate = timed_immediate  # type: ignore[method-assign]
-    _record.make_durable = timed_durable
+    Ledger._make_durable = timed_durable  # type: ignore[method-assign]
     try:
         yield
     finally:
         Ledger._begin_immediate = begin  # type: ignore[method-assign]
         Ledger._immediate = immediate  # type: ignore[method-assign]
-        _record.make_durable = durable
+        Ledger._make_durable = durable  # type: ignore[method-assign]
 
 
 def lock_hold(quick: bool, tmp: Path, plan_path: Path, targets: list[Path]) -> list[str]:
-    import pandas as pd
-
     from distprivacy.ledger import Ledger
-    from distprivacy.mechanisms.plans import Plan
 
     datasets, per = (10, 3) if quick else (30, 10)
     earlier = datasets * per
-    path, sealed = _new_ledger(tmp, "hold.db", plan_path, 1e6)
-    plan = Plan.load(sealed)
-    frames = [pd.read_csv(t) for t in targets[: datasets + 1]]
+    path = _new_ledger(tmp, "hold.db", plan_path, 1e6, targets[: datasets + 1])
     t0 = time.perf_counter()
     with Ledger(path) as led:
         for i in range(earlier):
-            led.release(plan, frames[i % datasets])
+            led.release("plan", f"d{i % datasets}")
     fill = time.perf_counter() - t0
     lines = [
         f"2. lock hold after {earlier} earlier releases ({datasets} datasets x {per}; filled in "
         f"{fill:.0f} s; {_load()})"
     ]
-    for label, target in (("a dataset with 10 earlier", frames[0]), ("a new dataset", frames[-1])):
+    for label, target in (("a dataset with 10 earlier", "d0"), ("a new dataset", f"d{datasets}")):
         held, durable, whole = [], [], []
         for _ in range(5 if quick else 20):
             with Ledger(path) as led, _timed_lock(held, durable):
                 t1 = time.perf_counter()
-                led.release(plan, target)
+                led.release("plan", target)
                 whole.append(time.perf_counter() - t1)
         lines.append(
             f"  {label:<26}: lock held median {statistics.median(held) * 1e3:5.1f} ms, p95 "
@@ -252,20 +254,16 @@ def lock_hold(quick: bool, tmp: Path, plan_path: Path, targets: list[Path]) -> l
 
 
 def _releaser(args) -> list[tuple[str, float, str]]:
-    path, plan_path, target_path, limit = args
-    import pandas as pd
-
+    path, dataset, limit = args
     from distprivacy.exceptions import DistPrivacyError
     from distprivacy.ledger import BudgetExceededError, Ledger
-    from distprivacy.mechanisms.plans import Plan
 
-    plan, target = Plan.load(plan_path), pd.read_csv(target_path)
     out = []
     for _ in range(limit):
         t0 = time.perf_counter()
         try:
             with Ledger(path) as led:
-                led.release(plan, target)
+                led.release("plan", dataset)
             out.append(("recorded", time.perf_counter() - t0, ""))
         except BudgetExceededError as e:
             out.append(("refused", time.perf_counter() - t0, str(e)))
@@ -280,22 +278,17 @@ def _releaser(args) -> list[tuple[str, float, str]]:
 def _fits_exactly(tmp: Path, plan_path: Path, target: Path, k: int) -> tuple[float, int]:
     """A μ budget half-way between the cumulative μ of k and k + 1 releases, and the number
     of releases it admits one at a time (the attack bound is checked too)."""
-    import pandas as pd
-
     from distprivacy.ledger import BudgetExceededError, Ledger
-    from distprivacy.mechanisms.plans import Plan
 
-    frame = pd.read_csv(target)
-    probe, sealed = _new_ledger(tmp, f"probe{k}.db", plan_path, 1e6)
-    plan = Plan.load(sealed)
+    probe = _new_ledger(tmp, f"probe{k}.db", plan_path, 1e6, [target])
     with Ledger(probe) as led:
-        mus = [led.release(plan, frame).cumulative.mu for _ in range(k + 1)]
+        mus = [led.release("plan", "d0").cumulative.mu for _ in range(k + 1)]
     budget = 0.5 * (mus[k - 1] + mus[k])
-    path, sealed = _new_ledger(tmp, f"fit{k}.db", plan_path, budget)
+    path = _new_ledger(tmp, f"fit{k}.db", plan_path, budget, [target])
     n = 0
     with Ledger(path) as led, contextlib.suppress(BudgetExceededError):
         while n < k + 2:
-            led.release(Plan.load(sealed), frame)
+            led.release("plan", "d0")
             n += 1
     return budget, n
 
@@ -307,11 +300,11 @@ def concurrency(quick: bool, tmp: Path, plan_path: Path, targets: list[Path]) ->
     for procs, k in ((8, 6),) if quick else ((8, 10), (32, 20)):
         target = targets[procs]
         budget, fits = _fits_exactly(tmp, plan_path, target, k)
-        path, sealed = _new_ledger(tmp, f"conc{procs}.db", plan_path, budget)
+        path = _new_ledger(tmp, f"conc{procs}.db", plan_path, budget, [target])
         load = _load()
         t0 = time.perf_counter()
         with mp.get_context("spawn").Pool(procs) as pool:
-            results = pool.map(_releaser, [(path, sealed, target, k + 2)] * procs)
+            results = pool.map(_releaser, [(path, "d0", k + 2)] * procs)
         wall = time.perf_counter() - t0
         flat = [r for rs in results for r in rs]
         kinds = {
@@ -346,14 +339,14 @@ def concurrency(quick: bool, tmp: Path, plan_path: Path, targets: list[Path]) ->
 # -- 4. SIGKILL trials --------------------------------------------------------------------------
 
 
-def _release_and_print(path: str, plan, frame, fd: int) -> None:  # the child (forked)
+def _release_and_print(path: str, dataset: str, fd: int) -> None:  # the child (forked)
     from distprivacy.ledger import Ledger
 
     try:
         with Ledger(path) as led:
             os.write(fd, b"ready\n")
             while True:
-                rec = led.release(plan, frame)
+                rec = led.release("plan", dataset)
                 os.write(fd, f"{rec.release_id}\n".encode())  # reveal only after record()
     except BaseException:
         os.write(fd, ("error " + traceback.format_exc().replace("\n", " | ") + "\n").encode())
@@ -361,15 +354,10 @@ def _release_and_print(path: str, plan, frame, fd: int) -> None:  # the child (f
 
 
 def kills(quick: bool, tmp: Path, plan_path: Path, targets: list[Path]) -> list[str]:
-    import pandas as pd
-
     from distprivacy.ledger import Ledger
-    from distprivacy.mechanisms.plans import Plan
 
     trials = 10 if quick else 60
-    path, sealed = _new_ledger(tmp, "kill.db", plan_path, 1e6)
-    plan = Plan.load(sealed)
-    frames = [pd.read_csv(t) for t in targets[:10]]
+    path = _new_ledger(tmp, "kill.db", plan_path, 1e6, targets[:10])
     ctx = mp.get_context("fork")
     rng = random.Random(30)  # the kill moments (reproducible)
     printed_total, missing, errors, not_ok, killed = 0, 0, [], 0, 0
@@ -377,7 +365,7 @@ def kills(quick: bool, tmp: Path, plan_path: Path, targets: list[Path]) -> list[
     t0 = time.perf_counter()
     for trial in range(trials):
         r, w = os.pipe()
-        p = ctx.Process(target=_release_and_print, args=(str(path), plan, frames[trial % 10], w))
+        p = ctx.Process(target=_release_and_print, args=(str(path), f"d{trial % 10}", w))
         p.start()
         os.close(w)
         with os.fdopen(r, "rb") as pipe:

@@ -4,8 +4,9 @@ releasers (issue 20).
     python3 bench/bench_ledger_lock.py [--quick] [--out bench/results_ledger_lock.txt]
 
 1. Lock-hold time of one release after 0, 10 and 100 earlier releases of the same dataset (the
-   same sealed DauM-G plan on 100 Adult records): the composition runs outside the lock on a
-   snapshot; under the lock only the chain check, the "nothing changed" check and the insert.
+   same approved DauM-G plan on 100 registered Adult records, a ledger of secrets): the
+   composition runs outside the lock on a snapshot; under the lock only the chain check, the
+   "nothing changed" check and the insert.
 2. 8 and 32 processes releasing concurrently into one ledger whose budget allows a fixed number
    of releases: releases/s, p50/p99 latency, refusals, tracebacks (must be 0), and whether the
    ledger ever went over budget (must not) — checked by `ledger verify` afterwards.
@@ -34,23 +35,27 @@ from public_data import adult_dir_or_exit  # noqa: E402
 
 
 def _setup(tmp: Path, budget_mu: float | None = None):
+    """A ledger of secrets (issue 30) in ``tmp``: the secret income over Adult with budget
+    ``budget_mu`` (default 10⁶), 100 records registered as ``target``, the DauM-G plan
+    approved as ``plan``; returns (ledger path, the plan's μ)."""
     import distprivacy as dp
+    from distprivacy.ledger import StewardKey
 
     data = dp.load_adult(adult_dir_or_exit())
     spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     query = dp.Query.parse("mean:age,mean:education_num,count:sex==Female")
     model = dp.fit_model(data, spec, query, method="exact")
     cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
-    plan = dp.Plan.from_calibration(cal, model)
-    target = data.sample(n=100, random_state=1)
+    plan = dp.Plan.from_calibration(cal, model, data=data)
+    data.sample(n=100, random_state=1).to_csv(tmp / "target.csv", index=False)
     path = tmp / "ledger.db"
     mu = budget_mu if budget_mu is not None else 1e6
-    with dp.Ledger.init(path, budget_mu=mu) as led:
-        plan = led.seal(plan)
-    plan_path = tmp / "plan.json"
-    plan.save(plan_path)
-    target.to_csv(tmp / "target.csv", index=False)
-    return path, plan_path, tmp / "target.csv", cal.mu
+    steward = StewardKey.generate(tmp / "steward.key")
+    with dp.Ledger.init(path, steward=steward, secret="income", protect="income==>50K",
+                        budget=dp.GDP(mu), population=adult_dir_or_exit()) as led:  # fmt: skip
+        led.register(steward, "target", tmp / "target.csv")
+        led.approve(steward, plan, "plan")
+    return path, cal.mu
 
 
 @contextlib.contextmanager
@@ -75,26 +80,22 @@ def _timed_lock(held: list[float]):
 
 
 def lock_hold(quick: bool) -> list[str]:
-    import pandas as pd
-
     from distprivacy.ledger import Ledger
-    from distprivacy.mechanisms.plans import Plan
 
-    lines = ["lock-hold time of one release (same sealed plan, same 100 records)"]
+    lines = ["lock-hold time of one release (same approved plan, same registered 100 records)"]
     marks = (0, 10) if quick else (0, 10, 100)
     with tempfile.TemporaryDirectory() as d:
-        path, plan_path, target_path, _ = _setup(Path(d))
-        plan, target = Plan.load(plan_path), pd.read_csv(target_path)
+        path, _ = _setup(Path(d))
         done = 0
         with Ledger(path) as led:
             for mark in marks:
                 while done < mark:
-                    led.release(plan, target)
+                    led.release("plan", "target")
                     done += 1
                 held: list[float] = []
                 t0 = time.perf_counter()
                 with _timed_lock(held):
-                    led.release(plan, target)
+                    led.release("plan", "target")
                 total = time.perf_counter() - t0
                 done += 1
                 lines.append(
@@ -106,20 +107,16 @@ def lock_hold(quick: bool) -> list[str]:
 
 
 def _worker(args) -> list[tuple[str, float, str]]:
-    path, plan_path, target_path, k = args
-    import pandas as pd
-
+    path, k = args
     from distprivacy.exceptions import DistPrivacyError
     from distprivacy.ledger import BudgetExceededError, Ledger
-    from distprivacy.mechanisms.plans import Plan
 
-    plan, target = Plan.load(plan_path), pd.read_csv(target_path)
     out = []
     for _ in range(k):
         t0 = time.perf_counter()
         try:
             with Ledger(path) as led:
-                led.release(plan, target)
+                led.release("plan", "target")
             out.append(("recorded", time.perf_counter() - t0, ""))
         except BudgetExceededError:
             out.append(("refused", time.perf_counter() - t0, ""))
@@ -131,7 +128,7 @@ def _worker(args) -> list[tuple[str, float, str]]:
 
 
 def concurrency(quick: bool) -> list[str]:
-    from distprivacy.ledger import Ledger, plan_composer
+    from distprivacy.ledger import Ledger
     from distprivacy.profiles import gdp_accuracy
 
     lines = ["concurrent releasers (one ledger, budget allowing about 6 releases)"]
@@ -140,12 +137,12 @@ def concurrency(quick: bool) -> list[str]:
             # μ of k releases of one plan grows like √k·μ₁ at most: budget ≈ 2.5 μ₁.
             probe = Path(d) / "probe"
             probe.mkdir()
-            mu1 = _setup(probe)[3]
-            path, plan_path, target_path, _ = _setup(Path(d), budget_mu=2.5 * mu1)
+            mu1 = _setup(probe)[1]
+            path, _ = _setup(Path(d), budget_mu=2.5 * mu1)
             per = 2
             t0 = time.perf_counter()
             with mp.get_context("spawn").Pool(procs) as pool:
-                results = pool.map(_worker, [(path, plan_path, target_path, per)] * procs)
+                results = pool.map(_worker, [(path, per)] * procs)
             wall = time.perf_counter() - t0
             flat = [r for rs in results for r in rs]
             kinds = {
@@ -156,10 +153,10 @@ def concurrency(quick: bool) -> list[str]:
             p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
             with Ledger(path) as led:
                 report = led.verify()
-                g = plan_composer(delta=1e-3)(led.releases()) if led.releases() else None
-                over = g is not None and (
-                    g.mu > 2.5 * mu1 * (1 + 1e-12)
-                    or g.max_attack_accuracy > gdp_accuracy(2.5 * mu1) * (1 + 1e-9)
+                (g,) = led.show()["cumulative"]  # recomputed from every release
+                over = g["releases"] > 0 and (
+                    g["mu"] > 2.5 * mu1 * (1 + 1e-12)
+                    or g["max_attack_accuracy"] > gdp_accuracy(2.5 * mu1) * (1 + 1e-9)
                 )
             lines.append(
                 f"  {procs:>2} processes × {per}: {kinds['recorded']} recorded, {kinds['refused']} "

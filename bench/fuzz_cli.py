@@ -156,7 +156,9 @@ def _released_values(stdout: str) -> list[float]:
 
 def make_world(tmp: Path) -> dict:
     """Small files every case can point at: a 2,000-row Adult table, a target of 50 of its
-    records, a sealed plan, a ledger, and the odd paths (FIFO, device, directory, garbage)."""
+    records, a plan, a ledger of secrets (the table its population, the target registered as
+    ``target``, the plan approved as ``plan``, one release), and the odd paths (FIFO, device,
+    directory, garbage)."""
     import distprivacy as dp
     from distprivacy.cli import main
 
@@ -184,22 +186,8 @@ def make_world(tmp: Path) -> dict:
             main(["calibrate", *base, "--mechanism", "DauM-G", "--save", str(tmp / "plan.json")])
             == 0
         )
-        assert main(["ledger", "init", str(tmp / "ledger.db"), "--budget-mu", "100"]) == 0
-        assert main(["ledger", "seal", str(tmp / "ledger.db"), str(tmp / "plan.json")]) == 0
-        assert (
-            main(
-                [
-                    "release",
-                    "--plan",
-                    str(tmp / "plan.json"),
-                    "--target",
-                    str(tmp / "target.csv"),
-                    "--ledger",
-                    str(tmp / "ledger.db"),
-                ]
-            )
-            == 0
-        )
+        for step in ledger_world(tmp):
+            assert main(step) == 0, step
     true = dp.Query.parse("mean:age,count:sex==Female").evaluate(target)
     os.mkfifo(tmp / "fifo.csv")
     with contextlib.suppress(OSError):
@@ -216,19 +204,54 @@ def make_world(tmp: Path) -> dict:
     (tmp / "exact.toml").write_text("allow-exact = true\n")
     (tmp / "nul.toml").write_text('report = "a\\u0000b"\n')
     (tmp / "text.db").write_text("not a database")
-    # Issue 31: a second sealed plan releasing other statistics of the same records (its
-    # release composes on a joint model refitted on --data), and a PyTorch file whose
-    # factories raise or return no network.
+    # Issue 31: a second approved plan releasing other statistics of the same records (its
+    # release composes on a joint model refitted on the secret's population), and a PyTorch
+    # file whose factories raise or return no network.
     base2 = [a if a != "mean:age,count:sex==Female" else "mean:hours_per_week" for a in base]
     with contextlib.redirect_stdout(io.StringIO()):
         p2 = ["calibrate", *base2, "--mechanism", "DauM-G", "--save", str(tmp / "p2.json")]
         assert main(p2) == 0
-        assert main(["ledger", "seal", str(tmp / "ledger.db"), str(tmp / "p2.json")]) == 0
+        approve = ["ledger", "approve", str(tmp / "ledger.db"), str(tmp / "p2.json"), "--name"]
+        assert main([*approve, "p2", "--steward-key", str(tmp / "steward.key")]) == 0
     (tmp / "net.py").write_text(
         "def boom(n_features, n_classes):\n    raise ValueError('boom')\n\n"
         "def three(n_features, n_classes):\n    return 3\n"
     )
     return {"tmp": tmp, "base": base, "true": true, "data": data}
+
+
+def ledger_world(tmp: Path) -> list[list[str]]:
+    """The command lines making the world's ledger of secrets (issue 30): the steward's key,
+    the ledger (secret income over data.csv, budget μ = 100), target.csv registered as
+    ``target``, plan.json approved as ``plan``, and one release."""
+    led, key = str(tmp / "ledger.db"), str(tmp / "steward.key")
+    return [
+        ["ledger", "keygen", key],
+        ["ledger", "init", led, *steward(tmp), "--secret", "income", "--protect", "income==>50K",
+         "--population", str(tmp / "data.csv"), "--budget-mu", "100"],
+        ["ledger", "register", led, "target", *steward(tmp), "--data", str(tmp / "target.csv")],
+        ["ledger", "approve", led, str(tmp / "plan.json"), "--name", "plan", *steward(tmp)],
+        list(ledger_release(led)),
+    ]  # fmt: skip
+
+
+def steward(tmp: Path) -> tuple[str, str]:
+    """``--steward-key`` of the world's steward."""
+    return ("--steward-key", str(tmp / "steward.key"))
+
+
+def ledger_release(ledger: str | Path, plan: str = "plan") -> tuple[str, ...]:
+    """``release --ledger L --dataset target --plan NAME``."""
+    return ("release", "--ledger", str(ledger), "--dataset", "target", "--plan", plan)
+
+
+def copy_ledger(tmp: Path, path: Path) -> None:
+    """The world's ledger copied to ``path`` with its key and anchor."""
+    import shutil
+
+    shutil.copy(tmp / "ledger.db", path)
+    for suffix in (".key", ".anchor"):
+        shutil.copy(str(tmp / "ledger.db") + suffix, str(path) + suffix)
 
 
 NUMBERS = {
@@ -347,7 +370,7 @@ def cases(world: dict) -> list[Case]:
         out.append(
             Case(f"release --plan {p}", ("release", "--plan", str(tmp / p), "--target", target))
         )
-        out.append(Case(f"release --ledger {p}", (*rel, "--ledger", str(tmp / p))))
+        out.append(Case(f"release --ledger {p}", ledger_release(tmp / p)))
         out.append(Case(f"ledger show {p}", ("ledger", "show", str(tmp / p))))
         out.append(Case(f"ledger verify {p}", ("ledger", "verify", str(tmp / p))))
     for v in ("0,0", "1e308,1e308", "nan,1", "1", "1,2,3", "", "40,25"):
@@ -358,10 +381,12 @@ def cases(world: dict) -> list[Case]:
                 invalid=v != "40,25",
             )
         )
-    out.append(Case("release --ledger --seed", (*rel, "--ledger", ledger, "--seed", "7")))
-    out.append(
-        Case("release --ledger valid", (*rel, "--ledger", ledger), invalid=False, exact_check=True)
-    )
+    lrel = ledger_release(ledger)
+    out.append(Case("release --ledger --seed", (*lrel, "--seed", "7")))
+    out.append(Case("release --ledger --target", (*lrel, "--target", target)))
+    out.append(Case("release --ledger --plan FILE (schema 2)", (*rel, "--ledger", ledger)))
+    out.append(Case("ledger seal (schema 2)", ("ledger", "seal", ledger, plan)))
+    out.append(Case("release --ledger valid", lrel, invalid=False, exact_check=True))
     raw = json.loads(Path(plan).read_text())
     edits = {
         "calibration.delta=2": ("calibration", "delta", 2),
@@ -385,25 +410,18 @@ def cases(world: dict) -> list[Case]:
                 invalid=name != "seal=x",
             )
         )
+        # Approving it: a seal is ignored (the steward's signature approves), the rest refused.
         out.append(
             Case(
-                f"plan edit {name} + ledger",
-                ("release", "--plan", str(path), "--target", target, "--ledger", ledger),
+                f"plan edit {name} + ledger approve",
+                ("ledger", "approve", ledger, str(path), "--name", f"edit{len(out)}",
+                 *steward(tmp)),
+                invalid=name != "seal=x",
             )
-        )
-    for sql in (
-        "UPDATE budget SET mu = 1e9",
-        "DELETE FROM releases",
-        "UPDATE budget SET mu = -1",
-        "UPDATE releases SET guarantee = '{'",
-        "DROP TABLE budget",
-    ):
+        )  # fmt: skip
+    for sql in TAMPER:
         path = tmp / f"tampered-{len(out)}.db"
-        import shutil
-
-        shutil.copy(ledger, path)
-        for suffix in (".key", ".anchor"):
-            shutil.copy(ledger + suffix, str(path) + suffix)
+        copy_ledger(tmp, path)
         con = sqlite3.connect(path)
         with contextlib.suppress(sqlite3.Error):
             con.execute(sql)
@@ -417,7 +435,7 @@ def cases(world: dict) -> list[Case]:
                 allow_exit_1=True,
             )
         )
-        out.append(Case(f"release after {sql!r}", (*rel, "--ledger", str(path))))
+        out.append(Case(f"release after {sql!r}", ledger_release(path)))
     budgets = {
         "--budget-mu": ["0", "-1", "nan", "inf", "x", "", "1e400"],
         "--budget-epsilon": ["0", "-1", "nan", "inf", "x"],
@@ -428,14 +446,12 @@ def cases(world: dict) -> list[Case]:
             extra = ["--budget-delta", "1e-3"] if opt == "--budget-epsilon" else []
             extra = ["--budget-epsilon", "1"] if opt == "--budget-delta" else extra
             path = str(tmp / f"new-{len(out)}.db")
-            out.append(Case(f"ledger init {opt}={v!r}", ("ledger", "init", path, opt, v, *extra)))
+            out.append(Case(f"ledger init {opt}={v!r}", (*init(tmp, path), opt, v, *extra)))
     out.append(
         Case(
             "ledger init both budgets",
             (
-                "ledger",
-                "init",
-                str(tmp / "both.db"),
+                *init(tmp, str(tmp / "both.db")),
                 "--budget-mu",
                 "1",
                 "--budget-epsilon",
@@ -445,15 +461,35 @@ def cases(world: dict) -> list[Case]:
             ),
         )
     )
-    out.append(Case("ledger init no budget", ("ledger", "init", str(tmp / "none.db"))))
-    out.append(Case("ledger init again", ("ledger", "init", ledger, "--budget-mu", "1")))
+    out.append(Case("ledger init no budget", init(tmp, str(tmp / "none.db"))))
+    out.append(Case("ledger init again", (*init(tmp, ledger), "--budget-mu", "1")))
+    out.append(Case("ledger init (schema 2)", ("ledger", "init", str(tmp / "old.db"),
+                                                "--budget-mu", "1")))  # fmt: skip
     for o in ("null.csv", "dir.csv", "fifo.csv"):
         out.append(Case(f"local city --out {o}", ("local", "city", "--out", str(tmp / o))))
-        out.append(Case(f"ledger init {o}", ("ledger", "init", str(tmp / o), "--budget-mu", "1")))
+        out.append(Case(f"ledger init {o}", (*init(tmp, str(tmp / o)), "--budget-mu", "1")))
     out.extend(clobber_cases(world))
     out.extend(issue31_cases(world))
     out.extend(api_cases(world))
     return out
+
+
+#: Hand edits of the world's ledger (schema 3): a steward's event (the budget, in the secret's
+#: payload) or a release rewritten, releases deleted, a table dropped.
+TAMPER = (
+    "UPDATE events SET payload = replace(payload, '100', '1e9')",
+    "DELETE FROM releases",
+    "UPDATE events SET payload = '{'",
+    "UPDATE releases SET guarantee = '{'",
+    "DROP TABLE events",
+    "UPDATE approved_plans SET plan = 'x'",
+)
+
+
+def init(tmp: Path, path: str) -> tuple[str, ...]:
+    """``ledger init PATH`` with every option but the budget (the world's steward)."""
+    return ("ledger", "init", path, *steward(tmp), "--secret", "s", "--protect", "income==>50K",
+            "--population", str(tmp / "data.csv"))  # fmt: skip
 
 
 def clobber_cases(world: dict) -> list[Case]:
@@ -466,15 +502,16 @@ def clobber_cases(world: dict) -> list[Case]:
     writers = {  # what writes: (its command line with {out}, the inputs it is pointed at)
         "ledger show --report": (("ledger", "show", "{L}", "--report", "{out}"),
                                  ("L", "K", "W", "S")),
-        "release --report": (("release", "--plan", "{P}", "--target", "{T}", "--ledger", "{L}",
-                              "--report", "{out}"), ("L", "K", "T", "P")),
+        "release --report": ((*ledger_release("{L}"), "--report", "{out}"), ("L", "K", "R")),
         "calibrate --save": (("calibrate", *world["base"][2:], "--data", "{D}", "--mechanism",
                               "DauM-G", "--save", "{out}"), ("D",)),
         "calibrate --report": (("calibrate", *world["base"][2:], "--data", "{D}", "--report",
                                 "{out}"), ("D",)),
-        "ledger seal PLAN": (("ledger", "seal", "{L}", "{out}"), ("L", "K")),
+        "ledger keygen KEY": (("ledger", "keygen", "{out}"), ("L", "K")),
         "ledger backup OUT": (("ledger", "backup", "{L}", "{out}"), ("L", "K")),
     }  # fmt: skip
+    from distprivacy.cli import main as _main
+
     out: list[Case] = []
     combos = [(w, n, h) for w, (_, ts) in writers.items() for n in ts
               for h in ("plain", "dotdot", "symlink", "hardlink")]  # fmt: skip
@@ -486,12 +523,20 @@ def clobber_cases(world: dict) -> list[Case]:
                  "D": d / "data.csv"}  # fmt: skip
         shutil.copy(tmp / "plan.json", files["P"])
         shutil.copy(tmp / "target.csv", files["T"])
-        shutil.copy(tmp / "ledger.db", files["L"])
-        shutil.copy(tmp / "ledger.db.key", str(files["L"]) + ".key")
+        copy_ledger(tmp, files["L"])
         if name == "D":
             shutil.copy(tmp / "data.csv", files["D"])
         files["K"] = Path(str(files["L"]) + ".key")
         files["W"], files["S"] = Path(f"{files['L']}-wal"), Path(f"{files['L']}-shm")
+        if name == "R":  # a ledger of its own, which registered T (its population D)
+            shutil.copy(tmp / "data.csv", files["D"])
+            files["L"].unlink()
+            for suffix in (".key", ".anchor"):
+                Path(str(files["L"]) + suffix).unlink()
+            with contextlib.redirect_stdout(io.StringIO()):
+                for step in ledger_world(d)[:4]:
+                    assert _main(step) == 0, step
+            files["R"] = files["T"]
         victim = files[name]
         if how == "dotdot":
             spelled = d / "sub" / ".." / victim.name
@@ -519,19 +564,16 @@ def issue31_cases(world: dict) -> list[Case]:
     ledger, target, data = str(tmp / "ledger.db"), str(tmp / "target.csv"), str(tmp / "data.csv")
     out: list[Case] = []
     for i, line in enumerate(
-        ["ledger = 5", "report = 5", "save = 1", "target = 1.5", "data = 2024-01-01",
+        ["ledger = 5", "dataset = 5", "report = 5", "save = 1", "target = 1.5", "data = 2024-01-01",
          "protect = 3", "engine = true", "mechanism = [1]", 'mechanism = [["DauM-G"]]']
     ):  # fmt: skip
         cfg = tmp / f"types-{i}.toml"
         cfg.write_text(line + "\n")
         for cmd in ("calibrate", "release"):
             out.append(Case(f"{cmd} --config '{line}'", (cmd, *base, "--config", str(cfg))))
-    for sql in ("UPDATE budget SET mu = 1e9", "DELETE FROM releases"):
+    for sql in ("UPDATE releases SET release_values = '[0.0]'", "DELETE FROM releases"):
         path = tmp / f"broken-{len(out)}.db"
-        import shutil
-
-        shutil.copy(ledger, path)
-        shutil.copy(ledger + ".key", str(path) + ".key")
+        copy_ledger(tmp, path)
         con = sqlite3.connect(path)
         con.execute(sql)
         con.commit()
@@ -572,7 +614,7 @@ def issue31_cases(world: dict) -> list[Case]:
             ("calibrate --report", (*cal, "--report")),
             ("calibrate --save", (*cal, "--save")),
             ("release --report", ("release", *base, "--target", target, "--report")),
-            ("ledger init", ("ledger", "init")),
+            ("ledger init", ("ledger", "init")),  # (the other options after the path)
             ("ledger backup", ("ledger", "backup", ledger)),
             ("ledger show --report", ("ledger", "show", ledger, "--report")),
             ("local city --out", ("local", "city", "--out")),
@@ -582,7 +624,7 @@ def issue31_cases(world: dict) -> list[Case]:
     ):
         for tail in ("/", "/."):
             new = f"{tmp / f'newdir-{k}'}{tail}"
-            extra = ("--budget-mu", "1") if what == "ledger init" else ()
+            extra = (*init(tmp, new)[3:], "--budget-mu", "1") if what == "ledger init" else ()
             out.append(Case(f"{what} {new[-10:]!r}", (*args, new, *extra)))
     for target_opt in (("--target-mu", "1"), ("--max-attack-accuracy", "0.6")):
         for mechs in (["ExpM-L"], ["ExpM-L", "GroupDP-L"], ["Wasserstein"]):
@@ -591,19 +633,19 @@ def issue31_cases(world: dict) -> list[Case]:
                                                                  *target_opt)))  # fmt: skip
     out.append(Case("calibrate ε=5e-324 ExpM-L", ("calibrate", *base, "--mechanism", "ExpM-L",
                                                   "--epsilon", "5e-324")))  # fmt: skip
-    rel2 = ("release", "--plan", str(tmp / "p2.json"), "--target", target, "--ledger", ledger)
-    out.append(Case("release --plan (other statistics) --ledger", rel2))
-    out.append(Case("release --plan --ledger --data (another table)", (*rel2, "--data", target)))
-    out.append(
-        Case("release --plan --data (no ledger)", (*rel2[:5], "--data", str(tmp / "data.csv")))
-    )
+    # Issue 30: with a ledger of secrets the --plan --data refit is gone (the ledger refits on
+    # the secret's population); a plan of other statistics is released by name.
+    rel2 = ledger_release(ledger, "p2")
+    out.append(Case("release --ledger (other statistics)", rel2, invalid=False))
+    out.append(Case("release --ledger --data (another table)", (*rel2, "--data", target)))
     out.append(
         Case(
-            "release --plan (other statistics) --ledger --data",
-            (*rel2, "--data", data),
-            invalid=False,
+            "release --plan --data (no ledger)",
+            ("release", "--plan", str(tmp / "p2.json"), "--target", target, "--data", data),
         )
     )
+    out.append(Case("release --ledger --report onto the registered file",
+                    (*rel2, "--report", target), inputs=(target,)))  # fmt: skip
     return out
 
 
@@ -636,6 +678,17 @@ def _read_only_backup(tmp: Path) -> None:
         os.open, Path.unlink = real_open, real_unlink  # type: ignore[assignment]
 
 
+def _ledger_call(tmp: Path, method: str, *args: object) -> object:
+    """``Ledger(world's ledger).method(*args)`` (the steward's key first for the steward's
+    calls)."""
+    from distprivacy.ledger import Ledger, StewardKey
+
+    with Ledger(tmp / "ledger.db") as led:
+        if method in ("register", "approve"):
+            args = (StewardKey.load(tmp / "steward.key"), *args)
+        return getattr(led, method)(*args)
+
+
 def api_cases(world: dict) -> list[Case]:
     """Library calls with wrong types, NaN and unknown keywords (each must raise the library's
     one-line error)."""
@@ -656,7 +709,13 @@ def api_cases(world: dict) -> list[Case]:
     bad_values = [b"x", float("nan"), [], {}, object(), -1, True]
     bad_or_none = [None, *bad_values]
     tmp = world["tmp"]
-    calls: list[tuple[str, Callable[[], object]]] = []
+    secret = dict(steward=tmp / "steward.key", secret="s", protect="income==>50K",
+                  population=tmp / "data.csv")  # fmt: skip
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("dp.release(ledger=)", lambda: dp.release(plan=dp.Plan.load(tmp / "plan.json"),
+                                                   values=[40.0, 25.0], ledger=object())),
+        ("Ledger.seal", lambda: _ledger_call(tmp, "seal", dp.Plan.load(tmp / "plan.json"))),
+    ]  # fmt: skip
     cov = [[[1.0]], [[1.0]]]
     cal = dp.DauM(epsilon=1.0, delta=1e-3).calibrate(
         dp.GaussianModel(["a", "b"], [[1.0], [2.0]], [[[0.1]], [[0.1]]], [("a", "b")])
@@ -680,7 +739,17 @@ def api_cases(world: dict) -> list[Case]:
             ),
             (f"Plan.load({i})", lambda v=v: dp.Plan.load(v)),
             (f"Ledger({i})", lambda v=v: dp.Ledger(v)),
-            (f"Ledger.init({i})", lambda v=v: dp.Ledger.init(v, budget_mu=1.0)),
+            (f"Ledger.init({i})", lambda v=v: dp.Ledger.init(v, budget=dp.GDP(1.0), **secret)),
+            (
+                f"Ledger.init steward={i}",
+                lambda v=v, i=i: dp.Ledger.init(
+                    tmp / f"s{i}.db", **{**secret, "steward": v}, budget=dp.GDP(1.0)
+                ),
+            ),
+            (f"Ledger.release plan={i}", lambda v=v: _ledger_call(tmp, "release", v, "target")),
+            (f"Ledger.release dataset={i}", lambda v=v: _ledger_call(tmp, "release", "plan", v)),
+            (f"Ledger.register path={i}", lambda v=v: _ledger_call(tmp, "register", "x", v)),
+            (f"Ledger.approve plan={i}", lambda v=v: _ledger_call(tmp, "approve", v, "x")),
             (f"dataset_identity({i})", lambda v=v: dataset_identity(v, ["age"])),
             (f"dataset_identity cols={i}", lambda v=v: dataset_identity(data, v)),
             (f"canonical_property({i})", lambda v=v: canonical_property(v)),
@@ -693,7 +762,11 @@ def api_cases(world: dict) -> list[Case]:
             (f"DauM eps={i}", lambda v=v: dp.DauM(epsilon=v, delta=1e-3)),
             (
                 f"Ledger.init budget={i}",
-                lambda v=v, i=i: dp.Ledger.init(tmp / f"b{i}.db", budget_mu=v),
+                lambda v=v, i=i: dp.Ledger.init(tmp / f"b{i}.db", budget=dp.GDP(v), **secret),
+            ),
+            (
+                f"Ledger.init budget={i} (not a target)",
+                lambda v=v, i=i: dp.Ledger.init(tmp / f"n{i}.db", budget=v, **secret),
             ),
             (f"check_random_state({i})", lambda v=v: dp.check_random_state(v, secure=False)),
             (f"Query.parse({i})", lambda v=v: dp.Query.parse(v)),
@@ -704,7 +777,7 @@ def api_cases(world: dict) -> list[Case]:
             (
                 f"Ledger.init epsilon={i}",
                 lambda v=v, i=i: dp.Ledger.init(
-                    tmp / f"e{i}.db", budget_epsilon=v, budget_delta=1e-3
+                    tmp / f"e{i}.db", budget=dp.EpsDelta(v, 1e-3), **secret
                 ),
             ),
         ]

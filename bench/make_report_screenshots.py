@@ -146,13 +146,21 @@ def main() -> None:
     adult.sample(n=100, random_state=2).to_csv(work / "records2.csv", index=False)
     from distprivacy.mechanisms.plans import Plan
 
-    mu = 1.6 * Plan.load(work / "plan.json").guarantee.mu
-    run("ledger", "init", "ledger.db", "--budget-mu", repr(mu), cwd=work)
-    run("ledger", "seal", "ledger.db", "plan.json", cwd=work)
-    for target in ("records.csv", "records2.csv", "records.csv"):
-        run("release", "--plan", "plan.json", "--target", target, "--ledger", "ledger.db", cwd=work)
-    run("release", "--plan", "plan.json", "--target", "records2.csv", "--ledger", "ledger.db",
-        "--report", str(out / "release.html"), cwd=work)  # fmt: skip
+    # A ledger of secrets (issue 30): the secret income over Adult, two registered samples
+    # and the approved plan; four releases under the secret fit a budget of 2.5 × μ.
+    mu = 2.5 * Plan.load(work / "plan.json").guarantee.mu
+    key = ("--steward-key", "steward.key")
+    run("ledger", "keygen", "steward.key", cwd=work)
+    run("ledger", "init", "ledger.db", *key, "--secret", "income", "--protect", "income==>50K",
+        "--population", os.environ.get("DISTPRIVACY_DATA") or "adult", "--budget-mu", repr(mu),
+        cwd=work)  # fmt: skip
+    for name, target in (("wave1", "records.csv"), ("wave2", "records2.csv")):
+        run("ledger", "register", "ledger.db", name, *key, "--data", target, cwd=work)
+    run("ledger", "approve", "ledger.db", "plan.json", "--name", "means", *key, cwd=work)
+    release = ("release", "--ledger", "ledger.db", "--plan", "means", "--dataset")
+    for name in ("wave1", "wave2", "wave1"):
+        run(*release, name, cwd=work)
+    run(*release, "wave2", "--report", str(out / "release.html"), cwd=work)
     run("ledger", "show", "ledger.db", "--report", str(out / "ledger.html"), cwd=work)
     run("audit", "--audit-samples", "2000", "--report", str(out / "audit.html"), cwd=work)
     # models audit on the user's own table (Suri & Evans' game): 5,000 rows of Adult, sex

@@ -163,6 +163,14 @@ def test_bad_seed_python(seed):
 # 2. Numbers: every numeric option, NaN / inf / out of range / not a number
 # ---------------------------------------------------------------------------------------------
 
+#: The ledger commands that take a budget, with their other required options (a key that is
+#: never read: the budget is checked first).
+LEDGER_BUDGETS = [
+    ["ledger", "init", "unused.db", "--steward-key", "k", "--secret", "s", "--protect", "a==b"],
+    ["ledger", "budget", "unused.db", "--steward-key", "k", "--reason", "r"],
+    ["ledger", "secret", "unused.db", "s", "--steward-key", "k", "--protect", "a==b"],
+]
+
 # (command, option, bad values, words one of which the message names: the option or, where
 # the library's own check answers, the parameter as the library calls it).
 AUDIT = ["models", "audit", "--data", "t.csv", "--label", "y", "--protect", "a==b"]
@@ -189,13 +197,15 @@ NUMERIC_OPTIONS: list[tuple[list[str], str, list[str], tuple[str, ...]]] = [
     (["audit"], "--audit-samples", ["79", "-1", "nan", "1.5"], ()),
     (["audit"], "--alpha", ["0", "1", "nan", "-0.5"], ()),
     (["local", "city", "--out", "unused.csv"], "--grid", ["0", "1", "-3", "nan"], ()),
-    (["ledger", "init", "unused.db"], "--budget-mu", ["nan", "0", "-1", "abc"], ()),
-    (["ledger", "init", "unused.db"], "--budget-epsilon", ["nan", "0", "-1"], ()),
-    (
-        ["ledger", "init", "unused.db", "--budget-epsilon", "1"],
-        "--budget-delta",
-        ["nan", "-0.1", "1", "1.5"],
-        (),
+    *(
+        row
+        for cmd in LEDGER_BUDGETS
+        for row in (
+            (cmd, "--budget-mu", ["nan", "0", "-1", "abc"], ()),
+            (cmd, "--budget-epsilon", ["nan", "0", "-1"], ()),
+            ([*cmd, "--budget-epsilon", "1"], "--budget-delta", ["nan", "-0.1", "1", "1.5"], ()),
+            (cmd, "--budget-accuracy", ["nan", "0.5", "1", "0.2"], ("accuracy",)),
+        )
     ),
     (["local", "distp"], "--param", ["nan", "0", "-1", "inf"], ("epsilon",)),
     (["local", "distp", "--mechanism", "gaussian"], "--param", ["0", "inf"], ("sigma",)),
@@ -805,7 +815,22 @@ SUBPROCESS_CASES = [
         "not a class",
     ),
     (["calibrate", "--mechanism", "ExpM-L", "--target-mu", "1"], "Gaussian mechanisms"),
-    (["ledger", "init", "newdir/", "--budget-mu", "1"], "names a directory"),
+    (
+        [
+            "ledger",
+            "init",
+            "newdir/",
+            "--steward-key",
+            "k",
+            "--secret",
+            "s",
+            "--protect",
+            "a==b",
+            "--budget-mu",
+            "1",
+        ],
+        "names a directory",
+    ),
 ]
 
 
@@ -846,7 +871,7 @@ def test_new_surfaces_raise_library_errors(tmp_path):
         lambda: dp.GaussianModel(["a", "b"], [[1.0], [2.0]], cov, [("a", "b", "c")]),
         lambda: dp.Plan.load(5),
         lambda: dp.Ledger(None),
-        lambda: dp.Ledger.init(5, budget_mu=1.0),
+        lambda: dp.Ledger.init(5, steward="k", secret="s", protect="a==b", budget=dp.GDP(1.0)),
         lambda: dp.ProtectionSpec(5, n=100, values=[0.4, 0.5]),
     ]
     for call in calls:

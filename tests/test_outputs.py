@@ -394,7 +394,20 @@ def test_a_file_path_naming_a_directory_is_refused(tmp_path, tail):
         ["calibrate", "--mechanism", "DauM-G", "--save", "{new}/"],
         ["release", "--report", "{new}/"],
         ["audit", "--report", "{new}/"],
-        ["ledger", "init", "{new}/", "--budget-mu", "1"],
+        [
+            "ledger",
+            "init",
+            "{new}/",
+            "--steward-key",
+            "{key}",
+            "--secret",
+            "s",
+            "--protect",
+            "income==>50K",
+            "--budget-mu",
+            "1",
+        ],
+        ["ledger", "keygen", "{new}/"],
         ["ledger", "backup", "{ledger}", "{new}/"],
         ["ledger", "show", "{ledger}", "--report", "{new}/"],
         ["local", "city", "--out", "{new}/"],
@@ -427,16 +440,21 @@ def test_a_file_path_naming_a_directory_is_refused(tmp_path, tail):
     ],
     ids=lambda a: " ".join(a[:2]),
 )
-def test_every_output_path_ending_in_a_slash_is_refused(args, tmp_path, monkeypatch, capsys):
+def test_every_output_path_ending_in_a_slash_is_refused(
+    args, tmp_path, monkeypatch, capsys, adult_dir
+):
     """No command writes a regular file ``newdir`` when told ``newdir/`` (before computing)."""
     from distprivacy.cli import main
-    from distprivacy.ledger import Ledger
+    from distprivacy.ledger import Ledger, StewardKey
+    from distprivacy.targets import GDP
 
+    ledger, key = tmp_path / "l.db", tmp_path / "steward.key"
+    Ledger.init(ledger, steward=StewardKey.generate(key), secret="s", protect="income==>50K",
+                budget=GDP(1.0), population=adult_dir).close()  # fmt: skip
     _no_computation(monkeypatch)
     monkeypatch.chdir(tmp_path)
-    ledger = tmp_path / "l.db"
-    Ledger.init(ledger, budget_mu=1.0).close()
-    fill = {"new": str(tmp_path / "newdir"), "ledger": str(ledger), "tmp": str(tmp_path)}
+    fill = {"new": str(tmp_path / "newdir"), "ledger": str(ledger), "tmp": str(tmp_path),
+            "key": str(key)}  # fmt: skip
     assert main([a.format(**fill) for a in args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err

@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from distprivacy.commands.config import read_config
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.fingerprint import canonical_property, dataset_identity
-from distprivacy.ledger import Ledger
+from distprivacy.ledger import Ledger, StewardKey
 from distprivacy.mechanisms import DauM
 from distprivacy.mechanisms.plans import Plan, _digest
 from distprivacy.models import GaussianModel
+from distprivacy.targets import GDP
 
 JSON_LEAVES = st.one_of(
     st.none(),
@@ -100,10 +101,18 @@ def test_per_statistic_figures_of_the_wrong_shape_are_refused(plan_dict, key, va
 
 @settings(max_examples=60, deadline=None)
 @given(mu=st.one_of(JSON_LEAVES, st.lists(JSON_LEAVES, max_size=2)))
-def test_any_budget_is_refused_cleanly_or_makes_a_ledger(tmp_path_factory, mu):
-    path = tmp_path_factory.mktemp("l") / "l.db"
+def test_any_budget_is_refused_cleanly_or_makes_a_ledger(tmp_path_factory, adult_dir, mu):
+    """A ledger of secrets' budget: GDP(μ) of anything is refused in one line (nothing
+    written) or makes a ledger; a bare number is never taken for a budget."""
+    root = tmp_path_factory.mktemp("l")
+    path = root / "l.db"
+    steward = StewardKey.generate(root / "steward.key")
+    kw = dict(steward=steward, secret="income", protect="income==>50K", population=adult_dir)
+    with pytest.raises(DistPrivacyError) as e:
+        Ledger.init(path, budget=mu, **kw)
+    assert "\n" not in str(e.value) and not path.exists()
     try:
-        Ledger.init(path, budget_mu=mu).close()
+        Ledger.init(path, budget=GDP(mu), **kw).close()
     except DistPrivacyError as e:
         assert "\n" not in str(e)
         assert not path.exists()
@@ -134,6 +143,7 @@ TOML_VALUES = st.one_of(
             "nosuch",
             "subset-size",
             "ledger",
+            "dataset",
         ]
     ),
     value=TOML_VALUES,

@@ -319,9 +319,12 @@ def test_cli_missing_values_one_line_error(
 @pytest.mark.parametrize("name", sorted(DATASETS))
 def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
     """Issue 14 on data nobody here made: a DauM-G plan saved and loaded (digest, columns, n
-    checked), a DataFrame released twice through a ledger, μ growing by less than √2."""
-    from distprivacy.ledger import Ledger, LedgerEntry, data_fingerprint, plan_composer
+    checked), a registered file released twice through a ledger of secrets, μ growing by less
+    than √2."""
+    from ledger_world import lib_ledger
+
     from distprivacy.mechanisms.plans import Plan, PlanError
+    from distprivacy.targets import GDP
 
     ds = DATASETS[name]
     df = small(name)
@@ -337,10 +340,15 @@ def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
     with pytest.raises(PlanError, match=f"{N - 1} records"):
         plan.release(target.head(N - 1), random_state=5)
     mu = cal.guarantee.mu
-    fp = data_fingerprint(target, list(target.columns))
-    with Ledger.init(tmp_path / "l.db", budget_mu=10 * mu) as led:
-        compose = plan_composer(delta=led.budget.report_delta)
-        for k in range(2):
-            rel = plan.release(target, random_state=k)
-            cum = led.record(LedgerEntry.from_plan(plan, rel.values, fingerprint=fp), compose)
+    # Through a ledger of secrets: the small table is the secret's population, the target a
+    # registered file, the plan (fitted on that table) approved.
+    population, records = tmp_path / "population.csv", tmp_path / "target.csv"
+    df.to_csv(population, index=False)
+    target.to_csv(records, index=False)
+    led, _ = lib_ledger(tmp_path, population, GDP(10 * mu), {"target": records},
+                        {"plan": Plan.from_calibration(cal, data=population)},
+                        protect=ds.protect)  # fmt: skip
+    with led:
+        for _ in range(2):
+            cum = led.release("plan", "target").cumulative
     assert mu < cum.mu < math.sqrt(2) * mu

@@ -117,10 +117,11 @@ def test_met_by_a_real_calibration_and_a_wrong_target_is_caught():
     assert not met_by(MaxAttackAccuracy(0.5 + (g.max_attack_accuracy - 0.5) * 0.9), g)
 
 
-def test_a_typed_target_makes_the_same_mechanism_as_the_loose_arguments(tmp_path):
+def test_a_typed_target_makes_the_same_mechanism_as_the_loose_arguments(tmp_path, adult_dir):
     """make_mechanism(target=...) is the loose form, typed: the same calibration bit for bit;
-    the ledger's budget is a target too (Budget.target / Budget.of, Ledger.init(budget=...))."""
-    from distprivacy.ledger import Budget, Ledger
+    the ledger's budget is a target too (Budget.target / Budget.of, a secret's budget in
+    Ledger.init(budget=...))."""
+    from distprivacy.ledger import Budget, Ledger, StewardKey
     from distprivacy.mechanisms import make_mechanism
     from distprivacy.models import GaussianModel
 
@@ -143,7 +144,11 @@ def test_a_typed_target_makes_the_same_mechanism_as_the_loose_arguments(tmp_path
     assert Budget.of(GDP(0.5)).target == GDP(0.5)
     assert Budget.of(EpsDelta(2.0, 1e-5)).target == EpsDelta(2.0, 1e-5)
     assert Budget.of(MaxAttackAccuracy(0.6)).target == MaxAttackAccuracy(0.6).to_gdp()
-    led = Ledger.init(tmp_path / "l.db", budget=MaxAttackAccuracy(0.6))
-    assert led.budget.target == MaxAttackAccuracy(0.6).to_gdp()
-    with pytest.raises(DistPrivacyError, match="give the budget once"):
-        Ledger.init(tmp_path / "m.db", budget=GDP(1.0), budget_mu=1.0)
+    steward = StewardKey.generate(tmp_path / "steward.key")
+    kw = dict(steward=steward, secret="s", protect="income==>50K", population=adult_dir)
+    led = Ledger.init(tmp_path / "l.db", budget=MaxAttackAccuracy(0.6), **kw)
+    (secret,) = led.registry.secrets.values()
+    assert secret.budget.target == MaxAttackAccuracy(0.6).to_gdp()
+    led.close()
+    with pytest.raises(DistPrivacyError, match="budget"):
+        Ledger.init(tmp_path / "m.db", budget=0.5, **kw)  # a number is not a target

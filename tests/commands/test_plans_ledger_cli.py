@@ -1,6 +1,7 @@
 """Issue 14's scenario on Adult, end to end through the command line: a DauM-G plan at ε = 0.5,
-two releases of 100 records recorded in a ledger, a third refused by a budget of 1.6 × μ, and
-the refusals of a tampered plan and of a target missing a column (exit 2, one line)."""
+two releases of 100 registered records recorded in a ledger of secrets (issue 30), a third
+refused by the secret's budget of 1.6 × μ, and the refusals of a tampered plan and of a target
+missing a column (exit 2, one line)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
+from ledger_world import cli_ledger
 
 from distprivacy.cli import main
 from distprivacy.mechanisms.plans import Plan
@@ -67,25 +69,22 @@ def test_plan_holds_what_a_reviewer_needs(scenario):
     assert plan.digest == raw["digest"]
 
 
-def test_two_releases_then_the_budget_refuses_a_third(scenario, capsys):
+def test_two_releases_then_the_budget_refuses_a_third(scenario, capsys, adult_dir):
     root, plan_path, target, plan = scenario
     mu = plan.guarantee.mu
-    ledger = root / "ledger.db"
-    rc, out, err = run(capsys, "ledger", "init", ledger, "--budget-mu", f"{1.6 * mu!r}")
-    assert rc == 0, err
-    # An unsealed plan is refused; the steward seals it after review.
-    rc, out, err = run(
-        capsys, "release", "--plan", plan_path, "--target", target, "--ledger", ledger
-    )
-    one_line_error(rc, err, "not sealed")
-    rc, out, err = run(capsys, "ledger", "seal", ledger, plan_path)
-    assert rc == 0 and "sealed" in out, err
+    ledger, key = cli_ledger(root, adult_dir, ["--budget-mu", f"{1.6 * mu!r}"],
+                             {"wave1": target})  # fmt: skip
+    capsys.readouterr()
+    rel = ["release", "--ledger", ledger, "--dataset", "wave1", "--plan", "means"]
+    # A plan the steward has not approved is refused; the steward approves it after review.
+    rc, out, err = run(capsys, *rel)
+    one_line_error(rc, err, "no plan named 'means'", "ledger approve")
+    rc, out, err = run(capsys, "ledger", "approve", ledger, plan_path, "--name", "means",
+                       "--steward-key", key)  # fmt: skip
+    assert rc == 0 and "approved" in out, err
     releases = []
     for _ in range(2):
-        rc, out, err = run(
-            capsys, "release", "--plan", plan_path, "--target", target, "--ledger", ledger,
-            "--json",
-        )  # fmt: skip
+        rc, out, err = run(capsys, *rel, "--json")
         assert rc == 0, err
         releases.append(json.loads(out))
     shown = json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])
@@ -94,12 +93,10 @@ def test_two_releases_then_the_budget_refuses_a_third(scenario, capsys):
     # The same statistics twice: F is shared, so μ grows by less than √2.
     assert mu < cum["mu"] < math.sqrt(2) * mu
     assert releases[1]["ledger"]["cumulative"]["mu"] == pytest.approx(cum["mu"], rel=1e-12)
-    for key in ("epsilon", "delta", "max_attack_accuracy"):
-        assert cum[key] is not None
+    for key_ in ("epsilon", "delta", "max_attack_accuracy"):
+        assert cum[key_] is not None
     before = ledger.read_bytes()
-    rc, out, err = run(
-        capsys, "release", "--plan", plan_path, "--target", target, "--ledger", ledger
-    )
+    rc, out, err = run(capsys, *rel)
     one_line_error(rc, err, "budget", "μ")
     assert out == ""  # nothing revealed
     assert ledger.read_bytes() == before
@@ -225,48 +222,45 @@ def two_plans(tmp_path_factory, adult):
     return root
 
 
-def _sealed_ledger(root: Path, tmp_path: Path, capsys) -> tuple[Path, Path, Path]:
-    import shutil
-
-    ledger = tmp_path / "l.db"
-    p1, p2 = tmp_path / "p1.json", tmp_path / "p2.json"
-    shutil.copy(root / "p1.json", p1)
-    shutil.copy(root / "p2.json", p2)
-    assert run(capsys, "ledger", "init", ledger, "--budget-mu", "100")[0] == 0
-    for p in (p1, p2):
-        assert run(capsys, "ledger", "seal", ledger, p)[0] == 0
-    return ledger, p1, p2
+def _approved_ledger(root: Path, tmp_path: Path, capsys) -> tuple[Path, Path]:
+    """A ledger whose secret's population is the 2,000-record table, the 50-record target
+    registered as ``target`` and the plans p1 and p2 approved; returns (ledger, steward key)."""
+    led = cli_ledger(tmp_path, root / "data.csv", ["--budget-mu", "100"],
+                     {"target": root / "target.csv"},
+                     {"p1": root / "p1.json", "p2": root / "p2.json"})  # fmt: skip
+    capsys.readouterr()
+    return led
 
 
-def test_a_plan_of_other_statistics_is_released_with_the_data_to_refit(two_plans, tmp_path, capsys):
-    """`release --plan P2 --ledger L` after a release of P1 (other statistics of the same
-    dataset): the ledger refits the joint model of both on the data. Without --data the
-    message names --data, and --data is accepted with --plan for that (checked to be the
-    plans' population by its fingerprint); without --ledger it is still refused."""
+def test_a_plan_of_other_statistics_composes_on_the_secrets_population(two_plans, tmp_path, capsys):
+    """A release of P2 after one of P1 (other statistics of the same dataset): the ledger
+    refits the joint model of both on the secret's population, with nothing handed in. The
+    old refit path (--plan --data) is gone: --data is refused with and without --ledger."""
     root = two_plans
-    ledger, p1, p2 = _sealed_ledger(root, tmp_path, capsys)
-    target = root / "target.csv"
-    rc, out, err = run(capsys, "release", "--plan", p1, "--target", target, "--ledger", ledger,
-                       "--json")  # fmt: skip
+    ledger, _ = _approved_ledger(root, tmp_path, capsys)
+    rel = ["release", "--ledger", ledger, "--dataset", "target"]
+    # A report onto the registered file (or into the population) would write over what the
+    # release reads: refused before anything is recorded.
+    for onto in (root / "target.csv", root / "data.csv"):
+        rc, out, err = run(capsys, *rel, "--plan", "p1", "--report", onto)
+        one_line_error(rc, err, "which this command reads")
+    rc, out, err = run(capsys, *rel, "--plan", "p1", "--json")
     assert rc == 0, err
     mu1 = json.loads(out)["ledger"]["cumulative"]["mu"]
-    rel = ["release", "--plan", p2, "--target", target, "--ledger", ledger]
-    rc, out, err = run(capsys, *rel)
-    one_line_error(rc, err, "use different statistics", "give it (--data DATA)")
-    rc, out, err = run(capsys, *rel, "--data", root / "other.csv")
-    one_line_error(rc, err, "is not the population the plan was calibrated on")
-    rc, out, err = run(capsys, "release", "--plan", p2, "--target", target,
-                       "--data", root / "data.csv")  # fmt: skip
-    one_line_error(rc, err, "drop --data", "only with --ledger")
-    rc, out, err = run(capsys, *rel, "--data", root / "data.csv", "--engine", "pandas")
+    rc, out, err = run(capsys, *rel, "--plan", "p2", "--data", root / "data.csv")
+    one_line_error(rc, err, "drop --data")
+    rc, out, err = run(capsys, "release", "--plan", root / "p2.json", "--target",
+                       root / "target.csv", "--data", root / "data.csv")  # fmt: skip
+    one_line_error(rc, err, "drop --data")
+    rc, out, err = run(capsys, *rel, "--plan", "p2", "--engine", "pandas")
     one_line_error(rc, err, "drop --engine")
     assert len(json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])["releases"]) == 1
-    rc, out, err = run(capsys, *rel, "--data", root / "data.csv", "--json")
+    rc, out, err = run(capsys, *rel, "--plan", "p2", "--json")
     assert rc == 0, err
     got = json.loads(out)
     assert list(got["statistics"]) == ["count(sex==Female)"]
     cum = got["ledger"]["cumulative"]["mu"]
-    mu2 = Plan.load(p2).guarantee.mu
+    mu2 = Plan.load(root / "p2.json").guarantee.mu
     # Two releases of different statistics of one dataset reveal more than either alone.
     assert math.isfinite(cum) and cum > max(mu1, mu2)
     (shown,) = json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])["cumulative"]
@@ -278,15 +272,13 @@ def test_a_plan_of_other_statistics_is_released_with_the_data_to_refit(two_plans
 def test_backup_of_a_ledger_that_fails_verification(two_plans, tmp_path, capsys):
     import sqlite3
 
-    root = two_plans
-    ledger, p1, _ = _sealed_ledger(root, tmp_path, capsys)
-    rc, _, err = run(capsys, "release", "--plan", p1, "--target", root / "target.csv",
-                     "--ledger", ledger)  # fmt: skip
+    ledger, _ = _approved_ledger(two_plans, tmp_path, capsys)
+    rc, _, err = run(capsys, "release", "--ledger", ledger, "--dataset", "target", "--plan", "p1")
     assert rc == 0, err
     rc, out, err = run(capsys, "ledger", "backup", ledger, tmp_path / "good.db")
     assert rc == 0 and "backed up" in out and err == "", err
     con = sqlite3.connect(ledger)
-    con.execute("UPDATE budget SET mu = 1e9")
+    con.execute("UPDATE releases SET release_values = '[0.0]'")
     con.commit()
     con.close()
     rc, out, err = run(capsys, "ledger", "backup", ledger, tmp_path / "copy.db")
@@ -298,20 +290,16 @@ def test_backup_of_a_ledger_that_fails_verification(two_plans, tmp_path, capsys)
     assert (tmp_path / "copy.db").is_file()
 
 
-def test_the_refit_population_must_be_every_composed_plans(two_plans, tmp_path, capsys):
-    """A release of a plan calibrated on other records, then P2 with P2's own data: the joint
-    model would rest on data the first plan never saw, so it is refused in one line."""
-    import shutil
-
+def test_a_plan_of_another_population_is_not_approved(two_plans, tmp_path, capsys):
+    """A plan calibrated on other records than the secret's population: the joint model of
+    its releases with the others' would rest on data it never saw, so approving it is refused
+    in one line and nothing is released with it."""
     root = two_plans
-    ledger, _, p2 = _sealed_ledger(root, tmp_path, capsys)
-    other = tmp_path / "o.json"
-    shutil.copy(root / "o.json", other)
-    assert run(capsys, "ledger", "seal", ledger, other)[0] == 0
-    target = root / "target.csv"
-    assert run(capsys, "release", "--plan", other, "--target", target, "--ledger", ledger)[0] == 0
-    rc, out, err = run(capsys, "release", "--plan", p2, "--target", target, "--ledger", ledger,
-                       "--data", root / "data.csv")  # fmt: skip
-    one_line_error(rc, err, "is not the population the plan of release 1 was calibrated on")
+    ledger, key = _approved_ledger(root, tmp_path, capsys)
+    rc, out, err = run(capsys, "ledger", "approve", ledger, root / "o.json", "--name", "o",
+                       "--steward-key", key)  # fmt: skip
+    one_line_error(rc, err, "population")
     assert out == ""
-    assert len(json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])["releases"]) == 1
+    rc, out, err = run(capsys, "release", "--ledger", ledger, "--dataset", "target", "--plan", "o")
+    one_line_error(rc, err, "no plan named 'o'")
+    assert json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])["releases"] == []

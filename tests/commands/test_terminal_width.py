@@ -12,6 +12,7 @@ import click
 import numpy as np
 import pandas as pd
 import pytest
+from ledger_world import cli_ledger
 from rich.cells import cell_len
 
 from distprivacy.cli import cli, main
@@ -98,7 +99,12 @@ TABLES: dict[str, tuple[list[str], str]] = {
 #: The other commands and why they are not rendered here.
 NO_TABLE = {
     "ledger init": "one line naming the file and its key",
-    "ledger seal": "one line naming the sealed plan",
+    "ledger keygen": "one line naming the key and its fingerprint",
+    "ledger secret": "one line naming the secret and its budget",
+    "ledger register": "one line naming the dataset and its version",
+    "ledger approve": "one line naming the approved plan",
+    "ledger budget": "one line naming the new budget",
+    "ledger seal": "refused: names `ledger approve`",
     "ledger backup": "one line naming the copies",
     "reproduce": "writes files; prints their timings",
     "attribute gaussian": "prints lines, no table",
@@ -136,8 +142,8 @@ def test_every_command_is_rendered_or_prints_no_table():
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, adult_dir, adult):
-    """A 100-record target (45 of them earning >50K), a ledger holding one release of it, and
-    four tiny model populations."""
+    """A 100-record target (45 of them earning >50K), a ledger of secrets holding one release
+    of it (registered, with an approved plan), and four tiny model populations."""
     d = tmp_path_factory.mktemp("width")
     rich_ = adult[adult["income"] == ">50K"].sample(45, random_state=0)
     poor = adult[adult["income"] != ">50K"].sample(55, random_state=0)
@@ -147,8 +153,12 @@ def files(tmp_path_factory, adult_dir, adult):
     env = pytest.MonkeyPatch()
     env.setenv("DISTPRIVACY_DATA", str(adult_dir))
     try:
-        assert main(["ledger", "init", str(ledger), "--budget-mu", "2"]) == 0
-        assert main(["release", "--target", str(target), "--ledger", str(ledger), "--json"]) == 0
+        plan = d / "plan.json"
+        assert main(["calibrate", "--mechanism", "DauM-G", "--save", str(plan), "--json"]) == 0
+        ledger, _ = cli_ledger(d, adult_dir, ["--budget-mu", "2"], {"target": target},
+                               {"plan": plan}, name="ledger.db")  # fmt: skip
+        rel = ["release", "--ledger", str(ledger), "--dataset", "target", "--plan", "plan"]
+        assert main([*rel, "--json"]) == 0
         tiny = ["--n-models", "12", "--n-train", "100", "--epochs", "2", "--property", "sex",
                 "--data", str(adult_dir)]  # fmt: skip
         pops = {"a0": ("0.5", "0", "adversary"), "a1": ("0.0", "1", "adversary"),

@@ -8,6 +8,7 @@ import json
 
 import pandas as pd
 import pytest
+from ledger_world import cli_ledger
 
 from distprivacy.cli import main
 
@@ -143,25 +144,45 @@ def test_a_plan_needs_only_the_statistics_columns(adult, tmp_path, capsys):
     assert "mean(age)" in line and "the model does not describe this target" in line
 
 
-def test_a_ledger_names_why_it_needs_the_property_column(adult, tmp_path, capsys):
-    plan = str(tmp_path / "plan.json")
-    ledger = str(tmp_path / "l.db")
-    assert main(["calibrate", "--mechanism", "DauM-G", "--save", plan, "--samples", "200"]) == 0
-    assert main(["ledger", "init", ledger, "--budget-mu", "3"]) == 0
-    assert main(["ledger", "seal", ledger, plan]) == 0
-    capsys.readouterr()
+def test_a_ledger_names_why_it_needs_the_property_column(adult, adult_dir, tmp_path, capsys):
+    """A registered file without the secret's column: the release is refused in one line
+    naming the column and why the ledger needs it (no statistic reads it)."""
+    plan = tmp_path / "plan.json"
+    assert (
+        main(["calibrate", "--mechanism", "DauM-G", "--save", str(plan), "--samples", "200"]) == 0
+    )
     path = tmp_path / "t.csv"
     cols = ["age", "education_num", "marital_status", "sex", "hours_per_week"]
     adult[cols].head(100).to_csv(path, index=False)
-    line = _error(capsys, "release", "--plan", plan, "--target", str(path), "--ledger", ledger)
+    ledger, _ = cli_ledger(tmp_path, adult_dir, ["--budget-mu", "3"], {"t": path}, {"p": plan})
+    capsys.readouterr()
+    line = _error(capsys, "release", "--ledger", str(ledger), "--dataset", "t", "--plan", "p")
     assert "lacks column income, the protected property's" in line
     assert "a ledger needs it to identify the dataset" in line
+
+
+def test_a_ledger_release_from_a_toml_config(adult, adult_dir, tmp_path, capsys):
+    """`ledger`, `dataset` and `plan` (a name) in a config file release as the options do."""
+    plan = tmp_path / "plan.json"
+    assert (
+        main(["calibrate", "--mechanism", "DauM-G", "--save", str(plan), "--samples", "200"]) == 0
+    )
+    path = tmp_path / "t.csv"
+    adult.head(100).to_csv(path, index=False)
+    ledger, _ = cli_ledger(tmp_path, adult_dir, ["--budget-mu", "3"], {"t": path}, {"p": plan})
+    config = tmp_path / "c.toml"
+    config.write_text(f'ledger = "{ledger}"\ndataset = "t"\nplan = "p"\njson = true\n')
+    capsys.readouterr()
+    assert main(["release", "--config", str(config)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["ledger"]["release_id"] == 1 and got["target"] == "registered dataset t"
 
 
 @pytest.mark.parametrize(
     ("command", "line", "words"),
     [
         ("release", "ledger = 5", "ledger in 'c.toml' takes a path in quotes"),
+        ("release", "dataset = 5", "dataset in 'c.toml' takes text in quotes"),
         ("release", "report = 5", "report in 'c.toml' takes a path in quotes"),
         ("calibrate", "report = 5", "report in 'c.toml' takes a path in quotes"),
         ("calibrate", "report = 5.5", "not float 5.5"),

@@ -228,9 +228,25 @@ def test_every_release_path_goes_through_the_one_gate(population, model, tmp_pat
     kw = dict(data=population, spec=SPEC, query=STATS, modeling="exact")
     dp.release(**kw, mechanism="ExpM-L", privacy=dp.EpsDelta(1.0, 1e-3), target=target)
     assert calls[-1] == "ExpM-L"
-    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(1.0)) as led:
-        dp.release(**kw, mechanism="DauM-G", privacy=GDP(0.4), target=target, ledger=led)
+    out = dp.release(**kw, mechanism="DauM-G", privacy=GDP(0.4), target=target)
     assert calls[-1] == "DauM-G" and len(calls) == 4
+    led = _ledger(population, target, tmp_path, out.calibration, out.model)
+    with led:
+        led.release("p", "w")
+    assert calls[-1] == "DauM-G" and len(calls) == 5
+
+
+def _ledger(population, target, tmp_path, cal, model):
+    """A ledger of secrets (budget μ = 1) over ``population`` (written to a file) with
+    ``target`` registered as ``w`` and the plan of ``cal`` approved as ``p``."""
+    from ledger_world import lib_ledger
+
+    population.to_csv(tmp_path / "population.csv", index=False)
+    target.to_csv(tmp_path / "w.csv", index=False)
+    plan = Plan.from_calibration(cal, model, data=tmp_path / "population.csv")
+    led, _ = lib_ledger(tmp_path, tmp_path / "population.csv", GDP(1.0), {"w": tmp_path / "w.csv"},
+                        {"p": plan}, secret="g", protect="g==a")  # fmt: skip
+    return led
 
 
 def test_the_gate_is_raised_in_one_place():
@@ -249,18 +265,16 @@ def test_the_gate_is_raised_in_one_place():
     assert raisers == ["mechanisms/_exactness.py"]
 
 
-def test_a_ledger_records_a_near_exact_release_as_exhausting(population, tmp_path):
-    """With consent, a near-exact release is recorded as exact (unbounded), as NoNoise's is;
-    without it nothing is recorded."""
+def test_a_ledger_never_records_a_near_exact_release(population, tmp_path):
+    """An approved near-exact plan goes through the gate at release (nothing recorded); with
+    consent it is refused too: an exact release exceeds every budget (issue 30)."""
     target = population.sample(n=50, random_state=1)
     kw = dict(data=population, spec=SPEC, query=STATS, modeling="exact", mechanism="DirM-G")
-    with dp.Ledger.init(tmp_path / "l.db", budget=GDP(1.0)) as led:
+    out = dp.release(**kw, privacy=GDP(1e6), target=target, allow_exact=True)
+    assert out.release.exact
+    with _ledger(population, target, tmp_path, out.calibration, out.model) as led:
         with pytest.raises(ExactReleaseError):
-            dp.release(**kw, privacy=GDP(1e6), target=target, ledger=led)
+            led.release("p", "w")
+        with pytest.raises(BudgetExceededError, match="exceeds every budget"):
+            led.release("p", "w", allow_exact=True)
         assert led.releases() == []
-        out = dp.release(**kw, privacy=GDP(1e6), target=target, ledger=led, allow_exact=True)
-        assert out.release.exact
-        (entry,) = led.releases()
-        assert entry.unbounded
-        with pytest.raises(BudgetExceededError, match="exhausted"):
-            dp.release(**kw, privacy=GDP(0.1), target=target, ledger=led)

@@ -1,10 +1,10 @@
 """The reports, made once per session through the command line on Adult: ``calibrate``
-(four mechanisms), ``release`` of a saved DauM-G plan recorded in a ledger, ``audit`` (two
-mechanisms, few samples), ``ledger show`` (two datasets, three releases) and ``models audit``
-(two ratios, and three: every pair and the regression of the share; 20 logistic models per
-ratio and half, about a second each); and a ``calibrate`` report on a table whose column
-names and values are HTML. Every test that reads the reports is ``slow`` (a dozen command
-lines, several seconds, the first time)."""
+(four mechanisms), ``release`` of an approved DauM-G plan recorded in a ledger of secrets,
+``audit`` (two mechanisms, few samples), ``ledger show`` (one secret, two registered datasets,
+three releases) and ``models audit`` (two ratios, and three: every pair and the regression of
+the share; 20 logistic models per ratio and half, about a second each); and a ``calibrate``
+report on a table whose column names and values are HTML. Every test that reads the reports
+is ``slow`` (a dozen command lines, several seconds, the first time)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from ledger_world import cli_ledger
 
 from distprivacy.cli import main
 
@@ -61,12 +62,13 @@ def reports(tmp_path_factory, adult_dir) -> dict[str, Path]:
         t = root / f"records{seed}.csv"
         adult.sample(n=100, random_state=seed).to_csv(t, index=False)
         targets.append(t)
-    ledger = root / "ledger.db"
-    _ok("ledger", "init", ledger, "--budget-mu", repr(1.6 * Plan.load(plan).guarantee.mu))
-    _ok("ledger", "seal", ledger, plan)
-    for t in targets:
-        _ok("release", "--plan", plan, "--target", t, "--ledger", ledger, "--json")
-    _ok("release", "--plan", plan, "--target", targets[0], "--ledger", ledger,
+    # Three releases of two independent samples under the secret: μ below √3 × one's.
+    budget = ["--budget-mu", repr(1.8 * Plan.load(plan).guarantee.mu)]
+    datasets = {f"wave{k}": t for k, t in enumerate(targets, 1)}
+    ledger, _ = cli_ledger(root, adult_dir, budget, datasets, {"means": plan}, name="ledger.db")
+    for name in datasets:
+        _ok("release", "--ledger", ledger, "--dataset", name, "--plan", "means", "--json")
+    _ok("release", "--ledger", ledger, "--dataset", "wave1", "--plan", "means",
         "--report", out["release"])  # fmt: skip
     _ok("ledger", "show", ledger, "--report", out["ledger"])
     _ok("audit", *data, "--mechanism", "DauM-G", "--mechanism", "ExpM-L",

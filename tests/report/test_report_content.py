@@ -110,9 +110,10 @@ def test_ledger_report_budget_over_time(reports):
     assert "Budget over time" in out.headings
     rows = next(t for t in out.tables if t["id"] == "statistics-table")["rows"][1:]
     assert [r[0] for r in rows] == ["1", "2", "3"]
-    assert "3 releases of 2 datasets" in text
-    # The steward sees which columns tell one dataset from another (here: the first table's).
-    assert "A dataset is told from another by its values in age, capital_gain" in text
+    # Grouped by secret (issue 30): each release names its registered dataset's version.
+    assert [r[2] for r in rows] == ["wave1@1", "wave2@1", "wave1@1"]
+    assert "3 releases under 1 secret: income protects income==&gt;50K" in text
+    assert "Secret income (protecting income==&gt;50K, 3 releases)" in text
 
 
 def test_modes_exact_statistics_are_private(reports):

@@ -328,14 +328,7 @@ def _release_registered(
     led = _open_ledger(ledger_path)
     assert led is not None
     ctx.call_on_close(led.close)
-    if report is not None:  # the registered file and the population are read too
-        registered = led.registry.dataset(dataset_name)
-        population = led.registry.secret(registered.secret).population.get("path")
-        check_apart(
-            [*data_files(registered.path, f"the file of dataset {dataset_name!r}"),
-             *data_files(population, "the secret's population")],
-            [("--report", report)],
-        )  # fmt: skip
+    check_apart(_registered_files(led, dataset_name), [("--report", report)])
     bar = LazyProgress("releasing", enabled=s.show)
 
     def on_wait(waited: float, limit: float) -> None:
@@ -407,6 +400,19 @@ def _release_registered(
         "the secret)"
     )
     write_release(report, cal, rel, plan.model, plan.spec, context, show=True)
+
+
+def _registered_files(led: Ledger, name: str) -> list[tuple[str, str | None]]:
+    """The files a release of the registered dataset ``name`` reads besides the ledger: its
+    newest version, and its secret's population (refitted on for a union of statistics); none
+    when it is not registered (the release refuses that itself)."""
+    reg = led.registry
+    if name not in reg.datasets:
+        return []
+    d = reg.datasets[name][-1]
+    secret = reg.secrets.get(d.secret)
+    population = None if secret is None else secret.population.get("path")
+    return [(f"the registered dataset {name}", d.path), ("the secret's population", population)]
 
 
 def _open_ledger(path: str | None) -> Ledger | None:

@@ -209,6 +209,8 @@ def register_dataset(
     path = check_path(path, "the dataset's path", error=LedgerTypeError)  # type: ignore[assignment]
     if independent and same_records_as is not None:
         raise LedgerError("say one: same_records_as=NAME or independent=True, not both")
+    if not isinstance(path, str | Path):
+        raise LedgerError(f"a dataset to register is a file path, got {type(path).__name__}")
     p = Path(path).expanduser()
     if not p.exists():
         raise LedgerError(f"no file at {str(p)!r} to register")

@@ -119,6 +119,13 @@ class StewardKey:
 
         if not isinstance(path, str | Path):
             raise LedgerError(f"a steward key is a file path, got {type(path).__name__}")
+        from distprivacy.outputs import names_a_directory
+
+        if names_a_directory(path):  # Path would drop the slash and write a file `new`
+            raise LedgerError(
+                f"{str(path)!r} names a directory (it ends with a path separator, . or ..); "
+                f"give the steward key a file path, e.g. {str(Path(path) / 'steward.key')!r}"
+            )
         p = Path(path)
         private = _crypto().Ed25519PrivateKey.generate()
         pem = private.private_bytes(
