@@ -410,6 +410,7 @@ class Ledger:
         protect: str,
         budget: Target,
         population: str | Path | None = None,
+        **legacy: Any,
     ) -> Ledger:
         """Create a ledger (mode 0600), its key (``<path>.key``, 0600) and its anchor, with its
         first secret: ``protect`` (a predicate) of ``population`` (a file or directory, or
@@ -419,6 +420,13 @@ class Ledger:
         ledger keeps only its public half. Refuses an existing file."""
         from distprivacy._version import __version__
         from distprivacy.ledger._decisions import secret_payload
+
+        if legacy:
+            raise LedgerTypeError(
+                f"Ledger.init takes no {', '.join(sorted(legacy))}: a ledger of secrets is made "
+                "with steward=KEY, secret=NAME, protect=PREDICATE and budget=GDP(mu) (or "
+                "EpsDelta, MaxAttackAccuracy), population=PATH optional"
+            )
 
         checked = _args.path_arg(path)  # a wrong type first, then a path naming a directory
         refuse_directory_name(path, "the ledger", "ledger.db")
