@@ -405,10 +405,10 @@ class Ledger:
         cls,
         path: str | Path,
         *,
-        steward: StewardKey | str | Path,
-        secret: str,
-        protect: str,
-        budget: Target,
+        steward: StewardKey | str | Path | None = None,
+        secret: str | None = None,
+        protect: str | None = None,
+        budget: Target | None = None,
         population: str | Path | None = None,
         **legacy: Any,
     ) -> Ledger:
@@ -421,12 +421,16 @@ class Ledger:
         from distprivacy._version import __version__
         from distprivacy.ledger._decisions import secret_payload
 
-        if legacy:
+        given = {"steward": steward, "secret": secret, "protect": protect, "budget": budget}
+        missing = [k for k, v in given.items() if v is None]
+        if legacy or missing:
             raise LedgerTypeError(
-                f"Ledger.init takes no {', '.join(sorted(legacy))}: a ledger of secrets is made "
-                "with steward=KEY, secret=NAME, protect=PREDICATE and budget=GDP(mu) (or "
-                "EpsDelta, MaxAttackAccuracy), population=PATH optional"
-            )
+                (f"Ledger.init takes no {', '.join(sorted(legacy))}: " if legacy else
+                 f"Ledger.init needs {', '.join(missing)}: ")
+                + "a ledger of secrets is made with steward=KEY, secret=NAME, "
+                "protect=PREDICATE and budget=GDP(mu) (or EpsDelta, MaxAttackAccuracy), "
+                "population=PATH optional"
+            )  # fmt: skip
 
         checked = _args.path_arg(path)  # a wrong type first, then a path naming a directory
         refuse_directory_name(path, "the ledger", "ledger.db")
