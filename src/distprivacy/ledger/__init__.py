@@ -725,6 +725,7 @@ class Ledger:
         DistPrivacyError
             ``compose`` refused (e.g. releases that cannot be composed); the ledger unchanged.
         """
+        self._refuse_read_only()
         _args.entry_arg(entry)
         compose = _args.compose_arg(compose)
         if entry.unbounded:
@@ -1128,6 +1129,7 @@ class Ledger:
         unbounded: bool = False,
     ) -> LedgerEntry:
         """The entry of a release (:func:`distprivacy.ledger._maintenance.entry_for`)."""
+        self._refuse_read_only()
         if not self.read_only:
             raise LedgerError(
                 "a ledger of secrets makes each release's entry itself from the registered "
