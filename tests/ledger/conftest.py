@@ -4,7 +4,7 @@ plan does not reload the whole of Adult) and a plan fitted on it."""
 from __future__ import annotations
 
 import pytest
-from ledger_world import make_plan
+from secrets_world import make_plan
 
 
 @pytest.fixture(scope="session")

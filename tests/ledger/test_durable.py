@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_world import PROTECT, SECRET, SECRET_KEY, WAVE1, new_ledger, release, steward_path
+from secrets_world import PROTECT, SECRET, SECRET_KEY, WAVE1, new_ledger, release, steward_path
 
 import distprivacy.ledger as ledger_module
 from distprivacy.cli import main

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from ledger_world import PROTECT, SECRET, SECRET_KEY, WAVE1, new_ledger, steward_path
+from secrets_world import PROTECT, SECRET, SECRET_KEY, WAVE1, new_ledger, steward_path
 
 from distprivacy.composition import CompositionError
 from distprivacy.guarantee import Guarantee

@@ -16,7 +16,7 @@ import mpmath
 import numpy as np
 import pandas as pd
 import pytest
-from ledger_world import (
+from secrets_world import (
     PROTECT,
     SECRET,
     SECRET_KEY,

@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from ledger_world import make_plan
+from secrets_world import make_plan
 
 from distprivacy.cli import main
 from distprivacy.ledger import Ledger, LedgerError, StewardKey

@@ -11,7 +11,7 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
-from ledger_world import N, make_plan
+from secrets_world import N, make_plan
 
 from distprivacy.composition import compose_gaussian
 from distprivacy.ledger import BudgetExceededError, Ledger, LedgerError, StewardKey

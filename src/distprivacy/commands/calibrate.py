@@ -262,6 +262,7 @@ def calibrate(
                 "covariances, --include-model): keep it as private as a plan (mode 0600)",
                 highlight=False,
                 markup=False,
+                soft_wrap=True,  # one line, whatever the terminal's width
             )
         return
     console = Console()
