@@ -262,16 +262,7 @@ def release(
     context = {**info, **(plan.modelling if plan_path is not None else s.to_dict())}
     clip = clip_release(rel.values, cal, enabled=not no_clip)
     if s.as_json:
-        out_dict = rel.to_dict()
-        names = list(rel.statistic_names)
-        if clip.values.size == len(names):
-            out_dict["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
-            out_dict["raw_statistics"] = dict(
-                zip(names, np.ravel(rel.values).tolist(), strict=True)
-            )
-        out_dict["clipped_to_range"] = clip.enabled
-        out_dict["clipped"] = [names[k] for k in clip.moved]
-        click.echo(dumps_json({**info, **out_dict}))
+        click.echo(dumps_json({**info, **_json_release(rel, clip)}))
         write_release(report, cal, rel, model, plan_spec, context, show=False)
         return
     console = Console()
@@ -369,16 +360,7 @@ def _release_registered(
     clip = clip_release(rel.values, cal, enabled=not no_clip)
     context = {**info, **plan.modelling}
     if s.as_json:
-        out_dict = rel.to_dict()
-        names = list(rel.statistic_names)
-        if clip.values.size == len(names):
-            out_dict["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
-            out_dict["raw_statistics"] = dict(
-                zip(names, np.ravel(rel.values).tolist(), strict=True)
-            )
-        out_dict["clipped_to_range"] = clip.enabled
-        out_dict["clipped"] = [names[k] for k in clip.moved]
-        click.echo(dumps_json({**info, **out_dict}))
+        click.echo(dumps_json({**info, **_json_release(rel, clip)}))
         write_release(report, cal, rel, plan.model, plan.spec, context, show=False)
         return
     console = Console()
@@ -413,6 +395,19 @@ def _registered_files(led: Ledger, name: str) -> list[tuple[str, str | None]]:
     secret = reg.secrets.get(d.secret)
     population = None if secret is None else secret.population.get("path")
     return [(f"the registered dataset {name}", d.path), ("the secret's population", population)]
+
+
+def _json_release(rel: Any, clip: Clip) -> dict[str, Any]:
+    """The release as ``--json`` prints it: the published (clipped) values, the raw ones, and
+    which were clipped."""
+    out = rel.to_dict()
+    names = list(rel.statistic_names)
+    if clip.values.size == len(names):
+        out["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
+        out["raw_statistics"] = dict(zip(names, np.ravel(rel.values).tolist(), strict=True))
+    out["clipped_to_range"] = clip.enabled
+    out["clipped"] = [names[k] for k in clip.moved]
+    return out
 
 
 def _open_ledger(path: str | None) -> Ledger | None:
