@@ -232,7 +232,7 @@ def test_warnings_are_typed(calibrations, name):
 
 def test_classic_rule_caveats_are_issued_by_category(setting):
     with pytest.warns(DistPrivacyWarning) as record:
-        cal = make_mechanism("ExpM-G", 10.0, DELTA, "classic").calibrate(setting[0])
+        cal = make_mechanism("GroupDP-G", 10.0, DELTA, "classic").calibrate(setting[0])
     assert {ClassicRuleWarning, ClassicShortfallWarning} == {w.category for w in record}
     assert all(w.filename == __file__ for w in record)  # issued at the caller's line
     assert {ClassicRuleWarning, ClassicShortfallWarning} <= {w.category for w in cal.warnings}
@@ -241,7 +241,7 @@ def test_classic_rule_caveats_are_issued_by_category(setting):
     with warnings.catch_warnings():
         warnings.simplefilter("error", DistPrivacyWarning)
         warnings.filterwarnings("ignore", category=ClassicRuleWarning)
-        make_mechanism("ExpM-G", 10.0, DELTA, "classic").calibrate(setting[0])
+        make_mechanism("GroupDP-G", 10.0, DELTA, "classic").calibrate(setting[0])
 
 
 def test_from_dict_is_strict(calibrations):

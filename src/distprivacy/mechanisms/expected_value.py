@@ -78,9 +78,6 @@ class ExpectedValueGaussian(GaussianMechanism):
             details={"sigma": sigma},
         )
 
-    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
-        return mu_star
-
 
 @register_mechanism
 class DirectionalLaplace(Mechanism):
@@ -155,5 +152,3 @@ class DirectionalGaussian(GaussianMechanism):
             },
         )
 
-    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
-        return mu_star
