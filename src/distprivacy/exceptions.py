@@ -173,6 +173,31 @@ class LimitWarning(DistPrivacyWarning):
     code = "resource"
 
 
+class ExactValueWarning(DistPrivacyWarning):
+    """A statistic is released (near-)exactly by consent (``allow_exact``)."""
+
+    code = "exact"
+
+
+class SeededNoiseWarning(DistPrivacyWarning):
+    """The noise came from a seed: reproducible, so never to be published."""
+
+    code = "seeded"
+
+
+class DemonstrationWarning(DistPrivacyWarning):
+    """A demonstration: the released dataset was drawn at random from the data, not given."""
+
+    code = "demonstration"
+
+
+class UnrecordedWarning(DistPrivacyWarning):
+    """A plan a steward sealed or approved was released outside its ledger: nothing recorded
+    it, and no budget was checked."""
+
+    code = "unrecorded"
+
+
 #: Every warning category, by its JSON code.
 WARNING_CODES: dict[str, type[DistPrivacyWarning]] = {
     c.code: c
@@ -186,6 +211,10 @@ WARNING_CODES: dict[str, type[DistPrivacyWarning]] = {
         SwampedWarning,
         WeakGuaranteeWarning,
         LimitWarning,
+        ExactValueWarning,
+        SeededNoiseWarning,
+        DemonstrationWarning,
+        UnrecordedWarning,
     )
 }
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -43,7 +44,13 @@ from distprivacy.checks import (
     check_number,
     check_text,
 )
-from distprivacy.exceptions import DistPrivacyError, ExactReleaseError
+from distprivacy.exceptions import (
+    DistPrivacyError,
+    ExactReleaseError,
+    ExactValueWarning,
+    Notice,
+    SeededNoiseWarning,
+)
 from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon
 from distprivacy.randomness import check_random_state, is_secure
 
@@ -233,12 +240,46 @@ class Guarantee:
         ``Measurement.check``)."""
         return self.delta_at(epsilon) <= check_delta(delta, allow_zero=True) * (1 + 1e-12)
 
+    @property
+    def is_gdp(self) -> bool:
+        """Whether the whole privacy profile is the μ-GDP curve δ_μ (``curve="gdp"``): only then
+        is μ a GDP parameter, and only then is it printed as one (:meth:`figures`). Two
+        Gaussians with unequal covariances (fitted covariances) have a profile with
+        exponential tails that no μ-GDP curve bounds tightly: μ is then only the
+        shared-covariance figure, and the guarantee is stated by its (ε, δ) points and its
+        attack bound (issue 33 item 3)."""
+        return self.curve == "gdp" and self.mu is not None
+
+    def curve_points(self) -> tuple[tuple[float, float], ...]:
+        """(ε, δ) points of the guarantee: the stated one, and — when the whole curve is known
+        (μ-GDP, or the exact profile of the noise drawn) — δ at ε/2 and 2ε too, so that a
+        reader sees the curve, not one point of it."""
+        point = ((self.epsilon, self.delta),)
+        if not (self.is_gdp or self.profile is not None) or not math.isfinite(self.epsilon):
+            return point
+        if self.epsilon <= 0:
+            return point
+        half, double = self.epsilon / 2, self.epsilon * 2
+        return ((half, self.delta_at(half)), *point, (double, self.delta_at(double)))
+
+    def figures(self) -> str:
+        """The guarantee in symbols, said after the words (the one rule for every output):
+        ``μ = 0.371-GDP, (ε, δ) = (1, 0.000999)`` when the release is μ-GDP
+        (:attr:`is_gdp`); otherwise its (ε, δ) points — on the exact profile when it is at
+        hand — and no μ-GDP claim."""
+        points = self.curve_points()
+        text = "(ε, δ) = " + ", ".join(f"({e:.3g}, {d:.3g})" for e, d in points)
+        if self.is_gdp and math.isfinite(self.mu):  # type: ignore[arg-type]
+            return f"μ = {self.mu:.4g}-GDP, {text}"
+        if len(points) > 1:
+            text += " on the exact privacy profile of the noise (not a μ-GDP curve)"
+        return text
+
     def describe(self) -> str:
-        """One line: μ, (ε, δ), the attack bound and the basis."""
-        mu = "" if self.mu is None else f"μ = {self.mu:.4g}-GDP, "
-        how = "verified" if self.verified else "assumed"
+        """One line: the figures (:meth:`figures`), the attack bound and the basis."""
+        how = "verified for the noise drawn" if self.verified else "resting on assumptions"
         return (
-            f"{mu}({self.epsilon:.4g}, {self.delta:.3g})-{self.notion}; no attacker above "
+            f"{self.figures()}: {self.notion}; no attacker above "
             f"{self.max_attack_accuracy:.1%} accuracy ({how})"
         )
 
@@ -373,6 +414,113 @@ class ExactStatistic:
         )
 
 
+#: The notice of a release whose noise came from a seed.
+SEEDED = "the noise comes from a seed and is reproducible: never publish a seeded release"
+
+#: The notice of a sealed (steward-approved) plan released outside its ledger.
+UNRECORDED = (
+    "not recorded in any ledger: this plan was sealed for a ledger, but this release was made "
+    "outside it, so no budget was checked and the ledger does not count it (release through "
+    "the ledger: `distprivacy release --ledger LEDGER --dataset NAME --plan NAME`)"
+)
+
+#: The notice of a demonstration release (no target dataset given).
+DEMONSTRATION = (
+    "a demonstration: the released dataset was drawn at random from the data, not a dataset "
+    "you gave (give the n records to release with `target`)"
+)
+
+#: The probability of the noise intervals a release publishes.
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a release publishes — the one number and the one interval rule of every output
+    (terminal, ``--json``, reports, the ledger; issue 33 item 1).
+
+    A value is post-processed into its statistic's range (a proportion into [0, 1], a count
+    into [0, n]) when ``clip`` is on; post-processing keeps the guarantee. Its interval is the
+    noise interval of the raw value, [raw − h, raw + h] with P(|Z| ≤ h) = ``level``
+    (:func:`~distprivacy.intervals.noise_halfwidths`), intersected with the range when
+    ``clip`` is on: the true value lies in its range, so the intersection holds it whenever
+    the raw interval does (the same coverage), and it never states values the statistic
+    cannot take.
+
+    Attributes
+    ----------
+    values : ndarray (m,)
+        What is published: clipped into the ranges when ``clip``, else the raw noisy values.
+    raw : ndarray (m,)
+        The noisy values as drawn.
+    low, high : ndarray (m,)
+        Each value's interval (NaN where the noise is not known).
+    ranges : tuple of (low, high) or None
+        Each statistic's range (None: unbounded or not known).
+    clip : bool
+        Whether values were clipped into their ranges.
+    clipped : tuple of int
+        The statistics whose value was clipped.
+    outside : tuple of int
+        With ``clip`` off, the statistics whose raw value lies outside its range.
+    level : float
+        The intervals' probability.
+    """
+
+    values: np.ndarray
+    raw: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    ranges: tuple[tuple[float, float] | None, ...]
+    clip: bool
+    clipped: tuple[int, ...] = ()
+    outside: tuple[int, ...] = ()
+    level: float = LEVEL
+
+
+def publish(
+    raw: Any,
+    ranges: Sequence[tuple[float, float] | None] | None,
+    halfwidths: Any,
+    *,
+    clip: bool = True,
+    level: float = LEVEL,
+) -> Published:
+    """The published values and intervals of noisy values ``raw`` (:class:`Published`).
+
+    Parameters
+    ----------
+    raw : array (m,)
+        The noisy values.
+    ranges : sequence of (low, high) or None, or None
+        Each statistic's range (None: no range known for it, or for any).
+    halfwidths : array (m,) or None
+        The half-width of each value's noise interval at ``level`` (None: not known).
+    clip : bool
+        Post-process the values (and intervals) into their ranges.
+    level : float
+        The intervals' probability.
+    """
+    x = np.asarray(raw, dtype=float).reshape(-1)
+    m = x.size
+    rng = tuple(ranges) if ranges is not None and len(ranges) == m else (None,) * m
+    lo = np.array([r[0] if r else -np.inf for r in rng], dtype=float)
+    hi = np.array([r[1] if r else np.inf for r in rng], dtype=float)
+    h = (
+        np.full(m, np.nan)
+        if halfwidths is None or np.size(halfwidths) != m
+        else np.asarray(halfwidths, dtype=float).reshape(-1)
+    )
+    low, high = x - h, x + h
+    out = np.clip(x, lo, hi)
+    moved = tuple(k for k in range(m) if out[k] != x[k])
+    if not clip:
+        return Published(x, x, low, high, rng, False, outside=moved, level=level)
+    with np.errstate(invalid="ignore"):
+        low, high = np.clip(low, lo, hi), np.clip(high, lo, hi)
+    return Published(out, x, low, high, rng, True, clipped=moved, level=level)
+
+
 @dataclass(frozen=True, repr=False)
 class Release:
     """Released values M(D) and the calibration that produced them.
@@ -395,6 +543,56 @@ class Release:
     calibration: Any
     secure: bool
     exact_statistics: tuple[ExactStatistic, ...] = ()
+    clip: bool = True
+    notices: tuple[Notice, ...] = ()
+
+    @cached_property
+    def published(self) -> Published:
+        """What this release publishes (:class:`Published`): the values clipped into their
+        statistics' ranges (unless ``clip`` is off) and their noise intervals — the numbers
+        every output states (:func:`publish`). ``values`` stay the raw noisy ones."""
+        vals = np.asarray(self.values, dtype=float)
+        m = len(self.statistic_names)
+        if vals.ndim != 1 or vals.size != m:  # the records of a local mechanism
+            return publish(vals.reshape(-1), None, None, clip=False)
+        ranges = getattr(self.calibration, "statistic_ranges", None)
+        noise = getattr(self.calibration, "noise", None)
+        h = None
+        if noise is not None and getattr(noise, "dim", None) == m:
+            from distprivacy.intervals import noise_halfwidths
+
+            h = noise_halfwidths(noise, LEVEL)
+        return publish(vals, ranges, h, clip=self.clip)
+
+    def unclipped(self) -> Release:
+        """This release publishing its raw noisy values (``--no-clip``)."""
+        return replace(self, clip=False)
+
+    def with_notices(self, *notices: Notice) -> Release:
+        """This release with more notices (a demonstration, a release no ledger recorded)."""
+        return replace(self, notices=(*self.notices, *notices))
+
+    @property
+    def warnings(self) -> tuple[Notice, ...]:
+        """Every caveat of this release, each a :class:`~distprivacy.exceptions.Notice` whose
+        ``category`` is a :class:`~distprivacy.exceptions.DistPrivacyWarning`: the
+        calibration's (swamped statistics, assumptions visibly off, ...), the (near-)exact
+        statistics released by consent, seeded noise, and this release's own notices (a
+        demonstration, a release no ledger recorded). :meth:`emit_warnings` issues them as
+        Python warnings."""
+        out = list(getattr(self.calibration, "warnings", ()))
+        out = [w if isinstance(w, Notice) else Notice(str(w)) for w in out]
+        out += [Notice(e.describe(), ExactValueWarning) for e in self.exact_statistics
+                if not e.justified]  # fmt: skip
+        if not self.secure:
+            out.append(Notice(SEEDED, SeededNoiseWarning))
+        out += list(self.notices)
+        return tuple(dict.fromkeys(out))
+
+    def emit_warnings(self, stacklevel: int = 2) -> None:
+        """Issue :attr:`warnings` as Python warnings of their categories."""
+        for w in self.warnings:
+            w.emit(stacklevel=stacklevel + 1)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -421,29 +619,58 @@ class Release:
         return float(np.asarray(self.values).reshape(-1)[0])
 
     def __repr__(self) -> str:
-        if len(self.statistic_names) == np.size(self.values) <= 8:
-            vals = ", ".join(
-                f"{n}={v:.4g}"
-                for n, v in zip(self.statistic_names, np.ravel(self.values), strict=True)
-            )
-        else:
-            vals = f"{np.size(self.values)} values"
+        """The published values with their intervals, the guarantee and the warnings."""
         mech = getattr(self.calibration, "mechanism", type(self.calibration).__name__)
-        return f"Release({vals}; by {mech}, secure={self.secure})"
+        noise = "secure noise" if self.secure else "SEEDED noise (never publish it)"
+        lines = [f"Release by {mech} ({noise}):"]
+        pub = self.published
+        if len(self.statistic_names) == pub.values.size:
+            for k, (n, v) in enumerate(zip(self.statistic_names, pub.values, strict=True)):
+                iv = pub.low[k], pub.high[k]
+                interval = (
+                    "" if np.isnan(iv).any() else f"  {pub.level:.0%} [{iv[0]:.4g}, {iv[1]:.4g}]"
+                )
+                mark = " (clipped into its range)" if k in pub.clipped else ""
+                lines.append(f"  {n} = {v:.4g}{interval}{mark}")
+        else:
+            lines.append(f"  {np.size(self.values)} values")
+        try:
+            g = self.guarantee
+        except (AttributeError, DistPrivacyError):
+            g = None
+        if g is not None:
+            lines.append(f"  guarantee: {g.describe()}")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data: ``statistics`` the published values (:attr:`published`), with
+        ``raw_statistics``, the ``intervals`` and which were ``clipped``."""
         vals = np.asarray(self.values)
+        pub = self.published
+        out: dict[str, Any] = {}
         if vals.ndim == 1 and len(self.statistic_names) == vals.size:
-            stats: Any = dict(zip(self.statistic_names, vals.tolist(), strict=True))
+            names = list(self.statistic_names)
+            out["statistics"] = dict(zip(names, pub.values.tolist(), strict=True))
+            out["raw_statistics"] = dict(zip(names, vals.tolist(), strict=True))
+            out["intervals"] = {
+                n: [float(lo), float(hi)]
+                for n, lo, hi in zip(names, pub.low, pub.high, strict=True)
+            }
+            out["interval_level"] = pub.level
+            out["clipped_to_range"] = pub.clip
+            out["clipped"] = [names[k] for k in pub.clipped]
         else:
-            stats = vals.tolist()
+            out["statistics"] = vals.tolist()
         return jsonable(
             {
-                "statistics": stats,
+                **out,
                 "noise_added": bool(getattr(self.calibration, "adds_noise", True)),
                 "exact_statistics": [e.to_dict() for e in self.exact_statistics],
                 "secure_randomness": self.secure,
                 "guarantee": self.guarantee.to_dict(),
+                "warnings": [str(w) for w in self.warnings],
+                "warning_codes": [w.code for w in self.warnings],
                 "calibration": self.calibration.to_dict(),
             }
         )

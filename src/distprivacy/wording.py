@@ -78,21 +78,31 @@ def guarantee_sentence(g: Any) -> str:
             "no one seeing this release can guess which of those shares is true with more "
             f"than {100 * acc:.1f} % accuracy, where 50 % is a coin flip"
         )
-    figures = f"(ε, δ) = ({g.epsilon:.3g}, {g.delta:.3g})"
-    if g.mu is not None and math.isfinite(g.mu):
-        figures += f", μ = {g.mu:.3g}"
-    basis = "verified for the noise used" if g.verified else "resting on stated assumptions"
-    return f"{attack}; {figures}, {basis}"
+    # μ only where the release is μ-GDP (the one rule, Guarantee.figures).
+    figures = g.figures() if hasattr(g, "figures") else f"(ε, δ) = ({g.epsilon:.3g}, {g.delta:.3g})"
+    basis = (
+        "verified for the noise drawn on the model fitted to the data"
+        if g.verified
+        else "resting on the assumptions listed"
+    )
+    return f"{attack}; {figures}; {basis}"
 
 
-def statement(spec: Any, names: Sequence[str], g: Any, *, released: bool) -> str:
+def statement(
+    spec: Any, names: Sequence[str], g: Any, *, released: bool, demonstration: bool = False
+) -> str:
     """One or two sentences: what is protected, what is (or would be) released, the guarantee.
 
     ``spec`` None (a user's model file, no protected property in words): the guarantee alone.
+    ``demonstration``: the released dataset was drawn at random from the data (no target
+    given), and the headline says so.
     """
     what = released_sentence(names)
     head = (
-        f"This release publishes {what} with added noise."
+        f"This DEMONSTRATION publishes {what} of a dataset drawn at random from the data (not "
+        "a dataset you gave), with added noise."
+        if released and demonstration
+        else f"This release publishes {what} with added noise."
         if released
         else f"Releasing {what} with this noise"
     )

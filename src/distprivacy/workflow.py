@@ -38,8 +38,13 @@ from distprivacy.checks import (
     check_text,
     check_vector,
 )
-from distprivacy.exceptions import DistPrivacyError
-from distprivacy.guarantee import Release
+from distprivacy.exceptions import (
+    DemonstrationWarning,
+    DistPrivacyError,
+    Notice,
+    UnrecordedWarning,
+)
+from distprivacy.guarantee import DEMONSTRATION, UNRECORDED, Release
 from distprivacy.mechanisms import Calibration, Mechanism, make_mechanism
 from distprivacy.mechanisms.plans import Plan
 from distprivacy.models import FModel, fit_model
@@ -240,7 +245,16 @@ def release(
             f"its records satisfying {spec.predicate} (demonstration)"
         )
     rel = cal.release(vals, random_state, allow_exact=allow_exact)
+    if target is None:
+        rel = _notice(rel, Notice(DEMONSTRATION, DemonstrationWarning))
     return ReleaseOutcome(rel, cal, model, None, what)
+
+
+def _notice(rel: Release, notice: Notice) -> Release:
+    """``rel`` with ``notice`` on it, issued as a Python warning too (at the caller of
+    :func:`release`)."""
+    notice.emit(stacklevel=3)
+    return rel.with_notices(notice)
 
 
 def _mechanism(mechanism: Any, privacy: Target | None, options: dict[str, Any]) -> Mechanism:
@@ -287,4 +301,6 @@ def _with_plan(
         )
         what = "the values given"
     rel = cal.release(vals, random_state, allow_exact=allow_exact)
+    if plan.sealed:  # a steward's plan, released where no ledger records it
+        rel = _notice(rel, Notice(UNRECORDED, UnrecordedWarning))
     return ReleaseOutcome(rel, cal, model, plan, what)

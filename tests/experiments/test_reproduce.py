@@ -102,9 +102,10 @@ def test_unknown_target_is_a_one_line_error(capsys, tmp_path):
 
 
 def test_quick_run_accounting_and_audit(quick_run):
-    """The beyond-the-paper targets: classic δ at ε = 10 above nominal for ExpM-G (its μ = ε/c
-    gives δ = Φ(−c + μ/2) − e^ε Φ(−c − μ/2) > δ, computed here independently); exact rows meet
-    δ; OptM-G never above DauM-G/EigM-G under the pooled assumption; no audit refutes a claim."""
+    """The beyond-the-paper targets: classic δ at ε = 10 above nominal for ExpM-G (its target
+    μ* = ε/c gives δ = Φ(−c + μ/2) − e^ε Φ(−c − μ/2) > δ, computed here independently); exact
+    rows meet δ; OptM-G never above DauM-G/EigM-G under the pooled assumption; no audit
+    refutes a claim."""
     import math
 
     from scipy.stats import norm
@@ -116,7 +117,10 @@ def test_quick_run_accounting_and_audit(quick_run):
     expected = norm.cdf(-10 / mu + mu / 2) - math.exp(10) * norm.cdf(-10 / mu - mu / 2)
     row = acc[(acc.rule == "classic") & (acc.mechanism == "ExpM-G") & (acc.epsilon == 10)]
     assert expected > d
-    assert row.delta_shared.iloc[0] == pytest.approx(expected, rel=1e-6)
+    assert row.mu_target.iloc[0] == pytest.approx(mu, rel=1e-9)
+    assert row.delta_target.iloc[0] == pytest.approx(expected, rel=1e-6)
+    # The μ stated is the noise's on the fitted model (issue 33), at most the target's.
+    assert row.mu.iloc[0] <= mu * (1 + 1e-9)
     exact = acc[acc.rule == "exact"]
     assert (exact[exact.covariances == "fitted"].delta_achieved <= d * (1 + 1e-6)).all()
     assert (exact.delta_shared <= d * (1 + 1e-6)).all()

@@ -25,8 +25,6 @@ from distprivacy.commands._common import (
     warn_large_delta,
 )
 from distprivacy.commands._display import (
-    Clip,
-    clip_release,
     fmt,
     noise_summary,
     print_header,
@@ -49,45 +47,62 @@ if TYPE_CHECKING:  # the library is imported when the command runs, not for its 
     from distprivacy.mechanisms.plans import Plan
 
 
-def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip) -> None:
-    """The released values (post-processed into their ranges unless --no-clip), the noise,
-    the guarantee and its caveats."""
+def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
+    """The published values (post-processed into their ranges unless --no-clip) with their
+    intervals, the noise, the guarantee of the noise drawn (what was checked, what is
+    assumed) and its caveats — every number the one the JSON and the report state
+    (:attr:`Release.published <distprivacy.guarantee.Release.published>`)."""
+    from distprivacy.exceptions import DemonstrationWarning, SeededNoiseWarning
+    from distprivacy.mechanisms._verification import checked_and_assumed
+
+    pub = rel.published
     table = Table(title=f"Release by {cal.mechanism} ({cal.theorem})")
     text_column(table, "statistic")
     table.add_column("released value", justify="right")
+    table.add_column(f"{pub.level:.0%} interval", justify="right")
     table.add_column("noise std", justify="right")
     table.add_column("relative error", justify="right")
     noise_free = {e.statistic for e in rel.exact_statistics if e.noise_free}
     for k, (name, v, sd, re) in enumerate(
-        zip(rel.statistic_names, clip.values, cal.noise_sd, cal.relative_error, strict=True)
+        zip(rel.statistic_names, pub.values, cal.noise_sd, cal.relative_error, strict=True)
     ):
         relative = "—" if not np.isfinite(re) else f"{re:.2%}"
         noise = "none" if name in noise_free else fmt(float(sd))
-        table.add_row(name, f"{v:.4f}" + (" *" if k in clip.moved else ""), noise, relative)
+        lo, hi = pub.low[k], pub.high[k]
+        interval = "—" if np.isnan([lo, hi]).any() else f"[{lo:.6g}, {hi:.6g}]"
+        table.add_row(name, f"{v:.4f}" + (" *" if k in pub.clipped else ""), interval, noise,
+                      relative)  # fmt: skip
     console.print(table)
-    for k in clip.moved:
+    for k in pub.clipped:
         console.print(
-            f"* {rel.statistic_names[k]}: the noisy value {rel.values[k]:.4f} was clipped to "
-            f"{range_text(clip.ranges[k])}; post-processing keeps the guarantee (--no-clip "
-            "keeps the raw value)",
+            f"* {rel.statistic_names[k]}: the noisy value {pub.raw[k]:.4f} was clipped to "
+            f"{range_text(pub.ranges[k])}, and its interval with it; post-processing keeps the "
+            "guarantee (--no-clip keeps the raw value)",
             markup=False,
         )
-    for k in clip.outside:
+    for k in pub.outside:
         console.print(
-            f"[yellow]warning:[/] {rel.statistic_names[k]} = {rel.values[k]:.4f} lies outside "
-            f"its range {range_text(clip.ranges[k])} (kept raw: --no-clip)"
+            f"[yellow]warning:[/] {rel.statistic_names[k]} = {pub.raw[k]:.4f} lies outside "
+            f"its range {range_text(pub.ranges[k])} (kept raw: --no-clip)"
         )
     console.print(f"Noise: {noise_summary(cal)}; expected L2 error {fmt(cal.expected_l2_error)}")
-    mu = "" if cal.mu is None else f"μ = {cal.mu:.4g}-GDP, "
+    g = cal.guarantee
     console.print(
-        f"Guarantee: {mu}({cal.epsilon:.4g}, {cal.delta_achieved:.3g})-distribution privacy for "
-        f"the protected pairs, no attacker above {cal.max_attack_accuracy:.1%} accuracy; "
-        "assuming:"
+        f"Guarantee of the noise drawn: no attacker above {g.max_attack_accuracy:.1%} accuracy "
+        f"between the protected pairs; {g.figures()}",
+        markup=False,
     )
-    for a in cal.assumptions:
-        console.print(f"  - {a}")
-    for w in cal.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+    target = target_text(cal)
+    if target:
+        console.print(target, markup=False)
+    found = checked_and_assumed(cal, released=True)
+    console.print("Checked on the data:")
+    for c in found.checked:
+        console.print(f"  - {c}", markup=False)
+    if found.assumed:
+        console.print("Assumed:")
+        for a in found.assumed:
+            console.print(f"  - {escape(to_flags(a))}")
     if not cal.adds_noise:
         console.print(
             "[yellow]warning:[/] no noise was added: these are the TRUE statistics "
@@ -95,13 +110,31 @@ def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip)
         )
     else:
         for e in rel.exact_statistics:  # the exactness gate's findings, each said once
-            head = "note:" if e.justified else "[yellow]warning:[/]"
-            console.print(f"{head} {escape(to_flags(e.describe()))}")
+            if e.justified:
+                console.print(f"note: {escape(to_flags(e.describe()))}")
+    shown = (SeededNoiseWarning, DemonstrationWarning)  # said in the CLI's own words
+    for w in rel.warnings:
+        if not issubclass(w.category, shown):
+            console.print(f"[yellow]warning:[/] {escape(to_flags(str(w)))}")
     if not rel.secure:
         console.print(
             "[yellow]warning:[/] --seed makes the noise reproducible; never publish a "
             "seeded release"
         )
+
+
+def target_text(cal: Calibration) -> str:
+    """The calibration target, labelled as the target, when the guarantee of the noise drawn
+    differs from it (empty otherwise)."""
+    acct = cal.accounting
+    if acct is None or cal.mu is None:
+        return ""
+    if abs(acct.target_mu - cal.mu) <= 1e-4 * acct.target_mu:
+        return ""
+    return (
+        f"Calibration target: μ* = {acct.target_mu:.4g} (for ε = {acct.epsilon:.4g}, δ = "
+        f"{acct.delta:.3g}); the guarantee above is the exact one of the noise drawn"
+    )
 
 
 def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
@@ -260,24 +293,28 @@ def release(
             info["target"] = str(target)
     plan_spec = plan.spec if plan_path is not None else None
     context = {**info, **(plan.modelling if plan_path is not None else s.to_dict())}
-    clip = clip_release(rel.values, cal, enabled=not no_clip)
+    rel = rel.unclipped() if no_clip else rel
     if s.as_json:
-        click.echo(dumps_json({**info, **_json_release(rel, clip)}))
+        click.echo(dumps_json({**info, **_json_release(rel)}))
         write_release(report, cal, rel, model, plan_spec, context, show=False)
         return
     console = Console()
     from distprivacy.wording import statement
 
     spec_shown = spec_of(cal.model_ or model, plan_spec)
+    demo = plan_path is None and target is None
     print_statement(
-        console, statement(spec_shown, rel.statistic_names, cal.guarantee, released=True)
+        console,
+        statement(
+            spec_shown, rel.statistic_names, cal.guarantee, released=True, demonstration=demo
+        ),
     )
     if plan_path is None:
         print_header(console, model, info, s)
     else:
         console.print(f"Plan {plan_path} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['target']}")
-    _print_release(console, cal, rel, clip)
+    _print_release(console, cal, rel)
     write_release(report, cal, rel, model, plan_spec, context, show=True)
 
 
@@ -315,6 +352,11 @@ def _release_registered(
         )
     if allow_exact:
         raise BudgetExceededError(EXACT_REFUSED)  # μ = ∞: over every budget
+    if no_clip:
+        raise DistPrivacyError(
+            "with --ledger the published values are the ones the ledger records, clipped into "
+            "their ranges; drop --no-clip (it is for releases outside a ledger)"
+        )
     check_apart([*ledger_files(ledger_path, "--ledger"), *config_file(ctx)], [("--report", report)])
     led = _open_ledger(ledger_path)
     assert led is not None
@@ -349,7 +391,7 @@ def _release_registered(
             "releases_of_this_dataset": rec.releases_of_dataset,
             "warnings": list(rec.warnings),
             "cumulative": {
-                "mu": c.mu,
+                "mu": c.mu if c.is_gdp else None,  # a GDP parameter only when μ-GDP
                 "epsilon": c.epsilon_at(at),
                 "delta": at,
                 "max_attack_accuracy": c.max_attack_accuracy,
@@ -357,10 +399,9 @@ def _release_registered(
             },
         },
     }
-    clip = clip_release(rel.values, cal, enabled=not no_clip)
     context = {**info, **plan.modelling}
     if s.as_json:
-        click.echo(dumps_json({**info, **_json_release(rel, clip)}))
+        click.echo(dumps_json({**info, **_json_release(rel)}))
         write_release(report, cal, rel, plan.model, plan.spec, context, show=False)
         return
     console = Console()
@@ -372,8 +413,8 @@ def _release_registered(
     )
     console.print(f"Approved plan {plan_name} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['dataset']}")
-    _print_release(console, cal, rel, clip)
-    mu = "" if c.mu is None else f"μ = {c.mu:.4g}, "
+    _print_release(console, cal, rel)
+    mu = "" if not c.is_gdp else f"μ = {c.mu:.4g}-GDP, "
     console.print(
         f"Recorded in ledger {ledger_path} as release {rec.release_id}; secret {secret.name} "
         f"(budget {secret.budget.describe()}) now has {rec.releases_of_dataset} release(s): "
@@ -397,17 +438,10 @@ def _registered_files(led: Ledger, name: str) -> list[tuple[str, str | None]]:
     return [(f"the registered dataset {name}", d.path), ("the secret's population", population)]
 
 
-def _json_release(rel: Any, clip: Clip) -> dict[str, Any]:
-    """The release as ``--json`` prints it: the published (clipped) values, the raw ones, and
-    which were clipped."""
-    out = rel.to_dict()
-    names = list(rel.statistic_names)
-    if clip.values.size == len(names):
-        out["statistics"] = dict(zip(names, clip.values.tolist(), strict=True))
-        out["raw_statistics"] = dict(zip(names, np.ravel(rel.values).tolist(), strict=True))
-    out["clipped_to_range"] = clip.enabled
-    out["clipped"] = [names[k] for k in clip.moved]
-    return out
+def _json_release(rel: Any) -> dict[str, Any]:
+    """The release as ``--json`` prints it: the published values (clipped unless --no-clip)
+    with their intervals, the raw ones, and which were clipped (:meth:`Release.to_dict`)."""
+    return rel.to_dict()
 
 
 def _open_ledger(path: str | None) -> Ledger | None:

@@ -60,6 +60,8 @@ def accounting(repro: PaperReproduction) -> pd.DataFrame:
                         "delta": d,
                         "l2_exact": cal.expected_l2_error,
                         "mu": cal.mu,
+                        "mu_target": acct.target_mu,
+                        "delta_target": _gdp_delta(eps, acct.target_mu),
                         "delta_shared": acct.shared.delta_at_epsilon,
                         "delta_unequal": unequal.get("delta_at_epsilon", np.nan),
                         "delta_achieved": cal.delta_achieved,
@@ -71,6 +73,14 @@ def accounting(repro: PaperReproduction) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def _gdp_delta(eps: float, mu: float) -> float:
+    """δ_μ(ε) of μ-GDP: the δ the rule's target μ* achieves at ε (the classic rule's ε/c falls
+    short of its nominal δ for ε > 1 whatever the data)."""
+    from distprivacy.profiles import gdp_delta
+
+    return float(gdp_delta(eps, mu))
 
 
 def _near(eps: float) -> float:
@@ -124,11 +134,11 @@ def accounting_summary(df: pd.DataFrame) -> pd.DataFrame:
         for _, r in top[np.isclose(top.epsilon, e_max)].iterrows():
             rows.append(
                 {
-                    "check": f"classic rule at ε = {e_max:g}: exact δ achieved vs nominal",
+                    "check": f"classic rule at ε = {e_max:g}: exact δ of its μ* = ε/c vs nominal",
                     "mechanism": r.mechanism,
-                    "value": float(r.delta_shared),
+                    "value": float(r.delta_target),
                     "reference": float(r.delta),
-                    "ratio": float(r.delta_shared) / float(r.delta),
+                    "ratio": float(r.delta_target) / float(r.delta),
                     "required_ratio": np.nan,
                 }
             )

@@ -119,7 +119,7 @@ def release_registered(
         raise LedgerError("the release did not come from the secure generator; not recorded")
     entry = LedgerEntry.from_plan(
         plan,
-        np.asarray(rel.values, dtype=float),
+        np.asarray(rel.published.values, dtype=float),  # what is published (clipped)
         fingerprint=dataset.key,
         property=secret.key,
         property_text=secret.property,

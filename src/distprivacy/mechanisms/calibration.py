@@ -256,7 +256,7 @@ class Calibration:
         ]
 
     def __repr__(self) -> str:
-        mu = "" if self.mu is None else f", μ={self.mu:.4g}"
+        mu = "" if not self.guarantee.is_gdp else f", μ={self.mu:.4g}-GDP"
         return (
             f"Calibration({self.mechanism}, ε={self.epsilon:g}, δ={self.delta_achieved:.3g}{mu}, "
             f"E‖Z‖₂={self.expected_l2_error:.4g}, {'verified' if self.verified else 'assumed'})"
@@ -265,11 +265,10 @@ class Calibration:
     def summary(self) -> str:
         """A few lines a person can read: the guarantee, what it rests on, and each
         statistic's noise SD and relative error."""
-        mu = "" if self.mu is None else f"μ = {self.mu:.4g}-GDP, "
         lines = [
             f"{self.mechanism} ({self.theorem})",
-            f"  guarantee: {mu}({self.epsilon:.4g}, {self.delta_achieved:.3g})-distribution "
-            f"privacy; no attacker above {self.max_attack_accuracy:.1%} accuracy",
+            f"  guarantee: {self.guarantee.figures()}, distribution privacy; no attacker above "
+            f"{self.max_attack_accuracy:.1%} accuracy",
             f"  rests on: {self.basis or 'the assumptions below'}"
             f" ({'verified' if self.verified else 'not verified'})",
             f"  noise: {self.noise.family}, E‖Z‖₂ = {self.expected_l2_error:.4g}",
@@ -456,9 +455,19 @@ class Calibration:
                 f"the release of {', '.join(bad)} overflowed (value plus noise is not a finite "
                 "number); rescale the statistic"
             )
-        return Release(
+        rel = Release(
             noisy, self.statistic_names, self, is_secure(gen), exact_statistics=found.statistics
         )
+        rel.emit_warnings(stacklevel=2)  # as Python warnings too, at the caller's line
+        return rel
+
+    @property
+    def statistic_ranges(self) -> list[tuple[float, float] | None]:
+        """Each statistic's possible values ([0, 1] for a proportion, [0, n] for a count;
+        None otherwise): a release's published values are clipped into them."""
+        from distprivacy.mechanisms._swamped import statistic_ranges
+
+        return statistic_ranges(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form (JSON output of ``distprivacy calibrate``); :meth:`from_dict` reads it

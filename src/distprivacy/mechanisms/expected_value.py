@@ -151,4 +151,3 @@ class DirectionalGaussian(GaussianMechanism):
                 "n_directions": V.shape[1],
             },
         )
-

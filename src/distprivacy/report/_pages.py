@@ -9,8 +9,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from distprivacy._version import __version__
 from distprivacy.report._curves import Sweep
 from distprivacy.report._figures import (
@@ -222,14 +220,15 @@ def release_report(
     c, rel = calibration, release
     page = Page("Release report", _subtitle(spec, context))
     page.statement([statement(spec, rel.statistic_names, c.guarantee, released=True)])
-    h = noise_halfwidths(c.noise, LEVEL)
-    vals = np.asarray(rel.values, dtype=float)
+    pub = rel.published  # the published values and intervals, as the terminal states them
     rows = [
-        [name, g(v, 6), f"[{g(v - hw, 5)}, {g(v + hw, 5)}]", g(sd), _rel(float(re))]
-        for name, v, hw, sd, re in zip(
-            rel.statistic_names, vals, h, c.noise_sd, c.relative_error, strict=True
+        [name, g(v, 6) + (" *" if k in pub.clipped else ""), f"[{g(lo, 5)}, {g(hi, 5)}]",
+         g(sd), _rel(float(re))]
+        for k, (name, v, lo, hi, sd, re) in enumerate(
+            zip(rel.statistic_names, pub.values, pub.low, pub.high, c.noise_sd,
+                c.relative_error, strict=True)
         )
-    ]
+    ]  # fmt: skip
     released = table(
         ["statistic", "released value", "95 % interval", "noise SD", "noise SD / typical value"],
         rows,
@@ -238,6 +237,12 @@ def release_report(
         numeric=(1, 2, 3, 4),
         table_id="statistics-table",
     )
+    for k in pub.clipped:
+        released += (
+            f"<p>* {esc(rel.statistic_names[k])}: the noisy value {g(pub.raw[k], 6)} was "
+            f"clipped into [{g(pub.ranges[k][0])}, {g(pub.ranges[k][1])}], and its interval "
+            "with it; post-processing keeps the guarantee.</p>"
+        )
     if not c.adds_noise:
         released += (
             '<p class="verdict-bad">No noise was added: these are the TRUE statistics '
