@@ -53,7 +53,8 @@ def test_the_cli_opens_with_the_words(capsys, adult_dir, command):
     assert main(args) == 0
     out = capsys.readouterr().out
     first = out.strip().splitlines()[0]
-    assert first.startswith("This release publishes" if command == "release" else "Releasing")
+    # A release without --target is a demonstration, and its headline says so (issue 33).
+    assert first.startswith("This DEMONSTRATION publishes" if command == "release" else "Releasing")
     assert "where 50 % is a coin flip" in " ".join(out.split())
 
 

@@ -268,10 +268,13 @@ class Guarantee:
         (:attr:`is_gdp`); otherwise its (ε, δ) points — on the exact profile when it is at
         hand — and no μ-GDP claim."""
         points = self.curve_points()
-        text = "(ε, δ) = " + ", ".join(f"({e:.3g}, {d:.3g})" for e, d in points)
+        text = f"(ε, δ) = ({self.epsilon:.3g}, {self.delta:.3g})"
+        others = [f"({e:.3g}, {d:.3g})" for e, d in points if e != self.epsilon]
+        if others:
+            text += f", also {' and '.join(others)}"
         if self.is_gdp and math.isfinite(self.mu):  # type: ignore[arg-type]
             return f"μ = {self.mu:.4g}-GDP, {text}"
-        if len(points) > 1:
+        if others:
             text += " on the exact privacy profile of the noise (not a μ-GDP curve)"
         return text
 

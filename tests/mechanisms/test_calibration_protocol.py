@@ -216,7 +216,10 @@ def test_short_repr_and_release(calibrations, name):
     assert text.startswith(f"Calibration({cal.mechanism}") and "\n" not in text and len(text) < 120
     rel = _release(cal, np.asarray(cal.statistic_levels, dtype=float), 1)
     assert isinstance(rel, GuaranteeRelease) and Release is GuaranteeRelease
-    assert "\n" not in repr(rel)
+    shown = repr(rel)  # the published values, the guarantee and every warning (issue 33)
+    assert shown.startswith(f"Release by {cal.mechanism}") and "SEEDED" in shown
+    assert f"guarantee: {cal.guarantee.describe()}" in shown
+    assert all(f"warning: {w}" in shown for w in rel.warnings)
     d = rel.to_dict()
     assert {"statistics", "noise_added", "secure_randomness", "calibration"} <= set(d)
     assert d["guarantee"] == cal.guarantee.to_dict() and d["secure_randomness"] is False

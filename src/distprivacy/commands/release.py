@@ -391,7 +391,8 @@ def _release_registered(
             "releases_of_this_dataset": rec.releases_of_dataset,
             "warnings": list(rec.warnings),
             "cumulative": {
-                "mu": c.mu if c.is_gdp else None,  # a GDP parameter only when μ-GDP
+                "mu": c.mu,
+                "gdp": c.is_gdp,  # μ is a GDP parameter only when the history is μ-GDP
                 "epsilon": c.epsilon_at(at),
                 "delta": at,
                 "max_attack_accuracy": c.max_attack_accuracy,

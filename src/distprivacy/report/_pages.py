@@ -280,7 +280,11 @@ def release_report(
             f"Recorded in ledger {ledger['ledger']} (budget {ledger['budget']}) as release "
             f"{ledger['releases_of_this_dataset']} of this dataset: all its releases together "
             f"give ε = {g(cum['epsilon'])} at δ = {g(cum['delta'], 3)}"
-            + ("" if cum.get("mu") is None else f", μ = {g(cum['mu'])}")
+            + (
+                ""
+                if cum.get("mu") is None or not cum.get("gdp", True)
+                else f", μ = {g(cum['mu'])}-GDP"
+            )
             + f", no attacker above {pct(cum['max_attack_accuracy'])} accuracy."
         )
         page.section("Ledger", f"<p>{esc(text)}</p>")
