@@ -201,6 +201,12 @@ def test_a_ledger_records_the_numbers_it_publishes(world, name, capsys, monkeypa
     assert got["ledger"]["cumulative"]["max_attack_accuracy"] >= got["guarantee"][
         "max_attack_accuracy"
     ] * (1 - 1e-9)
+    # One release: its own guarantee and the ledger's cumulative one are the same (the exact
+    # one of the noise drawn), as the terminal states them five lines apart (issue 33 item 2).
+    flat = " ".join(out.split())
+    own = re.search(r"Guarantee of the noise drawn: no attacker above ([\d.]+)%", flat)
+    cum = re.search(r"Recorded in ledger .*?no attacker above ([\d.]+)%", flat)
+    assert own and cum and own.group(1) == cum.group(1), flat
 
 
 def _releases(shown: dict) -> list[dict]:

@@ -42,12 +42,17 @@ from distprivacy.checks import (
     check_label,
     check_path,
 )
-from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
+from distprivacy.exceptions import (
+    DistPrivacyError,
+    DistPrivacyTypeError,
+    Notice,
+    UnrecordedWarning,
+)
 from distprivacy.fingerprint import (
     query_columns,
     source_fingerprint,
 )
-from distprivacy.guarantee import Guarantee, Release
+from distprivacy.guarantee import UNRECORDED, Guarantee, Release
 from distprivacy.models import FModel, GaussianModel
 from distprivacy.query import Query
 from distprivacy.randomness import RandomState
@@ -485,7 +490,12 @@ class Plan:
         if (target is None) == (values is None):
             raise PlanError("give the target dataset or the statistics' values, not both")
         v = self.target_values(target) if target is not None else values
-        return self.calibration.release(v, random_state=random_state, allow_exact=allow_exact)
+        rel = self.calibration.release(v, random_state=random_state, allow_exact=allow_exact)
+        if self.sealed:  # a steward's plan, released where no ledger records it
+            notice = Notice(UNRECORDED, UnrecordedWarning)
+            notice.emit(stacklevel=2)
+            rel = rel.with_notices(notice)
+        return rel
 
 
 def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None:
