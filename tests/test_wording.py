@@ -75,6 +75,15 @@ def test_audit_and_ledger_statements_say_what_happened():
     assert (
         "NoNoise did worse than promised" in text and "97.0 % of the time (against NoNoise)" in text
     )
+    # Issue 33: 0.573 [0.557, 0.588] against a bound of 0.562 is "not significantly above",
+    # never "no attack beat the accuracy its guarantee allows".
+    attack = Result(attack="likelihood-ratio", accuracy=0.573, accuracy_interval=(0.557, 0.588))
+    close = [Result(mechanism="EigM-G", refuted=False, best_accuracy=0.573, accuracy_bound=0.562,
+                    attacks=(attack,))]  # fmt: skip
+    text = audit_statement(spec, close, 2000)
+    assert "above the 56.2 % its guarantee allows though not significantly" in text
+    assert "55.7 % to 58.8 %" in text and "no attack came above" not in text
+    assert "kept its promise" not in text and "no promise was refuted" in text
     text = ledger_statement(Budget("mu", mu=0.5), 3, 1)
     assert "3 releases of 1 dataset;" in text and "59.9 % accuracy (μ = 0.5)" in text
     text = ledger_statement(Budget("epsilon-delta", epsilon=2.0, delta=1e-5), 1, 2)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = [
+    "above_not_significantly",
     "audit_statement",
     "guarantee_sentence",
     "ledger_statement",
@@ -134,12 +135,42 @@ def audit_statement(spec: Any, results: Sequence[Any], samples: int) -> str:
             f"{_join(refuted, 'and')} did worse than promised: the attacks beat "
             "the accuracy its guarantee allows — do not rely on it for these data"
         )
+    elif close := [c for r in results if (c := above_not_significantly(r)) is not None]:
+        verdict = (
+            "no promise was refuted, but "
+            + "; ".join(close)
+            + (
+                "; more datasets (--audit-samples) can settle it (an audit can refute a promise, "
+                "never prove one)"
+            )
+        )
     else:
         verdict = (
-            f"every mechanism ({len(results)}) kept its promise: no attack beat the accuracy "
-            "its guarantee allows (an audit can refute a promise, never prove one)"
+            f"every mechanism ({len(results)}) kept its promise: no attack came above the "
+            "accuracy its guarantee allows (an audit can refute a promise, never prove one)"
         )
     return f"{head}: {found}; {verdict}."
+
+
+def above_not_significantly(result: Any) -> str | None:
+    """When the best attack on a mechanism guessed right more often than its guarantee allows
+    but its confidence interval still reaches below the bound (not refuted): that, in words
+    that do not contradict the numbers ("above …, though not significantly"); None otherwise
+    (``result``: an :class:`~distprivacy.audit.AuditResult`)."""
+    bound = getattr(result, "accuracy_bound", None)
+    attacks = [
+        a for a in getattr(result, "attacks", ()) if bound is not None and a.accuracy > bound
+    ]
+    if not attacks or getattr(result, "refuted", False):
+        return None
+    top = max(attacks, key=lambda a: a.accuracy)
+    lo, hi = top.accuracy_interval
+    return (
+        f"{result.mechanism}'s best attack ({top.attack}) guessed right "
+        f"{100 * top.accuracy:.1f} % of the time, above the {100 * bound:.1f} % its guarantee "
+        f"allows though not significantly (its confidence interval, {100 * lo:.1f} % to "
+        f"{100 * hi:.1f} %, reaches below the bound)"
+    )
 
 
 def ledger_statement(budget: Any, releases: int, datasets: int) -> str:

@@ -126,12 +126,19 @@ def _calibrations_table(cals: list[Calibration], abbreviate: bool) -> Table:
             fmt(c.expected_l2_error),
             f"{c.epsilon:.4g}",
             f"{c.delta:g}",
-            "—" if c.mu is None else f"{c.mu:.4g}",
+            _mu_cell(c),
             f"{c.delta_achieved:.3g}",
             f"{c.max_attack_accuracy:.4f}",
             short_theorem(c.theorem),
         )
     return table
+
+
+def _mu_cell(c: Calibration) -> str:
+    """μ, marked † where the calibration is not μ-GDP (:attr:`Guarantee.is_gdp`)."""
+    if c.mu is None:
+        return "—"
+    return f"{c.mu:.4g}" + ("" if c.guarantee.is_gdp else "†")
 
 
 def _calibrations_split(cals: list[Calibration], abbreviate: bool) -> list[Table]:
@@ -150,7 +157,7 @@ def _calibrations_split(cals: list[Calibration], abbreviate: bool) -> list[Table
         figures.add_row(
             name,
             fmt(c.expected_l2_error),
-            "—" if c.mu is None else f"{c.mu:.4g}",
+            _mu_cell(c),
             f"{c.delta_achieved:.3g}",
             f"{c.max_attack_accuracy:.4f}",
         )
@@ -282,9 +289,10 @@ def calibrate(
     ]
     abbreviate = print_fitted(console, layouts) % 2 == 1
     console.print(
-        "μ: the μ-GDP parameter; δ achieved: exact δ at ε (worse of the shared-covariance and "
-        "the fitted unequal-covariance Gaussians); max acc.: the best any attacker can do "
-        "between two equally likely θ."
+        "μ: the μ-GDP parameter († not μ-GDP: the fitted covariances differ, μ is only the "
+        "shared-covariance figure and the guarantee is δ achieved with max acc.); δ achieved: "
+        "exact δ at ε (worse of the shared-covariance and the fitted unequal-covariance "
+        "Gaussians); max acc.: the best any attacker can do between two equally likely θ."
     )
     if cals:
         for t in per_statistic_tables(cals, console.width, abbreviate):

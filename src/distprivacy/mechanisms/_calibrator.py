@@ -378,8 +378,9 @@ class Calibrator(Generic[T]):
                 fixed,
                 mu_used,
                 Notice(
-                    "the fitted covariances of a pair differ; meeting the target under them "
-                    f"needed μ* lowered from {mu_star:.4g} to {mu_used:.4g} (more noise)",
+                    "the statistics vary differently under the two shares of a protected pair, "
+                    "so keeping the promise needed more noise everywhere: a stricter target "
+                    f"(μ* lowered from {mu_star:.4g} to {mu_used:.4g})",
                     MoreNoiseWarning,
                 ),
             )
@@ -390,9 +391,11 @@ class Calibrator(Generic[T]):
             fixed,
             mu_star,
             Notice(
-                "the fitted covariances of a pair differ; meeting the target under them "
-                f"needed {tau:.4g} × (the average covariance of F + the mean differences' "
-                "outer products) added to the noise (cheaper than lowering μ*)",
+                "the statistics vary differently under the two shares of a protected pair, so "
+                "keeping the promise needed extra noise shaped like the statistics' own "
+                "variation, which costs less than more noise everywhere (added: "
+                f"{tau:.4g} × (the average covariance of the statistics + the outer products "
+                "of the mean differences))",
                 MoreNoiseWarning,
             ),
         )

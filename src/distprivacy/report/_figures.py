@@ -290,11 +290,21 @@ def assumptions_section(
             [[a, ", ".join(m)] for a, m in shared.items()],
             caption="The modelling assumptions each theorem makes (words first, then symbols)",
         )
-    notes = [(c.mechanism, str(w)) for c in cals for w in c.warnings]
+    from distprivacy.exceptions import SwampedWarning
+
+    notes, swamped = [], False
+    for c in cals:
+        for w in c.warnings:
+            text = str(w)
+            if text.startswith(SwampedWarning.prefix):  # its explanation said once, below
+                swamped = True
+                text = "noise swamps " + text[len(SwampedWarning.prefix) + 2 :]
+            notes.append((c.mechanism, text))
     if notes:
-        out += "<h3>Warnings</h3>" + table(
-            ["mechanism", "warning"], notes, caption="Where an assumption is visibly off"
-        )
+        out += "<h3>Warnings</h3>"
+        if swamped:
+            out += f"<p>{esc(SwampedWarning.prefix[0].upper() + SwampedWarning.prefix[1:])}.</p>"
+        out += table(["mechanism", "warning"], notes, caption="Where an assumption is visibly off")
     if not_applicable:
         out += (
             '<h3>Mechanisms not applicable</h3><ul class="plain">'
