@@ -703,7 +703,9 @@ def noisy_release(
     out = value + calibration.noise.sample(size, gen)
     if value.shape == (1,) and size is not None:
         out = out[:, 0]
-    return Release(out, calibration.statistic_names, calibration, is_secure(gen))
+    rel = Release(out, calibration.statistic_names, calibration, is_secure(gen))
+    rel.emit_warnings(stacklevel=3)  # at the caller of the wing's release
+    return rel
 
 
 @runtime_checkable

@@ -359,7 +359,7 @@ def test_release_expm_l_human_readable(capsys):
     assert rc == 0, err
     assert "Release by ExpM-L" in out
     assert "Theorem 4.1" in out
-    assert "(1, 0)-distribution privacy" in out
+    assert "(ε, δ) = (1, 0)" in out and "μ-GDP" not in out  # pure ε: no μ (issue 33)
     for name in DEFAULT_NAMES:
         assert name in out
     assert "laplace" in out
