@@ -219,7 +219,10 @@ def release_report(
 
     c, rel = calibration, release
     page = Page("Release report", _subtitle(spec, context))
-    page.statement([statement(spec, rel.statistic_names, c.guarantee, released=True)])
+    demo = "(demonstration)" in str(context.get("target", ""))
+    page.statement(
+        [statement(spec, rel.statistic_names, c.guarantee, released=True, demonstration=demo)]
+    )
     pub = rel.published  # the published values and intervals, as the terminal states them
     rows = [
         [name, g(v, 6) + (" *" if k in pub.clipped else ""), f"[{g(lo, 5)}, {g(hi, 5)}]",
@@ -273,7 +276,9 @@ def release_report(
             "passed" if rel.secure else "FAILED",
         ),
     ]
-    page.section("Assumptions and checks", assumptions_section([c], None, checks))
+    page.section(
+        "Assumptions and checks", _verification(c) + assumptions_section([c], None, checks)
+    )
     if ledger is not None:
         cum = ledger["cumulative"]
         text = (
@@ -289,6 +294,22 @@ def release_report(
         )
         page.section("Ledger", f"<p>{esc(text)}</p>")
     return page.render(_footer(private=True))
+
+
+def _verification(c: Any) -> str:
+    """What the guarantee checked on the data and what it assumes, in sentences (the words
+    the terminal prints: :func:`distprivacy.mechanisms._verification.checked_and_assumed`)."""
+    if not hasattr(c, "basis"):
+        return ""
+    from distprivacy.mechanisms._verification import checked_and_assumed
+
+    found = checked_and_assumed(c, released=True)
+    out = "<p>Checked on the data:</p><ul>" + "".join(f"<li>{esc(x)}</li>" for x in found.checked)
+    out += "</ul>"
+    if found.assumed:
+        items = "".join(f"<li>{esc(x.replace('`', ''))}</li>" for x in found.assumed)
+        out += f"<p>Assumed:</p><ul>{items}</ul>"
+    return out
 
 
 def audit_report(
