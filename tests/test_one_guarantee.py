@@ -160,3 +160,18 @@ def test_the_release_command_states_the_guarantee_once(adult_dir, capsys, monkey
     assert f"Calibration target: μ* = {target:.4g}" in out
     assert "Checked on the data:" in out and "Assumed:" in out
     assert np.isfinite(list(got["intervals"].values())).all()
+
+
+def test_a_sealed_plan_released_outside_its_ledger_says_so(adult_dir, capsys, tmp_path):
+    plan = tmp_path / "plan.json"
+    assert main(["calibrate", "--data", str(adult_dir), "--mechanism", "DauM-G", "--modeling",
+                 "exact", "--save", str(plan), "--json"]) == 0  # fmt: skip
+    capsys.readouterr()
+    dp.Plan.load(plan).seal(b"k" * 16).save(tmp_path / "sealed.json")
+    args = ["release", "--value", "38,10,30,35,40", "--seed", "1", "--plan"]
+    assert main([*args, str(tmp_path / "sealed.json")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: not recorded in any ledger" in out and "--ledger LEDGER" in out
+    assert main([*args, str(plan), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert "unrecorded" not in got["warning_codes"] and "seeded" in got["warning_codes"]
