@@ -294,7 +294,10 @@ def test_cli_audit_human_readable(capsys, adult_dir, monkeypatch):
     rc = main(["audit", "--mechanism", "OptM-G", "--modeling", "exact", "--audit-samples", "1000"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "Empirical lower bounds on ε" in out and "OptM-G" in out and "consistent" in out
+    assert "Empirical lower bounds on ε" in out and "OptM-G" in out
+    # Not refuted: "consistent", or — when the best attack's accuracy is above the bound but
+    # its interval is not wholly above — said so in words that follow the numbers (issue 33).
+    assert "consistent" in out or "(above bound, not significantly)" in out
 
 
 def test_cli_audit_refuted_exits_1(capsys, adult_dir, monkeypatch):

@@ -47,7 +47,7 @@ def _audit_rows(r: AuditResult) -> dict[str, str]:
     if r.accuracy_exceeded:
         verdict += " [red](accuracy above bound)[/]"
     elif not r.refuted and top.accuracy > r.accuracy_bound:  # the words follow the numbers
-        verdict = "not refuted: above the bound, not significantly"
+        verdict = "not refuted (above bound, not significantly)"
     return {
         "claimed ε": f"{r.claimed_epsilon:.4g}",
         "δ": f"{r.delta:g}",

@@ -524,9 +524,10 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
     conv = "own" if getattr(cal, "rule", None) == "classic" else "average"
     pairs = pair_covariances(model, conv)
     mu = max_mahalanobis(pairs, Z)
-    # ExpM-G and DirM-G state their theorem's μ* = sup ‖Δ‖ under the noise alone, which is at
-    # least the model's μ (the sampling spread of F only adds to the noise): their stated μ is
-    # that one, recomputed the same way.
+    # ExpM-G and DirM-G plans saved before issue 33 state their theorem's μ* = sup ‖Δ‖ under
+    # the noise alone, which is at least the model's μ (the sampling spread of F only adds to
+    # the noise): such a stated μ is that one, recomputed the same way. Newer plans state the
+    # model's μ, as every other Gaussian mechanism.
     alone = max_mahalanobis([(d, [np.zeros_like(c) for c in cs]) for d, cs in pairs], Z)
     if math.isfinite(alone) and alone >= mu and _agrees(alone, float(stated.mu)):
         mu = alone
