@@ -105,7 +105,7 @@ def test_a_release_shows_and_issues_its_guarantee_and_warnings(adult, adult_mode
     assert {dp.DemonstrationWarning, dp.SeededNoiseWarning, dp.SwampedWarning} <= categories
     assert {w.category for w in rel.warnings} == categories
     text = repr(rel)
-    assert text.startswith("Release by EigM-G (SEEDED noise")
+    assert text.startswith("Release(EigM-G, SEEDED noise")
     assert f"guarantee: {rel.guarantee.describe()}" in text
     assert "a demonstration" in text and "noise swamps" in text
     pub = rel.published

@@ -424,7 +424,7 @@ SEEDED = "the noise comes from a seed and is reproducible: never publish a seede
 UNRECORDED = (
     "not recorded in any ledger: this plan was sealed for a ledger, but this release was made "
     "outside it, so no budget was checked and the ledger does not count it (release through "
-    "the ledger: `distprivacy release --ledger LEDGER --dataset NAME --plan NAME`)"
+    "the ledger: `ledger.release('PLAN', 'DATASET')`)"
 )
 
 #: The notice of a demonstration release (no target dataset given).
@@ -625,7 +625,7 @@ class Release:
         """The published values with their intervals, the guarantee and the warnings."""
         mech = getattr(self.calibration, "mechanism", type(self.calibration).__name__)
         noise = "secure noise" if self.secure else "SEEDED noise (never publish it)"
-        lines = [f"Release by {mech} ({noise}):"]
+        lines = [f"Release({mech}, {noise}):"]
         pub = self.published
         if len(self.statistic_names) == pub.values.size:
             for k, (n, v) in enumerate(zip(self.statistic_names, pub.values, strict=True)):

@@ -140,8 +140,8 @@ def audit_statement(spec: Any, results: Sequence[Any], samples: int) -> str:
             "no promise was refuted, but "
             + "; ".join(close)
             + (
-                "; more datasets (--audit-samples) can settle it (an audit can refute a promise, "
-                "never prove one)"
+                "; more real datasets can settle it (an audit can refute a promise, never "
+                "prove one)"
             )
         )
     else:

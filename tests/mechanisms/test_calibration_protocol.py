@@ -217,7 +217,7 @@ def test_short_repr_and_release(calibrations, name):
     rel = _release(cal, np.asarray(cal.statistic_levels, dtype=float), 1)
     assert isinstance(rel, GuaranteeRelease) and Release is GuaranteeRelease
     shown = repr(rel)  # the published values, the guarantee and every warning (issue 33)
-    assert shown.startswith(f"Release by {cal.mechanism}") and "SEEDED" in shown
+    assert shown.startswith(f"Release({cal.mechanism}, ") and "SEEDED" in shown
     assert f"guarantee: {cal.guarantee.describe()}" in shown
     assert all(f"warning: {w}" in shown for w in rel.warnings)
     d = rel.to_dict()

@@ -199,9 +199,7 @@ def test_short_repr_and_summary(adult):
     assert all(name in text for name in model.statistic_names_) and cal.basis in text
     rel = cal.release(np.asarray(model.means_[0]), random_state=0)
     shown = repr(rel)  # the values, the guarantee and the warnings, one line each (issue 33)
-    assert (
-        shown.startswith("Release by DauM-G") and f"guarantee: {cal.guarantee.describe()}" in shown
-    )
+    assert shown.startswith("Release(DauM-G") and f"guarantee: {cal.guarantee.describe()}" in shown
 
 
 def test_covariance_mismatch_does_not_depend_on_units(adult):

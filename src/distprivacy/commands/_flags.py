@@ -51,6 +51,7 @@ FLAGS: dict[str, str] = {
     "same_records_as=NAME": "--same-records-as NAME",
     "independent=True": "--independent",
     "confirm_overlap='reason'": "--confirm-overlap REASON",
+    "ledger.release('PLAN', 'DATASET')": "--ledger LEDGER --dataset NAME --plan NAME",
 }
 
 _TERM = re.compile(r"`([^`\n]+)`")
