@@ -103,10 +103,10 @@ _LAZY: dict[str, str] = {
     "ReleaseOutcome": "distprivacy.workflow",
     "Plan": "distprivacy.mechanisms.plans",
     # checking a release
-    "audit_model": "distprivacy.audit",
-    "AuditResult": "distprivacy.audit",
-    "MetaClassifierAttack": "distprivacy.attacks",
-    "LikelihoodRatioAttack": "distprivacy.attacks",
+    "audit_model": "distprivacy.mechanism_audit",
+    "AuditResult": "distprivacy.mechanism_audit",
+    "MetaClassifierAttack": "distprivacy.statistic_attacks",
+    "LikelihoodRatioAttack": "distprivacy.statistic_attacks",
 }
 
 #: Subpackages reachable as attributes (``dp.attribute``, ``dp.local``, ``dp.inference``).

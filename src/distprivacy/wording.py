@@ -105,7 +105,8 @@ def statement(spec: Any, names: Sequence[str], g: Any, *, released: bool) -> str
 
 def audit_statement(spec: Any, results: Sequence[Any], samples: int) -> str:
     """What an audit did and found, in words: the game it played on real data and, per the
-    mechanisms' own promises, which held (``results``: :class:`~distprivacy.audit.AuditResult`)."""
+    mechanisms' own promises, which held (``results``:
+    :class:`~distprivacy.mechanism_audit.AuditResult`)."""
     head = (
         f"This audit draws {samples:,} real datasets of {spec.n} records at each of two shares "
         f"of records with `{spec.predicate}`, releases each with every mechanism, and attacks "

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from distprivacy.cli import main
-from distprivacy.inference.audit import make_estimator
-from distprivacy.inference.defend import defend_game, evaluate_release, with_noise_scaled
+from distprivacy.inference.models_audit import make_estimator
+from distprivacy.inference.models_defend import defend_game, evaluate_release, with_noise_scaled
 from distprivacy.randomness import check_random_state
 
 

@@ -30,6 +30,7 @@ ADULT_DEFAULT_STATISTICS = (
     "mean:hours_per_week"
 )
 
-#: :data:`distprivacy.audit.ATTACKS` and :data:`distprivacy.audit.DEFAULT_ATTACKS`.
+#: :data:`distprivacy.mechanism_audit.ATTACKS` and
+#: :data:`distprivacy.mechanism_audit.DEFAULT_ATTACKS`.
 AUDIT_ATTACKS: tuple[str, ...] = ("likelihood-ratio", "logistic", "boosting", "knn")
 DEFAULT_AUDIT_ATTACKS: tuple[str, ...] = ("likelihood-ratio", "logistic", "boosting")

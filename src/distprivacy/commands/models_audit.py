@@ -1,6 +1,6 @@
 """``distprivacy models audit``: the distribution-inference game on the user's own table.
 
-Thin: parse, call :mod:`distprivacy.inference.audit`, print (and with ``--report`` write the
+Thin: parse, call :mod:`distprivacy.inference.models_audit`, print (and with ``--report`` write the
 HTML report, :mod:`distprivacy.commands._report`). :func:`game_options` are the
 options ``models defend`` (:mod:`distprivacy.commands.models_defend`) shares. Registered under
 the ``models`` group by :mod:`distprivacy.commands.models`.
@@ -80,7 +80,7 @@ def read_game(
 ) -> tuple[Any, list[str] | None, Any]:
     """The table, the feature list and the unfitted estimator (bad input: one line)."""
     from distprivacy.datasets import load_table
-    from distprivacy.inference.audit import make_estimator
+    from distprivacy.inference.models_audit import make_estimator
 
     est = make_estimator(estimator)
     cols = None if features is None else [c.strip() for c in features.split(",") if c.strip()]
@@ -114,7 +114,7 @@ def audit(
     (Suri & Evans' game: accuracy of every applicable attack with its 95 % interval; with
     three ratios or more, every pair and the regression of α.)"""
     from distprivacy.commands._files import check_apart, data_files, estimator_file
-    from distprivacy.inference.audit import (
+    from distprivacy.inference.models_audit import (
         audit_ratios,
         check_ratios,
         pairwise_attacks,

@@ -1,8 +1,8 @@
 """``distprivacy models defend``: calibrate a Gaussian mechanism of Chen & Ohrimenko on what a
 model trained on the user's table releases, and re-attack the defended release.
 
-Thin: parse, call :func:`distprivacy.inference.defend.defend_game`, print; ``--save`` writes
-the defended release of one model (:func:`distprivacy.inference.defend.save_defended`).
+Thin: parse, call :func:`distprivacy.inference.models_defend.defend_game`, print; ``--save`` writes
+the defended release of one model (:func:`distprivacy.inference.models_defend.save_defended`).
 Registered under the ``models`` group by :mod:`distprivacy.commands.models`.
 """
 
@@ -79,8 +79,8 @@ def defend(
     """Defend a model's release with distribution privacy and measure what is left: task
     accuracy, the guaranteed bound on any attack, and defence-aware attacks (95 % intervals)."""
     from distprivacy.commands._files import check_apart, data_files, estimator_file
-    from distprivacy.inference.audit import check_ratios
-    from distprivacy.inference.defend import defend_game, save_defended
+    from distprivacy.inference.models_audit import check_ratios
+    from distprivacy.inference.models_defend import defend_game, save_defended
     from distprivacy.mechanisms import MECHANISMS
     from distprivacy.outputs import check_output_file
 

@@ -8,7 +8,7 @@ Modules: :mod:`~distprivacy.inference.population` (a stack of trained models),
 (splits, dataset sampling, advantage), :mod:`~distprivacy.inference.transformers`
 (distribution transformers G0, G1), :mod:`~distprivacy.inference.features` (Adult encoder),
 :mod:`~distprivacy.inference.attacks` (the attacks: scores, loss and threshold tests,
-meta-classifiers, the permutation-invariant network), :mod:`~distprivacy.inference.defence`
+meta-classifiers, the permutation-invariant network), :mod:`~distprivacy.inference.output_defence`
 (outputs released with distribution privacy) and :mod:`~distprivacy.inference.census` (the
 Census game of §3: data, splits, populations and their cache, test sets).
 
@@ -27,15 +27,15 @@ from distprivacy.inference.attacks import (
     SortedWeightsMetaClassifier,
     ThresholdTest,
 )
-from distprivacy.inference.defence import (
+from distprivacy.inference.features import TabularEncoder, adult_encoder
+from distprivacy.inference.game import advantage, sample_datasets, split_game, train_models
+from distprivacy.inference.output_defence import (
     OutputStatistic,
     calibrate_defences,
     evaluate_defences,
     fit_output_model,
     range_dp_calibration,
 )
-from distprivacy.inference.features import TabularEncoder, adult_encoder
-from distprivacy.inference.game import advantage, sample_datasets, split_game, train_models
 from distprivacy.inference.population import ModelPopulation
 from distprivacy.inference.training import train_population
 from distprivacy.inference.transformers import (

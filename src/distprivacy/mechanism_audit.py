@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.attacks import LikelihoodRatioAttack
 from distprivacy.checks import (
     check_callable,
     check_instance,
@@ -64,6 +63,7 @@ from distprivacy.models import FModel, sample_statistics
 from distprivacy.query import Query
 from distprivacy.randomness import MAX_SEED, RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
+from distprivacy.statistic_attacks import LikelihoodRatioAttack
 
 if TYPE_CHECKING:
     from distprivacy.engines import Engine
