@@ -1,25 +1,15 @@
 """Names the commands' options show before any library module is imported, so that ``--help``
-loads no pandas, SciPy or mechanism: each is a copy of a live registry or default, and
-``tests/test_cli_help_imports.py`` checks every copy against its original."""
+loads no pandas, SciPy or mechanism. The mechanisms come from :mod:`distprivacy.registry` (the
+registry's own order and its plug-ins' entry points); the others are copies of a live registry
+or default, and ``tests/test_cli_help_imports.py`` checks every copy against its original."""
 
 from __future__ import annotations
 
-#: :data:`distprivacy.mechanisms.MECHANISMS`, in order.
-MECHANISM_NAMES: tuple[str, ...] = (
-    "ExpM-L",
-    "DirM-L",
-    "ExpM-G",
-    "DirM-G",
-    "EigM-G",
-    "DauM-G",
-    "OptM-G",
-    "NoNoise",
-    "Wasserstein",
-    "ApproxWasserstein",
-    "ApproxWasserstein-Bounded",
-    "GroupDP-L",
-    "GroupDP-G",
-)
+from distprivacy.registry import mechanism_names
+
+#: :data:`distprivacy.mechanisms.MECHANISMS`, in order: the built-ins and each plug-in's
+#: entry-point name, read from :mod:`distprivacy.registry` (no mechanism is imported).
+MECHANISM_NAMES: tuple[str, ...] = mechanism_names()
 
 #: :data:`distprivacy.engines.ENGINES`, in order.
 ENGINE_NAMES: tuple[str, ...] = ("auto", "pandas", "duckdb", "spark")

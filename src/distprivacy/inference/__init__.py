@@ -1,7 +1,8 @@
 """Distribution inference on trained models (Suri & Evans, *Formalizing Distribution Inference
-Risks*, 2021): the game of §2 (distribution transformers, disjoint victim/adversary data, the
-adversary's advantage), populations of small models trained as one vectorised computation, and
-the attacks of §3.2 on them.
+Risks*, 2021): the front door :func:`audit` and :func:`defend` on a user's table (typed
+results, :mod:`~distprivacy.inference._front`), the game of §2 (distribution transformers,
+disjoint victim/adversary data, the adversary's advantage), populations of small models
+trained as one vectorised computation, and the attacks of §3.2 on them.
 
 Modules: :mod:`~distprivacy.inference.population` (a stack of trained models),
 :mod:`~distprivacy.inference.training` (batched training), :mod:`~distprivacy.inference.game`
@@ -18,6 +19,14 @@ independent seeds are derived (per model, sampler and trainer) an integer is dra
 recorded in the population's ``meta``, so every model can be retrained bit for bit.
 """
 
+from distprivacy.inference._front import (
+    DefenceSettings,
+    GameSettings,
+    ModelAuditResult,
+    ModelDefendResult,
+    audit,
+    defend,
+)
 from distprivacy.inference.attacks import (
     AttackScore,
     BlackBoxMetaClassifier,
@@ -47,9 +56,13 @@ from distprivacy.inference.transformers import (
 __all__ = [
     "AttackScore",
     "BlackBoxMetaClassifier",
+    "DefenceSettings",
     "FunctionTransformer",
+    "GameSettings",
     "IdentityTransformer",
     "LossTest",
+    "ModelAuditResult",
+    "ModelDefendResult",
     "ModelPopulation",
     "OutputStatistic",
     "PermutationInvariantNetwork",
@@ -60,7 +73,9 @@ __all__ = [
     "ThresholdTest",
     "adult_encoder",
     "advantage",
+    "audit",
     "calibrate_defences",
+    "defend",
     "evaluate_defences",
     "fit_output_model",
     "range_dp_calibration",
