@@ -112,6 +112,25 @@ class Statistic(ABC):
         [0, 1] for a proportion), None when the kind does not bound them."""
         return None
 
+    def describe(self) -> str:
+        """The statistic in a steward's words ("the mean of age", "the share of records with
+        sex==Female"); its name when the kind has no words of its own."""
+        return self.name
+
+    @classmethod
+    def from_name(cls, name: str) -> Statistic | None:
+        """The statistic whose :attr:`name` is ``name`` (``mean(age)``, ``count(sex==Female)``:
+        a kind's name is ``KIND(ARG)`` of its text form ``KIND:ARG``), None when no kind
+        writes that name (a Python callable's label, a user's model file's column)."""
+        kind, paren, arg = str(name).partition("(")
+        if not paren or not arg.endswith(")") or kind not in _KINDS:
+            return None
+        try:
+            stat = _KINDS[kind].from_arg(arg[:-1])
+        except DistPrivacyError:
+            return None
+        return stat if stat.name == name else None
+
     def sql_value(self, sql: Any) -> tuple[str, str, str]:
         """(per-record value g, condition making a record unusable, message) as SQL, built
         with the engine's compiler ``sql`` (``number``, ``kind``, ``predicate``, ``missing``,
@@ -196,6 +215,9 @@ class Mean(LinearStatistic):
 
     kind: ClassVar[str | None] = "mean"
 
+    def describe(self) -> str:
+        return f"the mean of {self.column}"
+
     @classmethod
     def from_arg(cls, arg: str) -> Mean:
         return cls(arg)
@@ -230,6 +252,9 @@ class Sum(LinearStatistic):
         return (self.column,)
 
     kind: ClassVar[str | None] = "sum"
+
+    def describe(self) -> str:
+        return f"the sum of {self.column}"
 
     @classmethod
     def from_arg(cls, arg: str) -> Sum:
@@ -275,6 +300,9 @@ class Count(LinearStatistic):
 
     kind: ClassVar[str | None] = "count"
 
+    def describe(self) -> str:
+        return f"the number of records with {self.predicate}"
+
     @classmethod
     def from_arg(cls, arg: str) -> Count:
         return cls(Predicate.parse(arg))
@@ -317,6 +345,9 @@ class Proportion(Count):
         return f"proportion({self.predicate})"
 
     kind: ClassVar[str | None] = "proportion"
+
+    def describe(self) -> str:
+        return f"the share of records with {self.predicate}"
 
     def scale(self, n: int) -> float:
         return 1.0 / n

@@ -51,20 +51,16 @@ def protected_sentence(spec: Any) -> str:
     return what
 
 
-def released_sentence(names: Sequence[str]) -> str:
-    """The released statistics, in words."""
+def released_sentence(names: Sequence[Any]) -> str:
+    """The released statistics, in words: each a :class:`~distprivacy.query.Statistic` or its
+    name; every kind says itself (:meth:`~distprivacy.query.Statistic.describe`), a name no
+    kind writes stays as it is."""
+    from distprivacy.query import Statistic
+
     words = []
     for n in names:
-        kind, _, arg = str(n).partition("(")
-        arg = arg.rstrip(")")
-        words.append(
-            {
-                "mean": f"the mean of {arg}",
-                "sum": f"the sum of {arg}",
-                "count": f"the number of records with {arg}",
-                "proportion": f"the share of records with {arg}",
-            }.get(kind, str(n))
-        )
+        stat = n if isinstance(n, Statistic) else Statistic.from_name(str(n))
+        words.append(str(n) if stat is None else stat.describe())
     return _join(words, "and")
 
 
@@ -85,8 +81,9 @@ def guarantee_sentence(g: Any) -> str:
     return f"{attack}; {figures}, {basis}"
 
 
-def statement(spec: Any, names: Sequence[str], g: Any, *, released: bool) -> str:
-    """One or two sentences: what is protected, what is (or would be) released, the guarantee.
+def statement(spec: Any, names: Sequence[Any], g: Any, *, released: bool) -> str:
+    """One or two sentences: what is protected, what is (or would be) released (``names``: the
+    statistics, or their names), the guarantee.
 
     ``spec`` None (a user's model file, no protected property in words): the guarantee alone.
     """
