@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from distprivacy.exceptions import DistPrivacyWarning
+from distprivacy.mechanisms import MECHANISMS, load_mechanism_plugins, make_mechanism
+
+# (imported before any test puts a plug-in on the path: the tests load it themselves)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -54,7 +57,6 @@ def plugin_path(tmp_path, monkeypatch):
 
 
 def test_an_entry_point_registers_a_mechanism(plugin_path):
-    from distprivacy.mechanisms import MECHANISMS, load_mechanism_plugins, make_mechanism
     from distprivacy.registry import BUILTIN_MECHANISMS, mechanism_names
 
     assert "TinyM-G" in mechanism_names()  # read from the metadata, nothing imported
@@ -72,8 +74,6 @@ def test_a_broken_plugin_is_skipped_with_a_warning(tmp_path, monkeypatch):
         "Missing-G = no_such_module:Nothing\n",
     )
     monkeypatch.syspath_prepend(str(root))
-    from distprivacy.mechanisms import MECHANISMS, load_mechanism_plugins
-
     try:
         with pytest.warns(DistPrivacyWarning) as caught:
             assert load_mechanism_plugins() == ()
@@ -87,7 +87,7 @@ def test_a_broken_plugin_is_skipped_with_a_warning(tmp_path, monkeypatch):
 
 def test_the_command_line_lists_the_plugin(plugin_path):
     """In a fresh process with the plug-in on the path: ``release --help`` names it (without
-    importing a mechanism)."""
+    importing a mechanism), and importing the mechanisms registers it."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(SRC)])}
     probe = (
         "import contextlib, io, sys\n"
@@ -96,11 +96,14 @@ def test_the_command_line_lists_the_plugin(plugin_path):
         "    main(['release', '--help'])\n"
         "print(' '.join(out.getvalue().split()))\n"
         "print('distprivacy.mechanisms' in sys.modules)\n"
+        "import distprivacy.mechanisms as m\n"
+        "print(list(m.MECHANISMS)[-1])\n"
     )
     res = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False
     )
     assert res.returncode == 0, res.stderr
-    help_text, imported = res.stdout.strip().splitlines()[-2:]
+    help_text, imported, last = res.stdout.strip().splitlines()[-3:]
     assert "GroupDP-G, TinyM-G" in help_text
     assert imported == "False"
+    assert last == "TinyM-G"  # importing the mechanisms loads the plug-in after the built-ins

@@ -5,11 +5,9 @@ or default, and ``tests/test_cli_help_imports.py`` checks every copy against its
 
 from __future__ import annotations
 
-from distprivacy.registry import mechanism_names
+from typing import Any
 
-#: :data:`distprivacy.mechanisms.MECHANISMS`, in order: the built-ins and each plug-in's
-#: entry-point name, read from :mod:`distprivacy.registry` (no mechanism is imported).
-MECHANISM_NAMES: tuple[str, ...] = mechanism_names()
+from distprivacy.registry import mechanism_names
 
 #: :data:`distprivacy.engines.ENGINES`, in order.
 ENGINE_NAMES: tuple[str, ...] = ("auto", "pandas", "duckdb", "spark")
@@ -24,3 +22,13 @@ ADULT_DEFAULT_STATISTICS = (
 #: :data:`distprivacy.mechanism_audit.DEFAULT_ATTACKS`.
 AUDIT_ATTACKS: tuple[str, ...] = ("likelihood-ratio", "logistic", "boosting", "knn")
 DEFAULT_AUDIT_ATTACKS: tuple[str, ...] = ("likelihood-ratio", "logistic", "boosting")
+
+
+def __getattr__(name: str) -> Any:
+    """``MECHANISM_NAMES``: :data:`distprivacy.mechanisms.MECHANISMS`, in order — the built-ins
+    and each plug-in's entry-point name, read from :mod:`distprivacy.registry` (no mechanism is
+    imported). Computed when asked for: reading the installed packages' metadata costs
+    ~30 ms, which the commands that import this module for other names do not pay."""
+    if name == "MECHANISM_NAMES":
+        return mechanism_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
