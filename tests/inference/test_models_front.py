@@ -208,3 +208,22 @@ def test_defend_report_and_the_delta_default_on_the_command(table, tmp_path, cap
     assert stat.S_IMODE(os.stat(report).st_mode) & 0o044  # no exact statistic: usual mode
     assert main(["models", "defend", "--help"]) == 0
     assert "0.001" in capsys.readouterr().out
+
+
+def test_the_commands_only_use_the_front_door():
+    """``models audit``/``models defend`` import from the models wing only its front door
+    (the game's internals, the shape of the game included, live in the library)."""
+    import ast
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "distprivacy" / "commands"
+    for name in ("models_audit.py", "models_defend.py"):
+        tree = ast.parse((src / name).read_text(encoding="utf-8"))
+        used = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("distprivacy.inference")
+        }
+        assert used <= {"distprivacy.inference", "distprivacy.inference._front"}, (name, used)
