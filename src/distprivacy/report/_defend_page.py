@@ -23,6 +23,13 @@ NO_EXACT_NOTE = (
 
 _ABOVE = '<span class="verdict-bad">above the bound</span>'
 
+#: Short names of the attacks in the table (the caption says what they are).
+_SHORT = {"likelihood-ratio": "likelihood ratio", "meta-classifier": "meta-classifier"}
+
+
+def _short(name: str) -> str:
+    return next((v for k, v in _SHORT.items() if name.startswith(k)), name)
+
 
 def _share(a: float) -> str:
     return f"{100 * float(a):g} %"
@@ -35,13 +42,16 @@ def _statement(result: Any, ctx: Mapping[str, Any]) -> list[str]:
         if s.release == "outputs"
         else "its coefficients and intercept"
     )
-    shares = ", ".join(_share(a) for a in result.ratios)
+    shares = [_share(a) for a in result.ratios]
+    shares_text = (
+        f"{', '.join(shares[:-1])} or {shares[-1]}" if len(shares) > 1 else "".join(shares)
+    )
     kind = ctx.get("estimator") or result.estimator
     source = f" on {ctx['data']}" if ctx.get("data") else ""
     verdict = result.verdict.removeprefix("Verdict: ")
     words = [
         f"A model ({kind}) trained{source} releases {what} ({result.dimension} numbers). The "
-        f"defences hide whether {shares} of its training records satisfy {result.protect}: "
+        f"defences hide whether {shares_text} of its training records satisfy {result.protect}: "
         f"each adds Gaussian noise calibrated to ε = {g(s.epsilon)}, δ = {g(s.delta)} for every "
         "pair of those shares, which bounds the accuracy of any attack.",
         verdict[0].upper() + verdict[1:].rstrip(".") + ".",
@@ -67,8 +77,8 @@ def _defences_table(result: Any) -> str:
             rows.append(
                 [d.defence if k == 0 else "", guarantee if k == 0 else "",
                  pct(d.task_accuracy) if k == 0 else "", bound if k == 0 else "",
-                 f"{_share(a.pair[0])} vs {_share(a.pair[1])}", a.name, pct(a.accuracy),
-                 f"[{pct(lo)}, {pct(hi)}]", _ABOVE if a.exceeds_bound else "within"
+                 f"{_share(a.pair[0])} vs {_share(a.pair[1])}", _short(a.name), pct(a.accuracy),
+                 f"[{pct(lo)}, {pct(hi)}]", _ABOVE if a.exceeds_bound else "not above"
                  if d.max_attack_accuracy is not None else "—"]
             )  # fmt: skip
     return table(
@@ -77,7 +87,10 @@ def _defences_table(result: Any) -> str:
         rows,
         caption="Per defence: the guarantee it was calibrated to, the defended release's task "
         "accuracy, the guarantee's bound on any attack's accuracy (only when verified), and "
-        "each defence-aware attack's measured accuracy with its Clopper–Pearson interval.",
+        "each defence-aware attack's measured accuracy with its Clopper–Pearson interval. "
+        "Both attacks know the noise: the likelihood-ratio test compares Gaussians fitted on "
+        "the adversary's own shadow releases, the noise covariance added; the meta-classifier "
+        "is trained on its shadows' noisy releases.",
         numeric=(2, 3, 6, 7),
         raw=(8,),
         table_id="defences-table",
