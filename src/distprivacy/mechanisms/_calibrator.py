@@ -462,9 +462,11 @@ class RefuseUnfitted:
 
 @dataclass(frozen=True)
 class VerifyFitted:
-    """The full exact profile of the fitted Gaussians N(μ_θ, Σ_θ + Σ_Z), worst ordered pair
-    (δ at ε and the attack bound (1 + TV)/2; :func:`~distprivacy.mechanisms._fitted.
-    fitted_profile`). ``enforced``: the target must hold for it — a last fail-closed guard."""
+    """The full exact privacy profile of the fitted Gaussians N(μ_θ, Σ_θ + Σ_Z), worst ordered
+    pair: δ(ε) = E_P[(1 − e^{ε − L})₊] of the privacy loss L (Balle & Wang 2018, Thm 5 for
+    equal covariances; the Gil-Pelaez integral otherwise) and the attack bound (1 + TV)/2
+    (:func:`~distprivacy.mechanisms._fitted.fitted_profile`). ``enforced``: the target must
+    hold for it — a last fail-closed guard."""
 
     enforced: bool
 
@@ -482,7 +484,8 @@ class VerifyFitted:
 class NoteSupportMismatch:
     """When the fitted profile is computed but not enforced (pooled covariances, classic rule):
     say so if a pair's output laws have different supports (δ = 1 under the fitted model), the
-    guarantee then resting entirely on the paper's equal-covariance assumption."""
+    guarantee then resting entirely on the paper's equal-covariance assumption (Chen &
+    Ohrimenko 2023, Cor. A.1 with Σ_θi = Σ_θj)."""
 
     def __call__(self, cal: Calibrator, draft: Draft) -> Draft:
         profile = draft.profile
@@ -594,25 +597,27 @@ def steps_for(
     input."""
     check = properties.reads_model and options.check_profile
     enforce = check and options.rule == "exact" and options.covariances == "fitted"
-    steps: list[Step] = [RequireInvertible()] if properties.needs_invertible else []
-    steps.append(Propose())
-    if enforce:
-        steps.append(EnforceFitted() if properties.adds_noise else RefuseUnfitted())
-    if check:
-        steps.append(VerifyFitted(enforced=enforce))
-    if check and not enforce:
-        steps.append(NoteSupportMismatch())
-    steps.append(AccountModelMu() if properties.guarantee == "model" else AccountTheoremMu())
-    if options.rule == "classic":
-        steps.append(ClassicCaveat())
-    if epsilon_given:
-        steps.append(ShortfallNotice())
+    model_mu = properties.guarantee == "model"
+    chosen: tuple[tuple[bool, Step], ...] = (
+        (properties.needs_invertible, RequireInvertible()),
+        (True, Propose()),
+        (enforce and properties.adds_noise, EnforceFitted()),
+        (enforce and not properties.adds_noise, RefuseUnfitted()),
+        (check, VerifyFitted(enforced=enforce)),
+        (check and not enforce, NoteSupportMismatch()),
+        (model_mu, AccountModelMu()),
+        (not model_mu, AccountTheoremMu()),
+        (options.rule == "classic", ClassicCaveat()),
+        (epsilon_given, ShortfallNotice()),
+        (True, SetBasis(_basis(properties, enforce))),
+    )
+    return tuple(step for wanted, step in chosen if wanted)
+
+
+def _basis(properties: GaussianProperties, enforced: bool) -> str:
     if not properties.reads_model:
-        basis = BASIS_UNCONDITIONAL
-    else:
-        basis = BASIS_FITTED if enforce else BASIS_EQUAL_COVARIANCES
-    steps.append(SetBasis(basis))
-    return tuple(steps)
+        return BASIS_UNCONDITIONAL
+    return BASIS_FITTED if enforced else BASIS_EQUAL_COVARIANCES
 
 
 # -- the calibrator -----------------------------------------------------------------------------
