@@ -137,15 +137,6 @@ class Proposal:
         """The same proposal with ``details[key] = value`` (nothing is mutated)."""
         return replace(self, details={**self.details, key: value})
 
-    def calibration_fields(self) -> dict[str, Any]:
-        """What a :class:`~distprivacy.mechanisms.calibration.Calibration` records of it."""
-        return {
-            "sensitivity": self.sensitivity,
-            "sensitivity_label": self.sensitivity_label,
-            "assumptions": self.assumptions,
-            "details": dict(self.details),
-        }
-
 
 # -- what a mechanism declares, what the user asks, what is verified against --------------------
 

@@ -335,13 +335,17 @@ class GaussianMechanism(Mechanism):
         draft = self.calibrator(model).run()
         for w in draft.emitted:
             w.emit(stacklevel=3)  # at the caller of Mechanism.calibrate
-        assert draft.proposal is not None
+        proposal = draft.proposal
+        assert proposal is not None
         return self._make(
             model,
-            draft.noise,
+            proposal.noise,
             basis=draft.basis,
             rule=self.calibration,
             accounting=draft.accounting,
             warnings=tuple(dict.fromkeys(draft.notices)),
-            **draft.proposal.calibration_fields(),
+            sensitivity=proposal.sensitivity,
+            sensitivity_label=proposal.sensitivity_label,
+            assumptions=proposal.assumptions,
+            details=dict(proposal.details),
         )
