@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -615,7 +615,7 @@ def _basis(properties: GaussianProperties, enforced: bool) -> str:
 
 
 @dataclass
-class Calibrator(Generic[T]):
+class Calibrator:
     """Run a Gaussian mechanism's calibration: its :attr:`steps` on its proposals (module
     docstring).
 
