@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.exceptions import Notice
-from distprivacy.mechanisms._calibrator import Proposal
+from distprivacy.mechanisms._calibrator import GaussianProperties, Proposal
 from distprivacy.mechanisms.base import (
     Calibration,
     Mechanism,
@@ -64,6 +64,9 @@ class ExpectedValueGaussian(GaussianMechanism):
 
     name = "ExpM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.2"
+    #: Under translation the output pair is the Gaussian mechanism with sensitivity Δ_E,2: μ is
+    #: the μ* the noise was built for (Thm 4.2), not read from the covariances.
+    properties = GaussianProperties(guarantee="theorem")
 
     def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         d2 = delta_e(model, 2)
@@ -77,9 +80,6 @@ class ExpectedValueGaussian(GaussianMechanism):
             warnings=[cov_warn],
             details={"sigma": sigma},
         )
-
-    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
-        return mu_star
 
 
 @register_mechanism
@@ -132,6 +132,8 @@ class DirectionalGaussian(GaussianMechanism):
 
     name = "DirM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.3 (Gaussian variant, §4.2)"
+    #: Thm 4.2 restricted to span(V): μ is the μ* the noise was built for.
+    properties = GaussianProperties(guarantee="theorem")
 
     def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         s = model.statistic_scales()
@@ -154,6 +156,3 @@ class DirectionalGaussian(GaussianMechanism):
                 "n_directions": V.shape[1],
             },
         )
-
-    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
-        return mu_star

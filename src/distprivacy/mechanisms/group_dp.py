@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.checks import check_int
-from distprivacy.mechanisms._calibrator import Proposal
+from distprivacy.mechanisms._calibrator import GaussianProperties, Proposal
 from distprivacy.mechanisms.base import (
     BASIS_UNCONDITIONAL,
     Calibration,
@@ -105,7 +105,9 @@ class GroupDPGaussian(GaussianMechanism):
     basis = BASIS_UNCONDITIONAL
     name = "GroupDP-G"
     theorem = "Dwork & Roth 2014, Theorem A.1 with group sensitivity k·Δ₂ (paper §5.1)"
-    checks_model_profile = False
+    #: Dwork & Roth Thm A.1 with group sensitivity: μ = k·Δ₂/σ for every dataset, whatever the
+    #: model of f_θ (no fitted profile is checked).
+    properties = GaussianProperties(guarantee="every-input")
 
     def __init__(
         self,
@@ -133,6 +135,3 @@ class GroupDPGaussian(GaussianMechanism):
             ),
             details={"group_size": k, "record_sensitivities": sens, "sigma": sigma},
         )
-
-    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
-        return mu_star

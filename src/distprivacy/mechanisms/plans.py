@@ -525,8 +525,8 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
     acc = float(gdp_accuracy(mu)) if math.isfinite(mu) else 1.0
     if getattr(cal, "accounting", None) is not None and cal.accounting.unequal is not None:
         prof = fitted_profile(model, Z, eps)
-        delta = max(delta, float(prof["delta_at_epsilon"]))
-        acc = max(acc, float(prof["max_attack_accuracy"]))
+        delta = max(delta, float(prof.delta_at_epsilon))
+        acc = max(acc, float(prof.max_attack_accuracy))  # type: ignore[arg-type]
     bad = []
     if not _agrees(mu, float(stated.mu)):
         bad.append(f"μ = {mu:.6g} (states μ = {stated.mu:.6g})")
