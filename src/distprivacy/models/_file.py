@@ -112,6 +112,11 @@ def load_model_file(
         The most working memory (bytes) the model may imply for the costliest mechanism
         (:func:`model_file_memory`); None for no limit. Default :data:`MODEL_MEMORY_LIMIT`.
 
+    Returns
+    -------
+    GaussianModel
+        The model: per-θ means and covariances (and samples, if given) and the pairs.
+
     Raises
     ------
     DistPrivacyError
