@@ -142,9 +142,7 @@ def main() -> int:
         record(f"  import distprivacy: {got} from the venv: {'yes' if inside else location}")
         script = str(venv / "bin" / "distprivacy")
         for args in (["--help"], ["--version"]):
-            res = subprocess.run(
-                [script, *args], capture_output=True, text=True, env=env, cwd=work
-            )
+            res = subprocess.run([script, *args], capture_output=True, text=True, env=env, cwd=work)
             ok &= res.returncode == 0 and (args != ["--version"] or version in res.stdout)
             first = (res.stdout.strip().splitlines() or [""])[0]
             record(f"  distprivacy {' '.join(args)}: exit {res.returncode}: {first}")
@@ -163,7 +161,8 @@ def main() -> int:
         )
         if res.returncode == 0:
             out = json.loads(res.stdout)
-            record(f"    calibrated {len(out['mechanisms'])} mechanisms; best: {out['best']['mechanism']}")
+            best = out["best"]["mechanism"]
+            record(f"    calibrated {len(out['mechanisms'])} mechanisms; best: {best}")
             ok &= len(out["mechanisms"]) >= 10
         else:
             ok = False

@@ -260,8 +260,8 @@ def test_public_names_document_parameters_and_returns():
     new = sorted(problems - debt)
     assert new == [], f"{len(new)} public names lack docstring sections:\n" + "\n".join(new)
     fixed = sorted(debt - problems)
-    assert fixed == [], (
-        f"fixed (or gone): remove these lines from {DEBT_FILE.name}:\n" + "\n".join(fixed)
+    assert fixed == [], f"fixed (or gone): remove these lines from {DEBT_FILE.name}:\n" + "\n".join(
+        fixed
     )
 
 

@@ -63,9 +63,9 @@ def site(tmp_path_factory) -> Path:
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
     }
     doctrees = out.parent / "doctrees"
+    args = ["-E", "-W", "--keep-going", "-q", "-b", "html", "-d", str(doctrees)]
     build = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html",
-         "-d", str(doctrees), str(ROOT / "docs"), str(out)],  # fmt: skip
+        [sys.executable, "-m", "sphinx", *args, str(ROOT / "docs"), str(out)],
         capture_output=True,
         text=True,
         env=env,
@@ -104,10 +104,8 @@ def loaded(server):
     """Per page: the DOM after its scripts ran, and what it logged to the console."""
     out = {}
     for name, path in PAGES.items():
-        run = _chromium(
-            "--dump-dom", "--virtual-time-budget=10000", "--window-size=1280,900",
-            f"{server}/{path}",
-        )  # fmt: skip
+        args = ["--dump-dom", "--virtual-time-budget=10000", "--window-size=1280,900"]
+        run = _chromium(*args, f"{server}/{path}")
         out[name] = (run.stdout, _console(run.stderr))
     return out
 
@@ -146,8 +144,6 @@ def test_screenshots(server, tmp_path):
     folder.mkdir(parents=True, exist_ok=True)
     for name, path in PAGES.items():
         png = folder / f"docs-{name}.png"
-        _chromium(
-            f"--screenshot={png}", "--virtual-time-budget=10000", "--window-size=1280,900",
-            f"{server}/{path}",
-        )  # fmt: skip
+        args = [f"--screenshot={png}", "--virtual-time-budget=10000", "--window-size=1280,900"]
+        _chromium(*args, f"{server}/{path}")
         assert png.stat().st_size > 10_000, (name, png.stat().st_size)
