@@ -57,7 +57,7 @@ def pages() -> list[Path]:
     return out
 
 
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", flags=re.S | re.M)
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```$", flags=re.S | re.M)
 
 
 def examples(path: Path) -> list[tuple[str, str | None]]:

@@ -38,7 +38,7 @@ _MODEL_THETA = Table(
     noun='an object {"label": …, "mean": […], "covariance": [[…], …]}',
 )
 
-#: The schema of a model file (README, "A user-supplied model").
+#: The schema of a model file (docs/guide/python.md, "A user-supplied model").
 MODEL_FILE_SCHEMA = Table(
     {
         "statistics": Field(
