@@ -82,6 +82,11 @@ def model_file_memory(dim: int, lmis: int, sample_pairs: int = 0) -> int:
         else 2.
     sample_pairs : int
         The largest R·R' over the pairs (0 without samples).
+
+    Returns
+    -------
+    int
+        The estimated bytes.
     """
     return int(30 * lmis * dim**4 + 24 * sample_pairs)
 
