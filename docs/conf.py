@@ -56,6 +56,6 @@ html_static_path: list[str] = []
 html_theme_options = {
     "description": "Distribution privacy for dataset statistics",
     "fixed_sidebar": True,
-    "page_width": "1100px",
+    "page_width": "1240px",
 }
 html_sidebars = {"**": ["about.html", "navigation.html", "relations.html", "searchbox.html"]}
