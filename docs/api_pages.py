@@ -107,6 +107,37 @@ def plain_text(line: str) -> str:
     return "".join(parts)
 
 
+_SECTIONS = {"Parameters", "Other Parameters", "Returns", "Yields", "Raises", "Warns",
+             "Attributes", "Methods", "See Also", "Notes", "References", "Examples"}
+_ENTRY = re.compile(r"^\*{0,2}[A-Za-z_]\w*(, \*{0,2}[A-Za-z_]\w*)*( : .+)?$")
+
+
+def close_sections(app, what, name, obj, options, lines) -> None:
+    """``autodoc-process-docstring``, before napoleon: prose after a numpy section's entries
+    (an unindented paragraph that is not an entry, e.g. "Follows :class:`...`" after
+    Parameters) gets its own "Notes" heading, so that napoleon does not read it as part of the
+    field list (docutils: "Field list ends without a blank line")."""
+    out: list[str] = []
+    section = None
+    for k, line in enumerate(lines):
+        nxt = lines[k + 1] if k + 1 < len(lines) else ""
+        if line.strip() in _SECTIONS and set(nxt.strip()) == {"-"}:
+            section = line.strip()
+        elif (
+            section in {"Parameters", "Other Parameters", "Returns", "Yields", "Attributes"}
+            and line
+            and not line[0].isspace()
+            and not set(line.strip()) <= {"-"}
+            and k > 0
+            and not lines[k - 1].strip()
+            and not _ENTRY.match(line.strip())
+        ):
+            out += ["Notes", "-----"]
+            section = "Notes"
+        out.append(line)
+    lines[:] = out
+
+
 def escape_docstring(app, what, name, obj, options, lines) -> None:
     """``autodoc-process-docstring``: :func:`plain_text` on every line."""
     lines[:] = [plain_text(x) for x in lines]
@@ -114,5 +145,6 @@ def escape_docstring(app, what, name, obj, options, lines) -> None:
 
 def setup(app):
     app.connect("config-inited", write_pages)
+    app.connect("autodoc-process-docstring", close_sections, priority=400)
     app.connect("autodoc-process-docstring", escape_docstring)
     return {"parallel_read_safe": True, "version": "1"}
