@@ -199,7 +199,13 @@ def _numeric_sql(stat: Mean | Sum, sql: Any, what: str) -> tuple[str, str, str]:
 
 @dataclass(frozen=True)
 class Mean(LinearStatistic):
-    """Average of a numeric column."""
+    """Average of a numeric column (query text ``mean:COL``).
+
+    Parameters
+    ----------
+    column : str
+        The numeric column averaged over the released records; missing values are refused.
+    """
 
     column: str
 
@@ -237,7 +243,13 @@ class Mean(LinearStatistic):
 
 @dataclass(frozen=True)
 class Sum(LinearStatistic):
-    """Sum of a numeric column."""
+    """Sum of a numeric column (query text ``sum:COL``).
+
+    Parameters
+    ----------
+    column : str
+        The numeric column summed over the released records; missing values are refused.
+    """
 
     column: str
 
@@ -275,7 +287,13 @@ class Sum(LinearStatistic):
 
 @dataclass(frozen=True)
 class Count(LinearStatistic):
-    """Number of records satisfying a predicate."""
+    """Number of records satisfying a predicate (query text ``count:PRED``).
+
+    Parameters
+    ----------
+    predicate : Predicate
+        The record predicate counted, e.g. ``Predicate.parse("sex==Female")``.
+    """
 
     predicate: Predicate
 
@@ -338,7 +356,13 @@ class Count(LinearStatistic):
 
 @dataclass(frozen=True)
 class Proportion(Count):
-    """Share of records satisfying a predicate."""
+    """Share of records satisfying a predicate (query text ``proportion:PRED``), in [0, 1].
+
+    Parameters
+    ----------
+    predicate : Predicate
+        The record predicate whose share is released, e.g. ``Predicate.parse("sex==Female")``.
+    """
 
     @property
     def name(self) -> str:  # type: ignore[override]

@@ -156,6 +156,32 @@ def make_mechanism(
     ``MaxAttackAccuracy``) states the same thing as one typed value and replaces ``epsilon``,
     ``mu`` and ``max_accuracy`` (an ``EpsDelta`` also gives δ); ``calibration`` may be a
     :class:`~distprivacy.targets.Rule`.
+
+    Parameters
+    ----------
+    name : str
+        The shorthand: ``"DauM-G"``, ``"ExpM-L"``, ... (``MECHANISMS`` lists them).
+    epsilon : float, optional
+        The target ε (with ``delta``).
+    delta : float, default 0
+        The target δ (for a μ or accuracy target: the point of the curve reported).
+    calibration : {"exact", "classic"} or Rule, default "exact"
+        The calibration rule.
+    mu : float, optional
+        A μ-GDP target instead of ε (Gaussian mechanisms).
+    max_accuracy : float, optional
+        A bound on any attacker's accuracy instead of ε (Gaussian mechanisms).
+    covariances : {"fitted", "pooled"}, default "fitted"
+        Whether the guarantee must hold for the fitted covariances as they are.
+    utility : {"scaled", "l2"}, default "scaled"
+        How noise is costed where the mechanism chooses (OptM-G).
+    target : EpsDelta, GDP or MaxAttackAccuracy, optional
+        The target as one typed value, instead of ``epsilon``, ``mu`` and ``max_accuracy``.
+
+    Returns
+    -------
+    Mechanism
+        The mechanism, not yet calibrated (``.calibrate(model)`` next).
     """
     check_instance(target, "target", (EpsDelta, GDP, MaxAttackAccuracy),
                    "a privacy target (EpsDelta, GDP or MaxAttackAccuracy: distprivacy.targets)",

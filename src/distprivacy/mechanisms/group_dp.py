@@ -59,6 +59,17 @@ class GroupDPLaplace(Mechanism):
 
     Laplace mechanism (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.6) with group sensitivity
     k·Δ₁: (ε, 0)-DP for groups of k records (the paper's baseline, §5.1, k = n).
+
+    Parameters
+    ----------
+    epsilon : float
+        The target ε.
+    delta : float, default 0
+        Not used (the guarantee is (ε, 0)); accepted so every mechanism takes (ε, δ).
+    calibration : {"exact", "classic"}, default "exact"
+        The calibration rule.
+    group_size : int, optional
+        k, the number of records a group may change; defaults to the model's n.
     """
 
     basis = BASIS_UNCONDITIONAL
@@ -100,6 +111,19 @@ class GroupDPGaussian(GaussianMechanism):
     Gaussian mechanism (Dwork & Roth 2014, Thm A.1; c = √(2 ln(1.25/δ)), ε < 1; exact rule:
     Balle & Wang 2018) with group sensitivity k·Δ₂: (ε, δ)-DP for groups of k records (the paper's
     baseline, §5.1, k = n). Its guarantee does not depend on the model of f_θ.
+
+    Parameters
+    ----------
+    epsilon : float, optional
+        The target ε (with ``delta``); or give one target in ``targets``.
+    delta : float, default 1e-3
+        The target δ.
+    calibration : {"exact", "classic"}, default "exact"
+        The calibration rule: exact μ-GDP accounting, or c = √(2 ln(1.25/δ)).
+    group_size : int, optional
+        k, the number of records a group may change; defaults to the model's n.
+    **targets : float
+        Another form of the target instead of (ε, δ): ``mu=`` or ``max_accuracy=``.
     """
 
     basis = BASIS_UNCONDITIONAL
