@@ -15,8 +15,8 @@ import numpy as np
 from bench_core import timed  # the same best-of-n timer (bench/ is on sys.path)
 from scipy import stats
 
-from distprivacy.audit import audit_model
 from distprivacy.datasets import load_data
+from distprivacy.mechanism_audit import audit_model
 from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import ExactModel
 from distprivacy.profiles import gaussian_profile, gdp_delta, gdp_mu

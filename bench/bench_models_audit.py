@@ -17,7 +17,7 @@ import argparse
 import os
 import time
 
-from distprivacy.inference.audit import audit_game, make_estimator, run_attacks
+from distprivacy.inference.models_audit import audit_game, make_estimator, run_attacks
 
 TARGETS = {"logistic": (250, 30.0), "mlp": (50, 120.0)}
 

@@ -81,9 +81,9 @@ def test_help_imports_no_heavy_module(path):
 
 
 def test_static_names_match_the_registries():
-    from distprivacy.audit import ATTACKS, DEFAULT_ATTACKS
     from distprivacy.commands import _names
     from distprivacy.engines import ENGINES
+    from distprivacy.mechanism_audit import ATTACKS, DEFAULT_ATTACKS
     from distprivacy.mechanisms import MECHANISMS
     from distprivacy.query import ADULT_DEFAULT_STATISTICS
 

@@ -383,8 +383,8 @@ def entry_points(w: World) -> dict[str, Entry]:
         ),
         "Proposal": Entry(
             dp.Proposal,
-            {"noise": [cal.noise], "fields": [{}], "warnings": [()]},
-            optional=frozenset({"fields", "warnings"}),
+            {"noise": [cal.noise], "details": [{}], "warnings": [()]},
+            optional=frozenset({"details", "warnings"}),
         ),
         # -- specification and statistics -------------------------------------------------
         "ProtectionSpec": Entry(

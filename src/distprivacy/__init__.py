@@ -12,6 +12,10 @@ The front door: ``import distprivacy as dp`` gives the public API::
     cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
     print(cal.summary())
 
+Mechanisms also go by their command-line names, by one rule: ``-`` becomes ``_``
+(``dp.DirM_G``, ``dp.ExpM_L``, ``dp.GroupDP_G``), and a Gaussian mechanism of Chen & Ohrimenko
+may drop its ``-G`` (``dp.DirM``, ``dp.ExpM``, ``dp.EigM``, ``dp.DauM``, ``dp.OptM``).
+
 Names are imported on first use (``dp.DauM`` loads :mod:`distprivacy.mechanisms`), so
 ``import distprivacy`` stays fast. The wings are subpackages: :mod:`distprivacy.attribute`
 (attribute privacy), :mod:`distprivacy.local` (local distribution privacy) and
@@ -45,6 +49,7 @@ from distprivacy.exceptions import (
     UnrecordedWarning,
     WeakGuaranteeWarning,
 )
+from distprivacy.registry import BUILTIN_MECHANISMS
 
 #: Public name → the module that defines it (imported on first use).
 _LAZY: dict[str, str] = {
@@ -107,10 +112,21 @@ _LAZY: dict[str, str] = {
     "ReleaseOutcome": "distprivacy.workflow",
     "Plan": "distprivacy.mechanisms.plans",
     # checking a release
-    "audit_model": "distprivacy.audit",
-    "AuditResult": "distprivacy.audit",
-    "MetaClassifierAttack": "distprivacy.attacks",
-    "LikelihoodRatioAttack": "distprivacy.attacks",
+    "audit_model": "distprivacy.mechanism_audit",
+    "AuditResult": "distprivacy.mechanism_audit",
+    "MetaClassifierAttack": "distprivacy.statistic_attacks",
+    "LikelihoodRatioAttack": "distprivacy.statistic_attacks",
+}
+
+#: The command line's mechanism names in Python, by one rule: the shorthand with ``-`` made
+#: ``_`` (``DirM-G`` → ``dp.DirM_G``, ``ApproxWasserstein-Bounded`` →
+#: ``dp.ApproxWasserstein_Bounded``), and each Gaussian mechanism of Chen & Ohrimenko also
+#: without its ``-G`` (``dp.ExpM``, ``dp.DirM``, ``dp.EigM``, ``dp.DauM``, ``dp.OptM``: Gaussian
+#: noise is the default). Each is the class the registry holds under the command-line name
+#: (``dp.DirM is dp.MECHANISMS["DirM-G"] is dp.DirectionalGaussian``). Python name → shorthand.
+_CLI_NAMES: dict[str, str] = {
+    **{n.replace("-", "_"): n for n in BUILTIN_MECHANISMS if n.replace("-", "_") not in _LAZY},
+    **{n[:-2]: n for n in BUILTIN_MECHANISMS if n.endswith("M-G") and n[:-2] not in _LAZY},
 }
 
 #: Subpackages reachable as attributes (``dp.attribute``, ``dp.local``, ``dp.inference``).
@@ -119,6 +135,8 @@ _SUBPACKAGES = ("attribute", "local", "inference", "engines", "experiments")
 __all__ = [
     "GDP",
     "MECHANISMS",
+    "ApproxWasserstein",
+    "ApproxWasserstein_Bounded",
     "ApproximateWassersteinMechanism",
     "AssumptionWarning",
     "AuditResult",
@@ -131,23 +149,34 @@ __all__ = [
     "Count",
     "DataUnavailableError",
     "DauM",
+    "DauM_G",
     "DemonstrationWarning",
+    "DirM",
+    "DirM_G",
+    "DirM_L",
     "DirectionalGaussian",
     "DirectionalLaplace",
     "DistPrivacyError",
     "DistPrivacyTypeError",
     "DistPrivacyWarning",
+    "EigM",
+    "EigM_G",
     "EigenvectorGaussian",
     "EpsDelta",
     "ExactModel",
     "ExactReleaseError",
     "ExactValueWarning",
+    "ExpM",
+    "ExpM_G",
+    "ExpM_L",
     "ExpectedValueGaussian",
     "ExpectedValueLaplace",
     "GaussianMechanism",
     "GaussianModel",
     "GroupDPGaussian",
     "GroupDPLaplace",
+    "GroupDP_G",
+    "GroupDP_L",
     "Guarantee",
     "Ledger",
     "LikelihoodRatioAttack",
@@ -161,6 +190,8 @@ __all__ = [
     "NoNoise",
     "NoiseDistribution",
     "NotApplicableError",
+    "OptM",
+    "OptM_G",
     "OptimalGaussian",
     "Plan",
     "Predicate",
@@ -178,6 +209,7 @@ __all__ = [
     "Sum",
     "SwampedWarning",
     "UnrecordedWarning",
+    "Wasserstein",
     "WassersteinMechanism",
     "WeakGuaranteeWarning",
     "__version__",
@@ -197,6 +229,10 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _CLI_NAMES:
+        value = importlib.import_module("distprivacy.mechanisms").MECHANISMS[_CLI_NAMES[name]]
         globals()[name] = value
         return value
     if name in _SUBPACKAGES:

@@ -1,3 +1,3 @@
-"""The library version (one place; pyproject.toml states the same number)."""
+"""The library version, in one place: pyproject.toml reads it (``[tool.setuptools.dynamic]``)."""
 
 __version__ = "0.1.0"

@@ -352,7 +352,7 @@ def _profile(joint: JointGaussianModel, eps: float, **kw: Any) -> tuple[dict[str
     """fitted_profile, failing closed: any failure gives δ = 1 and accuracy 1."""
     try:
         with np.errstate(all="ignore"):
-            p = fitted_profile(joint, joint.noise_covariance_, eps, **kw)
+            p = fitted_profile(joint, joint.noise_covariance_, eps, **kw).to_dict()
     except _FAILURES as exc:
         return {
             "delta_at_epsilon": 1.0,

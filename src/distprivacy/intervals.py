@@ -1,7 +1,7 @@
 """Confidence intervals for a binomial proportion: the one Clopper–Pearson of the library.
 
 :func:`clopper_pearson` (Clopper & Pearson 1934, exact and conservative, from Beta quantiles)
-serves the audit of mechanisms (:mod:`distprivacy.audit`) and the property-inference game
+serves the audit of mechanisms (:mod:`distprivacy.mechanism_audit`) and the property-inference game
 (:mod:`distprivacy.inference.game`); :func:`binomial_ci` adds the Wilson score interval
 (Wilson 1927) and takes a confidence ``level`` instead of α.
 

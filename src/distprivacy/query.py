@@ -112,6 +112,25 @@ class Statistic(ABC):
         [0, 1] for a proportion), None when the kind does not bound them."""
         return None
 
+    def describe(self) -> str:
+        """The statistic in a steward's words ("the mean of age", "the share of records with
+        sex==Female"); its name when the kind has no words of its own."""
+        return self.name
+
+    @classmethod
+    def from_name(cls, name: str) -> Statistic | None:
+        """The statistic whose :attr:`name` is ``name`` (``mean(age)``, ``count(sex==Female)``:
+        a kind's name is ``KIND(ARG)`` of its text form ``KIND:ARG``), None when no kind
+        writes that name (a Python callable's label, a user's model file's column)."""
+        kind, paren, arg = str(name).partition("(")
+        if not paren or not arg.endswith(")") or kind not in _KINDS:
+            return None
+        try:
+            stat = _KINDS[kind].from_arg(arg[:-1])
+        except DistPrivacyError:
+            return None
+        return stat if stat.name == name else None
+
     def sql_value(self, sql: Any) -> tuple[str, str, str]:
         """(per-record value g, condition making a record unusable, message) as SQL, built
         with the engine's compiler ``sql`` (``number``, ``kind``, ``predicate``, ``missing``,
@@ -180,7 +199,13 @@ def _numeric_sql(stat: Mean | Sum, sql: Any, what: str) -> tuple[str, str, str]:
 
 @dataclass(frozen=True)
 class Mean(LinearStatistic):
-    """Average of a numeric column."""
+    """Average of a numeric column (query text ``mean:COL``).
+
+    Parameters
+    ----------
+    column : str
+        The numeric column averaged over the released records; missing values are refused.
+    """
 
     column: str
 
@@ -195,6 +220,9 @@ class Mean(LinearStatistic):
         return (self.column,)
 
     kind: ClassVar[str | None] = "mean"
+
+    def describe(self) -> str:
+        return f"the mean of {self.column}"
 
     @classmethod
     def from_arg(cls, arg: str) -> Mean:
@@ -215,7 +243,13 @@ class Mean(LinearStatistic):
 
 @dataclass(frozen=True)
 class Sum(LinearStatistic):
-    """Sum of a numeric column."""
+    """Sum of a numeric column (query text ``sum:COL``).
+
+    Parameters
+    ----------
+    column : str
+        The numeric column summed over the released records; missing values are refused.
+    """
 
     column: str
 
@@ -230,6 +264,9 @@ class Sum(LinearStatistic):
         return (self.column,)
 
     kind: ClassVar[str | None] = "sum"
+
+    def describe(self) -> str:
+        return f"the sum of {self.column}"
 
     @classmethod
     def from_arg(cls, arg: str) -> Sum:
@@ -250,7 +287,13 @@ class Sum(LinearStatistic):
 
 @dataclass(frozen=True)
 class Count(LinearStatistic):
-    """Number of records satisfying a predicate."""
+    """Number of records satisfying a predicate (query text ``count:PRED``).
+
+    Parameters
+    ----------
+    predicate : Predicate
+        The record predicate counted, e.g. ``Predicate.parse("sex==Female")``.
+    """
 
     predicate: Predicate
 
@@ -274,6 +317,9 @@ class Count(LinearStatistic):
         return self.predicate.evaluate(data).astype(float)
 
     kind: ClassVar[str | None] = "count"
+
+    def describe(self) -> str:
+        return f"the number of records with {self.predicate}"
 
     @classmethod
     def from_arg(cls, arg: str) -> Count:
@@ -310,13 +356,22 @@ class Count(LinearStatistic):
 
 @dataclass(frozen=True)
 class Proportion(Count):
-    """Share of records satisfying a predicate."""
+    """Share of records satisfying a predicate (query text ``proportion:PRED``), in [0, 1].
+
+    Parameters
+    ----------
+    predicate : Predicate
+        The record predicate whose share is released, e.g. ``Predicate.parse("sex==Female")``.
+    """
 
     @property
     def name(self) -> str:  # type: ignore[override]
         return f"proportion({self.predicate})"
 
     kind: ClassVar[str | None] = "proportion"
+
+    def describe(self) -> str:
+        return f"the share of records with {self.predicate}"
 
     def scale(self, n: int) -> float:
         return 1.0 / n

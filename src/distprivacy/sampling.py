@@ -90,7 +90,22 @@ def draw_subsets(
 def sample_statistics_bytes(size: int, n: int, m: int) -> float:
     """Peak bytes of :func:`sample_statistics`: one batch's index matrices (the two groups'
     draws, their concatenation and the rejection step's sorted copy, ≈ 3n int64 per dataset)
-    and F (m floats per dataset)."""
+    and F (m floats per dataset).
+
+    Parameters
+    ----------
+    size : int
+        The number of datasets drawn in one batch.
+    n : int
+        The records per dataset.
+    m : int
+        The number of statistics.
+
+    Returns
+    -------
+    float
+        The estimated peak bytes.
+    """
     return 8.0 * (3.0 * n * min(size, subset_batch_rows(n)) + size * m)
 
 

@@ -52,20 +52,16 @@ def protected_sentence(spec: Any) -> str:
     return what
 
 
-def released_sentence(names: Sequence[str]) -> str:
-    """The released statistics, in words."""
+def released_sentence(names: Sequence[Any]) -> str:
+    """The released statistics, in words: each a :class:`~distprivacy.query.Statistic` or its
+    name; every kind says itself (:meth:`~distprivacy.query.Statistic.describe`), a name no
+    kind writes stays as it is."""
+    from distprivacy.query import Statistic
+
     words = []
     for n in names:
-        kind, _, arg = str(n).partition("(")
-        arg = arg.rstrip(")")
-        words.append(
-            {
-                "mean": f"the mean of {arg}",
-                "sum": f"the sum of {arg}",
-                "count": f"the number of records with {arg}",
-                "proportion": f"the share of records with {arg}",
-            }.get(kind, str(n))
-        )
+        stat = n if isinstance(n, Statistic) else Statistic.from_name(str(n))
+        words.append(str(n) if stat is None else stat.describe())
     return _join(words, "and")
 
 
@@ -90,9 +86,10 @@ def guarantee_sentence(g: Any) -> str:
 
 
 def statement(
-    spec: Any, names: Sequence[str], g: Any, *, released: bool, demonstration: bool = False
+    spec: Any, names: Sequence[Any], g: Any, *, released: bool, demonstration: bool = False
 ) -> str:
-    """One or two sentences: what is protected, what is (or would be) released, the guarantee.
+    """One or two sentences: what is protected, what is (or would be) released (``names``: the
+    statistics, or their names), the guarantee.
 
     ``spec`` None (a user's model file, no protected property in words): the guarantee alone.
     ``demonstration``: the released dataset was drawn at random from the data (no target
@@ -116,7 +113,8 @@ def statement(
 
 def audit_statement(spec: Any, results: Sequence[Any], samples: int) -> str:
     """What an audit did and found, in words: the game it played on real data and, per the
-    mechanisms' own promises, which held (``results``: :class:`~distprivacy.audit.AuditResult`)."""
+    mechanisms' own promises, which held (``results``:
+    :class:`~distprivacy.mechanism_audit.AuditResult`)."""
     head = (
         f"This audit draws {samples:,} real datasets of {spec.n} records at each of two shares "
         f"of records with `{spec.predicate}`, releases each with every mechanism, and attacks "

@@ -155,6 +155,12 @@ def release(
         ``calibration`` (the rule), ``covariances``, ``utility`` (and ``delta``, the point at
         which a μ or accuracy target's ε is reported) for a Gaussian mechanism given by name.
 
+    Returns
+    -------
+    ReleaseOutcome
+        The release (noisy values only), the calibration it used and what the command prints
+        around it (the target check, the notices).
+
     Raises
     ------
     DistPrivacyTypeError

@@ -166,7 +166,7 @@ def test_bad_ratios_are_one_line(table, capsys, ratios, message):
 
 
 def test_the_null_game_is_one_ratio_twice_and_eleven_ratios_are_allowed():
-    from distprivacy.inference.audit import MAX_RATIOS, check_ratios
+    from distprivacy.inference.models_audit import MAX_RATIOS, check_ratios
 
     assert check_ratios([0.4, 0.4], 100, null_game=True) == (0.4, 0.4)
     grid = [k / 10 for k in range(11)]

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 
 from distprivacy.cli import main
-from distprivacy.inference.audit import make_estimator
-from distprivacy.inference.defend import defend_game, evaluate_release, with_noise_scaled
+from distprivacy.inference.models_audit import make_estimator
+from distprivacy.inference.models_defend import defend_game, evaluate_release, with_noise_scaled
 from distprivacy.randomness import check_random_state
 
 
@@ -279,24 +279,22 @@ def test_cli_level_and_the_chance_of_a_false_flag(table, capsys, monkeypatch):
 
 def test_the_false_flag_note_counts_the_checks():
     from distprivacy.commands.models_defend import _print
+    from distprivacy.inference import DefenceSettings, ModelDefendResult
+    from distprivacy.inference._front import DefenceAttack, DefenceOutcome
 
-    class R:
-        ratios = (0.1, 0.7)
-        release = "outputs"
-        prep = type("P", (), {"protect": "sex==Female"})()
-
-    attack = {"name": "likelihood-ratio test (knows the noise)", "accuracy": 0.7,
-              "ci95": [0.6, 0.8], "pair": [0.1, 0.7], "exceeds_bound": True}  # fmt: skip
-    row = {"defence": "DauM-G", "task_accuracy": 0.8, "max_attack_accuracy": 0.55,
-           "verified": True, "within_bound": False, "attacks": [attack, attack]}  # fmt: skip
-    out = {"dimension": 4, "level": 0.95, "skipped": {}, "defences": [row, row]}
+    attack = DefenceAttack("likelihood-ratio test (knows the noise)", (0.1, 0.7), 0.7,
+                           (0.6, 0.8), exceeds_bound=True)  # fmt: skip
+    row = DefenceOutcome("DauM-G", 1.0, 1e-3, True, 0.55, 0.8, 0.1, (attack, attack), False)
+    result = ModelDefendResult("sex==Female", (0.1, 0.7), "logistic", DefenceSettings(), 4,
+                               (row, row), {})  # fmt: skip
     import contextlib
     import io
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        _print(R(), out)
+        _print(result)
     text = " ".join(buf.getvalue().split())
     # 4 checks at 95 %: 1 − 0.975⁴ = 9.6 %, and 1 − 0.05/4 = 0.9875.
     assert "4 intervals were checked at 0.95 each" in text
     assert "up to 10%" in text and "--level 0.9875" in text
+    assert "Verdict: no defence both verified" in text

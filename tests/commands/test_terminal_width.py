@@ -115,7 +115,7 @@ NO_TABLE = {
     "models info": "prints lines, no table",
     "models reproduce": "writes files; one line",
     "models render": "writes files; one line",
-    "models audit": "prints one sentence per attack, no table",
+    "models audit": "widths checked in tests/inference/test_models_front.py",
 }
 
 #: A digest shortened on purpose ("head 1f2e3d4c5b6a7980…"), not a cut cell.

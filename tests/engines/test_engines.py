@@ -437,7 +437,7 @@ def test_strata_checks_as_in_memory(adult):
 def test_pandas_engine_reproduces_the_in_memory_draws(adult, spec, query):
     """The CLI wiring through engines keeps today's numbers on pandas: the release
     demonstration's subset and the audit's real samples are the same draws from a seed."""
-    from distprivacy.audit import draw_pair_samples
+    from distprivacy.mechanism_audit import draw_pair_samples
 
     eng = resolve_engine("pandas", adult)
     rows = np.random.default_rng(4).choice(len(adult), size=spec.n, replace=False)

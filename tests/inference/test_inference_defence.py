@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.inference.defence import (
+from distprivacy.inference.output_defence import (
     OutputStatistic,
     calibrate_defences,
     evaluate_defences,

@@ -11,7 +11,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -404,7 +404,15 @@ class AttributeGaussianMechanism:
     rule : {"exact", "classic"}
         ``classic``: c = √(2 ln(1.25/δ)) as in Alg. 1. ``exact`` (default): the least noise
         whose μ-GDP guarantee implies (ε, δ) exactly (module docstring).
+
+    Follows :class:`~distprivacy.protocols.CalibratingMechanism`: ``name``, ``theorem``,
+    ``calibrate`` (and ``calibrate_moments``/``calibrate_terms``) returning an
+    :class:`APGMCalibration`.
     """
+
+    #: The shorthand of its calibrations (``APGMCalibration.mechanism``).
+    name: ClassVar[str] = "APGM"
+    theorem: ClassVar[str] = THEOREM
 
     def __init__(self, *, epsilon: float, delta: float, rule: str = "exact") -> None:
         self.epsilon = check_epsilon(epsilon)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from distprivacy.attribute._quilt_calibration import (
+    THEOREM,
     QuiltCalibration,
     QuiltCandidate,
     SecretCalibration,
@@ -78,6 +79,10 @@ class AttributeQuiltMechanism:
     calibration_ : QuiltCalibration
         Set by :meth:`calibrate`.
     """
+
+    #: The shorthand of its calibrations (``QuiltCalibration.mechanism``).
+    name: ClassVar[str] = QuiltCalibration.mechanism
+    theorem: ClassVar[str] = THEOREM
 
     def __init__(
         self,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -321,7 +321,14 @@ class PufferfishWassersteinMechanism:
     ----------
     epsilon : float
         ε > 0.
+
+    Follows :class:`~distprivacy.protocols.CalibratingMechanism` (``name``, ``theorem``,
+    ``calibrate`` returning a :class:`WassersteinCalibration`).
     """
+
+    #: The shorthand of its calibrations (``WassersteinCalibration.mechanism``).
+    name: ClassVar[str] = "Pufferfish-Wasserstein"
+    theorem: ClassVar[str] = THEOREM
 
     def __init__(self, *, epsilon: float) -> None:
         self.epsilon = check_epsilon(epsilon)

@@ -199,3 +199,22 @@ def write_models_audit(
     html = models_audit_report(audit, games, regression, context=context)
     write_report(path, html, private=False)
     _done(path)
+
+
+#: The option of ``models defend``.
+models_defend_report_option: Callable = _option(
+    "Also write a self-contained HTML report (steward's statement, per-defence table of task "
+    "accuracy, guaranteed bound and measured attacks, settings) to this file."
+)
+
+
+def write_models_defend(path: str | None, result: Any, context: Mapping[str, Any]) -> None:
+    """The report of ``models defend`` (nothing when ``path`` is None): accuracies of models
+    and attacks, no exact statistic of the data, written with the usual mode."""
+    if path is None:
+        return
+    from distprivacy.report import write_report
+    from distprivacy.report._defend_page import models_defend_report
+
+    write_report(path, models_defend_report(result, context=context), private=False)
+    _done(path)

@@ -34,7 +34,7 @@ from distprivacy.commands._settings import Settings
 from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
-    from distprivacy.audit import AuditResult
+    from distprivacy.mechanism_audit import AuditResult
 
 
 def _audit_rows(r: AuditResult) -> dict[str, str]:
@@ -153,7 +153,7 @@ def audit(
     """Attack each mechanism on real samples of F and bound its ε from below.
 
     Exit status 1 when some mechanism's claimed ε is refuted (its lower bound is larger)."""
-    from distprivacy.audit import audit_calibrations
+    from distprivacy.mechanism_audit import audit_calibrations
 
     check_apart(
         [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file"))],

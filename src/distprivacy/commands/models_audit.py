@@ -1,6 +1,6 @@
 """``distprivacy models audit``: the distribution-inference game on the user's own table.
 
-Thin: parse, call :mod:`distprivacy.inference.audit`, print (and with ``--report`` write the
+Thin: parse, call :mod:`distprivacy.inference.models_audit`, print (and with ``--report`` write the
 HTML report, :mod:`distprivacy.commands._report`). :func:`game_options` are the
 options ``models defend`` (:mod:`distprivacy.commands.models_defend`) shares. Registered under
 the ``models`` group by :mod:`distprivacy.commands.models`.
@@ -75,16 +75,19 @@ def game_options(ratios_help: str) -> Callable[[Callable[..., Any]], Callable[..
     return decorate
 
 
-def read_game(
-    data_path: str, features: str | None, estimator: str
-) -> tuple[Any, list[str] | None, Any]:
-    """The table, the feature list and the unfitted estimator (bad input: one line)."""
-    from distprivacy.datasets import load_table
-    from distprivacy.inference.audit import make_estimator
+def game_settings(features: str | None, n_models: int, n_train: int, n_jobs: int | None) -> Any:
+    """The flags of the game as :class:`~distprivacy.inference.GameSettings`."""
+    from distprivacy.inference import GameSettings
 
-    est = make_estimator(estimator)
     cols = None if features is None else [c.strip() for c in features.split(",") if c.strip()]
-    return load_table(data_path), cols, est
+    return GameSettings(n_models=n_models, n_train=n_train, features=cols, n_jobs=n_jobs)
+
+
+def console() -> Any:
+    """A console at the terminal's width (``COLUMNS`` when not a terminal)."""
+    from rich.console import Console
+
+    return Console(highlight=False)
 
 
 def progress_bar(as_json: bool) -> Any:
@@ -114,76 +117,49 @@ def audit(
     (Suri & Evans' game: accuracy of every applicable attack with its 95 % interval; with
     three ratios or more, every pair and the regression of α.)"""
     from distprivacy.commands._files import check_apart, data_files, estimator_file
-    from distprivacy.inference.audit import (
-        audit_ratios,
-        check_ratios,
-        pairwise_attacks,
-        ratio_regression,
-        run_attacks,
-    )
+    from distprivacy.inference import audit as audit_models
 
     check_apart([*data_files(data_path), *estimator_file(estimator)], [("--report", report)])
 
     alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
     if len(alphas) < 2:
         raise DistPrivacyError(f"--ratios takes two values α0,α1 or more, got {ratios!r}")
-    check_ratios(alphas, n_train, null_game=True)  # before the table is read
-    table, cols, est = read_game(data_path, features, estimator)
-    result = audit_ratios(
-        table, label=label, protect=protect, ratios=alphas, estimator=est,
-        n_models=n_models, n_train=n_train, features=cols, random_state=seed, n_jobs=n_jobs,
+    game = game_settings(features, n_models, n_train, n_jobs)
+    result = audit_models(
+        data_path, label, protect, alphas, estimator, game=game, random_state=seed,
         progress=progress_bar(as_json),
     )  # fmt: skip
-    if len(alphas) == 2:  # seeded as `models audit` of two ratios always was
-        games = [{"ratios": list(alphas), "attacks": run_attacks(result.game(0, 1), seed)}]
-    else:
-        games = pairwise_attacks(result, random_state=seed)
-    regression = ratio_regression(result, random_state=seed) if len(set(alphas)) > 2 else []
-    _show(protect, alphas, estimator, result, games, regression, n_models, as_json)
+    _show(result, as_json)
     context = {"data": data_path, "label": label, "protect": protect, "estimator": estimator,
-               "features": None if cols is None else ", ".join(cols), "n_train": n_train,
-               "seed": seed}  # fmt: skip
-    write_models_audit(report, result, games, regression, context)
+               "features": None if game.features is None else ", ".join(game.features),
+               "n_train": n_train, "seed": seed}  # fmt: skip
+    write_models_audit(report, result.game, result.games(), list(result.regression), context)
 
 
-def _show(
-    protect: str,
-    alphas: Any,
-    estimator: str,
-    result: Any,
-    games: list[dict[str, Any]],
-    regression: list[Any],
-    n_models: int,
-    as_json: bool,
-) -> None:
-    """Print the games (and the regression of α) as JSON or as sentences and a table."""
+def _show(result: Any, as_json: bool) -> None:
+    """Print the games (and the regression of α) as JSON or as sentences (a table for every
+    pair of three ratios or more), then the verdict, at the terminal's width."""
     if as_json:
-        out: dict[str, Any] = {"protect": protect, "ratios": list(alphas), "estimator": estimator}
-        out["label_classes"] = [str(c) for c in result.prep.classes]
-        if len(alphas) == 2:
-            out["attacks"] = [r.to_dict() for r in games[0]["attacks"]]
-        else:
-            out["pairs"] = [
-                {"ratios": g["ratios"], "attacks": [r.to_dict() for r in g["attacks"]]}
-                for g in games
-            ]
-            out["regression"] = [r.to_dict() for r in regression]
-        click.echo(dumps_json(out))
+        click.echo(dumps_json(result.to_dict()))
         return
-    if len(alphas) == 2:
-        for r in games[0]["attacks"]:
-            click.echo(_verdict(protect, alphas, r))
-        return
-    _print_pairs(protect, games, n_models)
-    for r in regression:
+    out = console()
+    protect = result.protect
+    if len(result.ratios) == 2:
+        for r in result.pairs[0].attacks:
+            out.print(_verdict(protect, result.ratios, r), markup=False)
+    else:
+        _print_pairs(out, protect, result.pairs)
+    for r in result.regression:
         lo, hi = r.mae_interval
         glo, ghi = r.gain_interval
         reveals = "reveals α" if glo > 0 else "does not reveal α beyond guessing the mean"
-        click.echo(
+        out.print(
             f"{r.name}: predicts the share of `{protect}` records with mean absolute error "
             f"{r.mae:.3f} [{lo:.3f}, {hi:.3f}] against {r.baseline_mae:.3f} for always "
-            f"guessing the mean (gain [{glo:.3f}, {ghi:.3f}]): {reveals} ({r.n} victim models)"
+            f"guessing the mean (gain [{glo:.3f}, {ghi:.3f}]): {reveals} ({r.n} victim models)",
+            markup=False,
         )
+    out.print(result.verdict, markup=False)
 
 
 def _verdict(protect: str, alphas: Any, r: Any) -> str:
@@ -196,19 +172,17 @@ def _verdict(protect: str, alphas: Any, r: Any) -> str:
     )
 
 
-def _print_pairs(protect: str, games: list[dict[str, Any]], n_models: int) -> None:
-    from rich.console import Console
+def _print_pairs(out: Any, protect: str, pairs: Any) -> None:
     from rich.table import Table
 
     table = Table(title=f"Telling apart shares of `{protect}` records, every pair of ratios")
     for col in ("α0 vs α1", "attack", "accuracy", "95 % CI"):
-        table.add_column(col)
-    for g in games:
-        a0, a1 = g["ratios"]
-        for r in g["attacks"]:
+        table.add_column(col, overflow="fold")
+    for pair in pairs:
+        a0, a1 = pair.ratios
+        for r in pair.attacks:
             lo, hi = r.interval
             table.add_row(f"{a0:g} vs {a1:g}", r.name, f"{r.accuracy:.3f}", f"[{lo:.3f}, {hi:.3f}]")
-    Console(width=120).print(table)
-    for g in games:
-        best = max(g["attacks"], key=lambda r: r.interval[0])
-        click.echo(_verdict(protect, g["ratios"], best))
+    out.print(table)
+    for pair in pairs:
+        out.print(_verdict(protect, pair.ratios, pair.best), markup=False)

@@ -1,8 +1,10 @@
 """``distprivacy models defend``: calibrate a Gaussian mechanism of Chen & Ohrimenko on what a
 model trained on the user's table releases, and re-attack the defended release.
 
-Thin: parse, call :func:`distprivacy.inference.defend.defend_game`, print; ``--save`` writes
-the defended release of one model (:func:`distprivacy.inference.defend.save_defended`).
+Thin: translate the flags into :class:`~distprivacy.inference.GameSettings` and
+:class:`~distprivacy.inference.DefenceSettings`, call :func:`distprivacy.inference.defend`, print
+its table, ε/δ and verdict at the terminal's width; ``--save`` writes the defended release of
+one model (:meth:`~distprivacy.inference.ModelDefendResult.save`), ``--report`` the HTML page.
 Registered under the ``models`` group by :mod:`distprivacy.commands.models`.
 """
 
@@ -13,7 +15,8 @@ from typing import Any
 import click
 
 from distprivacy.commands import DELTA, POSITIVE, POSITIVE_INT, Number, dumps_json, parse_floats
-from distprivacy.commands.models_audit import game_options, progress_bar, read_game
+from distprivacy.commands._report import models_defend_report_option, write_models_defend
+from distprivacy.commands.models_audit import console, game_options, game_settings, progress_bar
 from distprivacy.exceptions import DistPrivacyError
 
 _DEFAULT_MECHANISMS = "DauM-G,OptM-G,ExpM-G"
@@ -37,7 +40,7 @@ _DEFAULT_MECHANISMS = "DauM-G,OptM-G,ExpM-G"
     help="Comma-separated Gaussian mechanisms of Chen & Ohrimenko (ExpM-G: the baseline).",
 )
 @click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True)
-@click.option("--delta", type=DELTA, default=1e-5, show_default=True)
+@click.option("--delta", type=DELTA, default=1e-3, show_default=True)
 @click.option("--n-query", type=POSITIVE_INT, default=8, show_default=True,
               help="Rows of the public query set (--release outputs).")  # fmt: skip
 @click.option(
@@ -56,6 +59,7 @@ _DEFAULT_MECHANISMS = "DauM-G,OptM-G,ExpM-G"
     help="Write the defended release of one model trained on --n-train rows of the table, "
     "with its guarantee (JSON, private file; the first verified mechanism of --mechanism).",
 )
+@models_defend_report_option
 def defend(
     data_path: str,
     label: str,
@@ -75,110 +79,120 @@ def defend(
     n_query: int,
     level: float,
     save_path: str | None,
+    report: str | None,
 ) -> None:
     """Defend a model's release with distribution privacy and measure what is left: task
     accuracy, the guaranteed bound on any attack, and defence-aware attacks (95 % intervals)."""
     from distprivacy.commands._files import check_apart, data_files, estimator_file
-    from distprivacy.inference.audit import check_ratios
-    from distprivacy.inference.defend import defend_game, save_defended
-    from distprivacy.mechanisms import MECHANISMS
+    from distprivacy.inference import DefenceSettings
+    from distprivacy.inference import defend as defend_models
+    from distprivacy.inference._front import gaussian_mechanisms
     from distprivacy.outputs import check_output_file
 
-    check_apart([*data_files(data_path), *estimator_file(estimator)], [("--save", save_path)])
+    outputs = [("--save", save_path), ("--report", report)]
+    check_apart([*data_files(data_path), *estimator_file(estimator)], outputs)
 
     alphas = parse_floats(ratios, "--ratios", example="0.3,0.5")
     if len(alphas) < 2:
         raise DistPrivacyError(f"--ratios takes two or more values α0,α1,…, got {ratios!r}")
-    check_ratios(alphas, n_train, null_game=False)  # before the table is read
     names = [m.strip() for m in mechanisms.split(",") if m.strip()]
-    gaussian = [m for m in MECHANISMS if m.endswith("-G")]
+    gaussian = gaussian_mechanisms()
     bad = [m for m in names if m not in gaussian]
     if not names or bad:
         raise DistPrivacyError(
             f"--mechanism: unknown or non-Gaussian {bad or mechanisms!r}; choose from "
             f"{', '.join(gaussian)}"
         )
+    settings = DefenceSettings(release=release, mechanisms=tuple(names), epsilon=epsilon,
+                               delta=delta, n_query=n_query, level=level)  # fmt: skip
+    game = game_settings(features, n_models, n_train, n_jobs)
     if save_path is not None:
         check_output_file(save_path, option="--save")  # before any training
-    table, cols, est = read_game(data_path, features, estimator)
-    result = defend_game(
-        table, label=label, protect=protect, ratios=tuple(alphas), estimator=est,
-        release=release, epsilon=epsilon, delta=delta, mechanisms=names, n_models=n_models,
-        n_train=n_train, n_query=n_query, features=cols, random_state=seed, n_jobs=n_jobs,
-        progress=progress_bar(as_json), level=level,
+    result = defend_models(
+        data_path, label, protect, alphas, estimator, settings=settings, game=game,
+        random_state=seed, progress=progress_bar(as_json),
     )  # fmt: skip
-    out = {"estimator": estimator, "level": level, **result.to_dict()}
+    out = {**result.to_dict(), "estimator": estimator}
+    cols = None if game.features is None else list(game.features)
     if save_path is not None:
-        game = {"data": str(data_path), "label": label, "features": cols, "estimator": estimator,
-                "n_models": n_models, "n_train": n_train, "seed": seed}  # fmt: skip
-        written = save_defended(save_path, result, est, names, game, random_state=seed)
-        out["saved"] = str(written)
+        saved = {"data": str(data_path), "label": label, "features": cols,
+                 "estimator": estimator, "n_models": n_models, "n_train": n_train,
+                 "seed": seed}  # fmt: skip
+        out["saved"] = str(result.save(save_path, saved, random_state=seed))
     if as_json:
         click.echo(dumps_json(out))
-        return
-    _print(result, out)
+    else:
+        _print(result, out.get("saved"))
+    context = {"data": data_path, "label": label, "estimator": estimator,
+               "features": None if cols is None else ", ".join(cols), "n_models": n_models,
+               "n_train": n_train, "seed": seed}  # fmt: skip
+    write_models_defend(report, result, context)
 
 
-def _print(result: Any, out: dict[str, Any]) -> None:
-    from rich.console import Console
+def _print(result: Any, saved: str | None = None) -> None:
+    """The table of defences, the notes, ε/δ and the verdict, at the terminal's width."""
     from rich.table import Table
 
+    s = result.settings
     shares = " vs ".join(f"{a:g}" for a in result.ratios)
-    what = "outputs on the query set" if result.release == "outputs" else "parameters"
+    what = "outputs on the query set" if s.release == "outputs" else "parameters"
     table = Table(
-        title=f"Defending the model's {what} ({out['dimension']} numbers): shares "
-        f"{shares} of `{result.prep.protect}` records"
+        title=f"Defending the model's {what} ({result.dimension} numbers): shares {shares} "
+        f"of `{result.protect}` records"
     )
     # With more than two ratios each attack is run on every pair of them: a column says which.
     # Short attack names (a legend follows); numbers never fold, the text columns do.
     paired = len(result.ratios) > 2
     for col in ("defence", "task acc.", "bound", *(["pair"] if paired else []), "attack"):
         table.add_column(col, overflow="fold")
-    table.add_column(f"accuracy [{out['level']:.4g} CI]", overflow="fold")
+    table.add_column(f"accuracy [{s.level:.4g} CI]", overflow="fold")
     short = {"likelihood-ratio": "LR test", "meta-classifier": "meta-clf."}
-    for row in out["defences"]:
-        bound = row["max_attack_accuracy"]
-        for k, a in enumerate(row["attacks"]):
-            lo, hi = a.get("ci", a["ci95"])  # the interval at --level
-            pair = [f"{a['pair'][0]:g} vs {a['pair'][1]:g}" if k % 2 == 0 else ""]
-            name = next((v for s, v in short.items() if a["name"].startswith(s)), a["name"])
-            above = " [bold red]ABOVE BOUND[/]" if bound is not None and a["exceeds_bound"] else ""
+    for d in result.defences:
+        bound = d.max_attack_accuracy
+        for k, a in enumerate(d.attacks):
+            lo, hi = a.interval  # the interval at --level
+            pair = [f"{a.pair[0]:g} vs {a.pair[1]:g}" if k % 2 == 0 else ""]
+            name = next((v for p, v in short.items() if a.name.startswith(p)), a.name)
+            above = " [bold red]ABOVE BOUND[/]" if bound is not None and a.exceeds_bound else ""
             table.add_row(
-                row["defence"] if k == 0 else "",
-                f"{row['task_accuracy']:.3f}" if k == 0 else "",
+                d.defence if k == 0 else "",
+                f"{d.task_accuracy:.3f}" if k == 0 else "",
                 ("—" if bound is None else f"{bound:.3f}") if k == 0 else "",
                 *(pair if paired else []),
                 name,
-                f"{a['accuracy']:.3f} [{lo:.3f}, {hi:.3f}]{above}",
+                f"{a.accuracy:.3f} [{lo:.3f}, {hi:.3f}]{above}",
             )
-    console = Console(highlight=False)
-    console.print(table)
+    out = console()
+    out.print(table)
     lines = [
+        f"Each defence is calibrated to ε = {s.epsilon:g}, δ = {s.delta:g} for every pair of "
+        "shares; bound: the guarantee's bound on any attack's accuracy (when verified).",
         "LR test: likelihood-ratio test between Gaussians fitted on the adversary's shadow "
         "releases, the noise covariance added; meta-clf.: a classifier trained on its shadows' "
-        "noisy releases (both know the noise). bound: the guarantee's bound on any attack.",
-        *(f"{name}: not calibrated ({why})" for name, why in out["skipped"].items()),
+        "noisy releases (both know the noise).",
+        *(f"{name}: not calibrated ({why})" for name, why in result.skipped.items()),
     ]
-    for row in out["defences"][1:]:
-        if not row["verified"]:
-            lines.append(f"{row['defence']}: guarantee not verified for this noise; no bound shown")
-        elif not row["within_bound"]:
+    for d in result.defences[1:]:
+        if not d.verified:
+            lines.append(f"{d.defence}: guarantee not verified for this noise; no bound shown")
+        elif not d.within_bound:
             lines.append(
-                f"{row['defence']}: an attack's interval lies above the bound "
-                f"{row['max_attack_accuracy']:.3f}: the Gaussian model of the release does not "
+                f"{d.defence}: an attack's interval lies above the bound "
+                f"{d.max_attack_accuracy:.3f}: the Gaussian model of the release does not "
                 "describe these models; train more shadow models (--n-models)"
             )
-    checked = sum(len(r["attacks"]) for r in out["defences"] if r["within_bound"] is not None)
-    if checked > 1 and any(r["within_bound"] is False for r in out["defences"]):
+    checked = sum(len(d.attacks) for d in result.defences if d.within_bound is not None)
+    if checked > 1 and any(d.within_bound is False for d in result.defences):
         # A flag is evidence against a bound only as far as chance is ruled out: say how far.
-        level = out["level"]
+        level = s.level
         chance = 1 - (1 - (1 - level) / 2) ** checked
         lines.append(
             f"{checked} intervals were checked at {level:.4g} each: were every bound true, one "
             f"would lie above its bound by chance with probability up to {chance:.0%}; "
             f"--level {1 - (1 - level) / checked:.4g} checks them all at once"
         )
-    if "saved" in out:
-        lines.append(f"Wrote the defended release to {out['saved']}")
+    if saved is not None:
+        lines.append(f"Wrote the defended release to {saved}")
+    lines.append(result.verdict)
     for line in lines:
-        console.print(line, markup=False)  # wrapped at the terminal's width
+        out.print(line, markup=False)  # wrapped at the terminal's width

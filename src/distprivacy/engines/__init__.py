@@ -72,6 +72,16 @@ def load_source(path: str | os.PathLike[str] | None) -> pd.DataFrame | str:
     ``adult.data`` and ``adult.test`` are loaded as DataFrames (:func:`~distprivacy.datasets.
     load_adult`); anything else (a file, a glob, a directory of Parquet files, a table name) is
     returned as a string for the engine to scan.
+
+    Parameters
+    ----------
+    path : str, PathLike or None
+        What ``--data`` named; None for the Adult data.
+
+    Returns
+    -------
+    DataFrame or str
+        The Adult records as a DataFrame, or the path (or table name) as a string.
     """
     from distprivacy.datasets import load_adult
 
@@ -106,6 +116,11 @@ def resolve_engine(
         Spark's master URL (default ``local[*]``); only with ``engine="spark"``.
     **options
         Passed to the engine (DuckDB: ``threads``, ``memory_limit``).
+
+    Returns
+    -------
+    Engine
+        The engine, bound to ``source``.
 
     Raises
     ------
@@ -146,6 +161,19 @@ def resolve_engine(
 
 def spark_session(master: str | None = None, **config: str) -> Any:
     """The shared SparkSession (created on first use; ``master`` default ``local[*]``).
+
+    Parameters
+    ----------
+    master : str, optional
+        The Spark master URL (``local[*]``, ``spark://HOST:7077``, ``yarn``, …); used only when
+        the session is created.
+    **config : str
+        Spark settings (``spark.executor.memory="2g"``, …) for the session created.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+        The session, shared by every later call.
 
     Raises
     ------

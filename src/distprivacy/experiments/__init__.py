@@ -3,7 +3,8 @@
 * :mod:`~distprivacy.experiments.paper` — Chen & Ohrimenko (2023), §5: tables and figures as
   data frames;
 * :mod:`~distprivacy.experiments.figures` — the PNGs;
-* :mod:`~distprivacy.experiments.report` — the markdown report beside the paper's numbers;
+* :mod:`~distprivacy.experiments.reproduction_report` — the markdown report beside the paper's
+  numbers;
 * :mod:`~distprivacy.experiments.reproduce` — the command's runner, and the other papers'
   reproductions by target name;
 * :mod:`~distprivacy.experiments._run` — the tail every reproduction shares

@@ -9,9 +9,9 @@ Both use the split and the models of :class:`~distprivacy.experiments.paper.Pape
   the paper's ``classic`` rule, ``exact`` under the paper's modelling assumption (one covariance
   per pair, ``pooled``), and ``exact`` with the fitted unequal covariances enforced (``fitted``,
   the library's default).
-* ``audit`` — :func:`distprivacy.audit.audit` of each mechanism at ε ∈ {0.2, 1, 5, 10} on real
-  datasets drawn from the *test* split (never seen by the model), the likelihood-ratio attacker
-  knowing the moments of f_θ on its auxiliary split.
+* ``audit`` — :func:`distprivacy.mechanism_audit.audit` of each mechanism at ε ∈ {0.2, 1, 5, 10}
+  on real datasets drawn from the *test* split (never seen by the model), the likelihood-ratio
+  attacker knowing the moments of f_θ on its auxiliary split.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from distprivacy.audit import audit, draw_pair_samples
 from distprivacy.experiments import reference as ref
 from distprivacy.experiments.paper import PaperReproduction
+from distprivacy.mechanism_audit import audit, draw_pair_samples
 from distprivacy.models import ExactModel
 
 #: (label, rule, covariances, mechanisms) of the accounting comparison.

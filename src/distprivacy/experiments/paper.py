@@ -19,11 +19,6 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from distprivacy.attacks import (
-    LikelihoodRatioAttack,
-    MetaClassifierAttack,
-    split_data,
-)
 from distprivacy.experiments import reference as ref
 from distprivacy.mechanisms import MECHANISMS, Calibration
 from distprivacy.mechanisms.gaussian import GaussianMechanism
@@ -32,6 +27,11 @@ from distprivacy.models import MonteCarloModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
+from distprivacy.statistic_attacks import (
+    LikelihoodRatioAttack,
+    MetaClassifierAttack,
+    split_data,
+)
 
 #: The two sensitive properties of §5.1.
 PROPERTIES = {"income": "income==>50K", "workclass": "workclass==Private"}

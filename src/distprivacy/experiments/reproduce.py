@@ -24,7 +24,7 @@ from distprivacy.experiments.attribute_privacy import run as run_attribute_priva
 from distprivacy.experiments.local_distp import run as run_local_distp
 from distprivacy.experiments.model_inference import run as run_model_inference
 from distprivacy.experiments.paper import Config, PaperReproduction
-from distprivacy.experiments.report import build_report
+from distprivacy.experiments.reproduction_report import build_report
 from distprivacy.outputs import (
     atomic_write,
     check_output_dir,

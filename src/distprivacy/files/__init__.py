@@ -96,7 +96,20 @@ _TOML_SKIP = re.compile(
 
 def nesting_depth(text: str, *, toml: bool = False) -> int:
     """The deepest nesting of ``[`` / ``{`` in a JSON or TOML text, outside strings and
-    comments (linear time, no recursion)."""
+    comments (linear time, no recursion).
+
+    Parameters
+    ----------
+    text : str
+        The file's text.
+    toml : bool, default False
+        Whether it is TOML (its comments and strings differ from JSON's).
+
+    Returns
+    -------
+    int
+        The deepest nesting level (0 for a scalar).
+    """
     bare = (_TOML_SKIP if toml else _JSON_STRINGS).sub("", text)
     codes = np.frombuffer(bare.encode("utf-8", "replace"), dtype=np.uint8)
     opening = (codes == ord("[")) | (codes == ord("{"))
@@ -133,6 +146,11 @@ def read_mapping_file(path: str | Path, what: str, schema: Schema | None = None)
     schema : Schema, optional
         The expected content (usually a :class:`Table`); the returned mapping then holds the
         converted values (floats, tuples, arrays). Without it, any object is returned as parsed.
+
+    Returns
+    -------
+    dict
+        The file's top-level object, converted by ``schema`` when given.
 
     Raises
     ------

@@ -45,7 +45,13 @@ class Schema(ABC):
 
 
 class Int(Schema):
-    """An integer (``true``/``false`` are not integers), optionally bounded."""
+    """An integer (``true``/``false`` are not integers), optionally bounded.
+
+    Parameters
+    ----------
+    minimum, maximum : int, optional
+        The bounds, inclusive.
+    """
 
     kinds = frozenset({"number"})
 
@@ -77,7 +83,19 @@ class Int(Schema):
 
 class Number(Schema):
     """A finite number (an integer or a float; never a boolean or a string), optionally
-    bounded; returned as a float (an integer stays one with ``keep_int``)."""
+    bounded; returned as a float (an integer stays one with ``keep_int``).
+
+    Parameters
+    ----------
+    minimum, maximum : float, optional
+        The bounds, inclusive.
+    positive : bool, default False
+        Whether the number must be above 0.
+    finite : bool, default True
+        Whether ±∞ and NaN are refused.
+    keep_int : bool, default False
+        Whether an integer is returned as an int.
+    """
 
     kinds = frozenset({"number"})
 
@@ -125,7 +143,15 @@ class Number(Schema):
 
 class Str(Schema):
     """A string (non-empty after stripping unless ``allow_empty``), optionally one of
-    ``choices``."""
+    ``choices``.
+
+    Parameters
+    ----------
+    choices : sequence of str, optional
+        The only values allowed.
+    allow_empty : bool, default False
+        Whether an empty (or blank) string is allowed.
+    """
 
     kinds = frozenset({"str"})
 
@@ -182,7 +208,25 @@ class Bool(Schema):
 
 class ListOf(Schema):
     """A list (not a string) of items of one schema, of bounded length; ``length`` may name a
-    dimension bound across the file."""
+    dimension bound across the file.
+
+    Parameters
+    ----------
+    item : Schema
+        Every item's schema.
+    min_len : int, default 0
+        The fewest items.
+    max_len : int, optional
+        The most items.
+    length : str, optional
+        A named dimension the length binds (checked against its other uses in the file).
+    unique : bool, default False
+        Whether repeated items are refused.
+    noun : str, default "entries"
+        What the items are, for the error messages.
+    example : str, optional
+        An example shown in the error messages.
+    """
 
     kinds = frozenset({"list"})
 
@@ -234,7 +278,15 @@ class ListOf(Schema):
 
 
 class Pair(Schema):
-    """Exactly two items of one schema, as a list (``["a", "b"]``); returned as a tuple."""
+    """Exactly two items of one schema, as a list (``["a", "b"]``); returned as a tuple.
+
+    Parameters
+    ----------
+    item : Schema
+        Both items' schema.
+    example : str, default '["a", "b"]'
+        An example shown in the error messages.
+    """
 
     kinds = frozenset({"list"})
 
@@ -258,6 +310,17 @@ class Array(Schema):
     ``shape`` has one entry per axis: an int (that many), a str (a named dimension, bound at its
     first use and checked at every other), or None (any positive number). ``shape=None``
     accepts any number of axes (at most :data:`MAX_DEPTH`), rectangular.
+
+    Parameters
+    ----------
+    shape : sequence of int, str or None, or None
+        One entry per axis (above); None for any rectangular shape.
+    noun : str, optional
+        What the array is, for the error messages.
+    minimum : float, optional
+        The smallest value allowed.
+    axis_nouns : sequence of str, optional
+        What each axis counts, for the error messages.
     """
 
     kinds = frozenset({"list"})
@@ -409,7 +472,19 @@ class Array(Schema):
 
 
 class MapOf(Schema):
-    """An object with any (non-empty) keys whose values follow one schema."""
+    """An object with any (non-empty) keys whose values follow one schema.
+
+    Parameters
+    ----------
+    value : Schema
+        Every value's schema.
+    noun : str, default "an object"
+        What the object is, for the error messages.
+    min_len : int, default 0
+        The fewest keys.
+    example : str, optional
+        An example shown in the error messages.
+    """
 
     kinds = frozenset({"dict"})
 
@@ -436,7 +511,15 @@ class MapOf(Schema):
 
 @dataclass(frozen=True)
 class Field:
-    """One key of a :class:`Table`: its schema and whether it must be present."""
+    """One key of a :class:`Table`: its schema and whether it must be present.
+
+    Parameters
+    ----------
+    schema : Schema
+        The key's value's schema.
+    required : bool, default False
+        Whether the key must be present.
+    """
 
     schema: Schema
     required: bool = False
@@ -445,7 +528,17 @@ class Field:
 class Table(Schema):
     """An object with known keys: required ones must be present, unknown ones are refused
     (naming the known ones). ``null`` is a value like any other (refused unless the key's
-    schema accepts it): leave a key out to leave it unset."""
+    schema accepts it): leave a key out to leave it unset.
+
+    Parameters
+    ----------
+    fields : mapping of str to Field
+        The known keys and their fields.
+    noun : str, default "an object"
+        What the object is, for the error messages.
+    key_noun : str, default "key"
+        What its keys are called, for the error messages.
+    """
 
     kinds = frozenset({"dict"})
 
@@ -484,7 +577,15 @@ class Table(Schema):
 
 class AnyOf(Schema):
     """One of several schemas, chosen by the kind of the value (a list, a string, …); when
-    several accept that kind they are tried in order."""
+    several accept that kind they are tried in order.
+
+    Parameters
+    ----------
+    *options : Schema
+        The schemas a value may follow.
+    noun : str, optional
+        What the value is, for the error messages.
+    """
 
     def __init__(self, *options: Schema, noun: str = "") -> None:
         self.options = options
@@ -517,7 +618,17 @@ class AnyOf(Schema):
 
 class Custom(Schema):
     """A schema node with a function: ``fn(value, path, ctx)`` returns the converted value or
-    raises via ``ctx.fail``."""
+    raises via ``ctx.fail``.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(value, path, ctx)``: the converted value, or a refusal through ``ctx.fail``.
+    noun : str
+        What the value is, for the error messages.
+    kinds : sequence of str
+        The kinds of value (``"list"``, ``"str"``, …) it accepts, for :class:`AnyOf`.
+    """
 
     def __init__(
         self, fn: Callable[[Any, str, _Ctx], Any], noun: str, kinds: Sequence[str]
@@ -535,7 +646,22 @@ class Custom(Schema):
 
 def validate(value: Any, schema: Schema, source: str) -> Any:
     """Check ``value`` against ``schema``; the converted value, or :class:`InvalidFileError`
-    whose message starts with ``source`` (e.g. ``"model file 'm.json'"``)."""
+    whose message starts with ``source`` (e.g. ``"model file 'm.json'"``).
+
+    Parameters
+    ----------
+    value : Any
+        The parsed value (from JSON or TOML).
+    schema : Schema
+        What it must be.
+    source : str
+        Where it comes from, the start of every error message.
+
+    Returns
+    -------
+    Any
+        The converted value (floats, tuples, arrays as the schema says).
+    """
     try:
         return schema.check(value, "", _Ctx(source))
     except RecursionError:

@@ -33,7 +33,18 @@ def _short(text: str, limit: int = 40) -> str:
 
 
 def show(value: Any) -> str:
-    """A short, one-line description of a parsed value for an error message."""
+    """A short, one-line description of a parsed value for an error message.
+
+    Parameters
+    ----------
+    value : Any
+        The parsed value.
+
+    Returns
+    -------
+    str
+        A short description of the value, e.g. ``a list of 3 items``.
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):

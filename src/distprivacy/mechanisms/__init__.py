@@ -51,30 +51,60 @@ from distprivacy.mechanisms.wasserstein import (
     WassersteinMechanism,
 )
 from distprivacy.models import FModel
+from distprivacy.registry import BUILTIN_MECHANISMS, plugin_entry_points
 from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target
 
 #: The built-in mechanisms in the order ``distprivacy calibrate`` lists them.
-_BUILTIN_ORDER = (
-    "ExpM-L",
-    "DirM-L",
-    "ExpM-G",
-    "DirM-G",
-    "EigM-G",
-    "DauM-G",
-    "OptM-G",
-    "NoNoise",
-    "Wasserstein",
-    "ApproxWasserstein",
-    "ApproxWasserstein-Bounded",
-    "GroupDP-L",
-    "GroupDP-G",
-)
+_BUILTIN_ORDER = BUILTIN_MECHANISMS
 
 # Every public module of this package is imported, so that a mechanism defined in a new module
 # (decorated with @register_mechanism) is known without editing this file (docs/extending.md).
 for _m in pkgutil.iter_modules(__path__):
     if not _m.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_m.name}")
+
+
+def load_mechanism_plugins() -> tuple[str, ...]:
+    """Register the mechanisms other packages declare under the entry-point group
+    ``distprivacy.mechanisms`` (:mod:`distprivacy.registry`); called once when this package is
+    imported. An entry point names a :class:`Mechanism` subclass (registered here, its
+    ``name`` the entry point's) or a module (imported: its ``@register_mechanism`` classes
+    register themselves). A plug-in that fails to load, or names something else, is skipped
+    with a :class:`~distprivacy.exceptions.DistPrivacyWarning` naming it: the built-ins never
+    depend on one.
+
+    Returns
+    -------
+    tuple of str
+        The names of the entry points loaded.
+    """
+    import types
+    import warnings
+
+    from distprivacy.exceptions import DistPrivacyWarning
+
+    loaded = []
+    for ep in plugin_entry_points():
+        try:
+            obj = ep.load()
+            if isinstance(obj, type) and issubclass(obj, Mechanism):
+                if obj.__dict__.get("name") != ep.name:
+                    raise DistPrivacyError(
+                        f"its class is named {obj.__dict__.get('name')!r}, not {ep.name!r}"
+                    )
+                register_mechanism(obj)
+            elif not isinstance(obj, types.ModuleType):
+                raise DistPrivacyError("it names neither a Mechanism subclass nor a module")
+        except Exception as err:  # a broken plug-in never breaks the library
+            msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+            warnings.warn(
+                f"mechanism plug-in {ep.name!r} ({ep.value}) not loaded: {msg}",
+                DistPrivacyWarning,
+                stacklevel=2,
+            )
+            continue
+        loaded.append(ep.name)
+    return tuple(loaded)
 
 
 class _Registry(Mapping[str, type[Mechanism]]):
@@ -126,6 +156,32 @@ def make_mechanism(
     ``MaxAttackAccuracy``) states the same thing as one typed value and replaces ``epsilon``,
     ``mu`` and ``max_accuracy`` (an ``EpsDelta`` also gives δ); ``calibration`` may be a
     :class:`~distprivacy.targets.Rule`.
+
+    Parameters
+    ----------
+    name : str
+        The shorthand: ``"DauM-G"``, ``"ExpM-L"``, ... (``MECHANISMS`` lists them).
+    epsilon : float, optional
+        The target ε (with ``delta``).
+    delta : float, default 0
+        The target δ (for a μ or accuracy target: the point of the curve reported).
+    calibration : {"exact", "classic"} or Rule, default "exact"
+        The calibration rule.
+    mu : float, optional
+        A μ-GDP target instead of ε (Gaussian mechanisms).
+    max_accuracy : float, optional
+        A bound on any attacker's accuracy instead of ε (Gaussian mechanisms).
+    covariances : {"fitted", "pooled"}, default "fitted"
+        Whether the guarantee must hold for the fitted covariances as they are.
+    utility : {"scaled", "l2"}, default "scaled"
+        How noise is costed where the mechanism chooses (OptM-G).
+    target : EpsDelta, GDP or MaxAttackAccuracy, optional
+        The target as one typed value, instead of ``epsilon``, ``mu`` and ``max_accuracy``.
+
+    Returns
+    -------
+    Mechanism
+        The mechanism, not yet calibrated (``.calibrate(model)`` next).
     """
     check_instance(target, "target", (EpsDelta, GDP, MaxAttackAccuracy),
                    "a privacy target (EpsDelta, GDP or MaxAttackAccuracy: distprivacy.targets)",
@@ -275,7 +331,11 @@ __all__ = [
     "calibrate_all",
     "daum_variance",
     "delta_e",
+    "load_mechanism_plugins",
     "make_mechanism",
     "register_mechanism",
     "registered_mechanisms",
 ]
+
+# Third-party mechanisms (entry-point group ``distprivacy.mechanisms``), after the built-ins.
+load_mechanism_plugins()

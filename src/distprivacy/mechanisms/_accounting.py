@@ -2,8 +2,9 @@
 
 A Gaussian mechanism reports its guarantee in three forms (:mod:`distprivacy.mechanisms.
 gaussian`): the μ-GDP parameter under the shared-covariance model (:class:`SharedCovariance`),
-the exact profile of the fitted Gaussians with their unequal covariances (``unequal``, the dict
-of :func:`~distprivacy.mechanisms.gaussian.fitted_profile`, or None when it was not computed)
+the exact profile of the fitted Gaussians with their unequal covariances (``unequal``, the plain
+form of the :class:`~distprivacy.mechanisms._fitted.FittedProfile` of
+:func:`~distprivacy.mechanisms.gaussian.fitted_profile`, or None when it was not computed)
 and the worse of the two at ε (``delta_achieved``, ``max_attack_accuracy``).
 :meth:`GaussianAccounting.to_dict` writes the JSON of ``distprivacy calibrate`` (key
 ``accounting``) and :meth:`GaussianAccounting.from_dict` reads it back exactly.

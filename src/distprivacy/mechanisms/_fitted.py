@@ -10,6 +10,7 @@ fail closed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,40 @@ from distprivacy.profiles import (
     loss_profile,
     profile_upper_bound,
 )
+
+
+@dataclass(frozen=True)
+class FittedProfile:
+    """The exact privacy profile of the fitted Gaussians with a noise, worst ordered pair
+    (what :func:`fitted_profile` returns).
+
+    Attributes
+    ----------
+    delta_at_epsilon : float
+        An upper bound on the worst pair's δ at ε (exact within ``error_bound``).
+    max_attack_accuracy : float or None
+        (1 + TV)/2, when computed.
+    error_bound : float
+    violated : bool
+        Search mode: a pair was shown to miss the target.
+    worst_pair : tuple of int or None
+    support_mismatch : str or None
+        Why a pair's output laws have different supports (δ = 1), if one has.
+    pairs_exact : int
+        How many pairs needed the integral.
+    """
+
+    delta_at_epsilon: float
+    max_attack_accuracy: float | None
+    error_bound: float
+    violated: bool
+    worst_pair: tuple[int, int] | None
+    support_mismatch: str | None
+    pairs_exact: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The accounting's ``unequal_covariance`` entry (the keys of ``PROFILE_KEYS``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _pair_problem(model: FModel, Z: np.ndarray, i: int, j: int):
@@ -83,7 +118,7 @@ def fitted_profile(
     tv_target: float | None = None,
     accuracy: bool = True,
     atol: float = 1e-10,
-) -> dict[str, Any]:
+) -> FittedProfile:
     """The exact privacy profile of the fitted Gaussians N(μ_θ, Σ_θ + Σ_Z), worst ordered pair.
 
     Singular covariances are handled exactly (:func:`distprivacy.profiles.common_support`):
@@ -104,12 +139,35 @@ def fitted_profile(
 
     Returns
     -------
-    dict
+    FittedProfile
         ``delta_at_epsilon`` (an upper bound on the worst pair's δ at ε), ``max_attack_accuracy``
         (when computed), ``error_bound``, ``violated`` (search mode), ``worst_pair``,
         ``support_mismatch`` (the reason, if a pair's supports differ), ``pairs_exact`` (how
         many needed the integral).
     """
+    out = _profile(model, noise_covariance, epsilon, delta_target, tv_target, accuracy, atol)
+    wp = out["worst_pair"]
+    return FittedProfile(
+        delta_at_epsilon=out["delta_at_epsilon"],
+        max_attack_accuracy=out["max_attack_accuracy"],
+        error_bound=out["error_bound"],
+        violated=bool(out["violated"]),
+        worst_pair=None if wp is None else (int(wp[0]), int(wp[1])),
+        support_mismatch=out["support_mismatch"],
+        pairs_exact=int(out["pairs_exact"]),
+    )
+
+
+def _profile(
+    model: FModel,
+    noise_covariance: np.ndarray,
+    epsilon: float,
+    delta_target: float | None,
+    tv_target: float | None,
+    accuracy: bool,
+    atol: float,
+) -> dict[str, Any]:
+    """The branch and bound of :func:`fitted_profile`, as the dict it fills in."""
     Z = np.asarray(noise_covariance, dtype=float)
     first = np.array([i for i, _ in model.pair_indices_])
     second = np.array([j for _, j in model.pair_indices_])

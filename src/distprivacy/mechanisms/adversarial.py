@@ -15,7 +15,7 @@ import numpy as np
 
 from distprivacy.checks import check_array
 from distprivacy.exceptions import MoreNoiseWarning, Notice
-from distprivacy.mechanisms._calibrator import Proposal
+from distprivacy.mechanisms._calibrator import GaussianProperties, Proposal
 from distprivacy.mechanisms.base import (
     covariance_assumption,
     delta_e,
@@ -60,8 +60,9 @@ class NoNoise(GaussianMechanism):
 
     name = "NoNoise"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.4"
-    requires_invertible = True
-    no_noise_fix = True
+    #: Thm 4.4's condition uses Σ_θ⁻¹; M(D) = F(D) adds no noise, so a shortfall under the
+    #: fitted covariances is refused (adding noise would make it another mechanism).
+    properties = GaussianProperties(needs_invertible=True, adds_noise=False)
 
     def propose(self, model: FModel, mu: float, convention: Convention) -> Proposal:
         pairs = pair_covariances(model, convention)
@@ -192,7 +193,8 @@ class DauM(GaussianMechanism):
 
     name = "DauM-G"
     theorem = "Chen & Ohrimenko 2023, Algorithm 1 / Theorem A.1 (via Corollary A.1)"
-    requires_invertible = True
+    #: Algorithm 1's σ² uses vᵀ Σ_θ⁻¹ v.
+    properties = GaussianProperties(needs_invertible=True)
 
     def __init__(
         self,

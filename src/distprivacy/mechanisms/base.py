@@ -160,6 +160,17 @@ def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:
 
     Re-registering the same class (a module reloaded) replaces it; a *different* class under a
     registered name is refused with a one-line error (a mechanism never shadows another).
+
+    Parameters
+    ----------
+    cls : type
+        A :class:`Mechanism` subclass with the class attributes ``name`` (its shorthand) and
+        ``theorem`` (the result its guarantee rests on).
+
+    Returns
+    -------
+    type
+        ``cls`` itself, registered.
     """
     if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
         raise DistPrivacyTypeError(

@@ -191,7 +191,7 @@ class Calibration:
 
         def profile(eps: float) -> float:
             shared = 1.0 if math.isinf(mu) else float(gdp_delta(eps, mu))
-            fitted = fitted_profile(model, Z, eps, accuracy=False)["delta_at_epsilon"]
+            fitted = fitted_profile(model, Z, eps, accuracy=False).delta_at_epsilon
             return max(shared, float(fitted))
 
         return profile

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.exceptions import Notice
-from distprivacy.mechanisms._calibrator import Proposal
+from distprivacy.mechanisms._calibrator import GaussianProperties, Proposal
 from distprivacy.mechanisms.base import (
     Calibration,
     Mechanism,
@@ -64,6 +64,11 @@ class ExpectedValueGaussian(GaussianMechanism):
 
     name = "ExpM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.2"
+    #: The noise is built for μ* (Thm 4.2: under translation the output pair is the Gaussian
+    #: mechanism with sensitivity Δ_E,2); the guarantee stated is the μ of the noise drawn on
+    #: the fitted model (F's own spread included, at most μ*), as every Gaussian mechanism's
+    #: and the ledger's (issue 33: one guarantee); μ* stays the calibration target.
+    properties = GaussianProperties()
 
     def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         d2 = delta_e(model, 2)
@@ -129,6 +134,9 @@ class DirectionalGaussian(GaussianMechanism):
 
     name = "DirM-G"
     theorem = "Chen & Ohrimenko 2023, Theorem 4.3 (Gaussian variant, §4.2)"
+    #: Thm 4.2 restricted to span(V), built for μ*; the guarantee stated is the μ of the noise
+    #: drawn on the fitted model, as ExpM-G's (issue 33).
+    properties = GaussianProperties()
 
     def propose(self, model: FModel, mu: float, convention: str) -> Proposal:
         s = model.statistic_scales()

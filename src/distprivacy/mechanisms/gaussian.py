@@ -27,13 +27,12 @@ rule's are also issued as Python warnings, by category).
 
 from __future__ import annotations
 
-import math
 from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
 
-from distprivacy.accounting import classic_c, classic_warning
+from distprivacy.accounting import classic_c
 from distprivacy.checks import (
     check_bool,
     check_delta,
@@ -43,23 +42,16 @@ from distprivacy.checks import (
     check_rule,
     check_text,
 )
-from distprivacy.exceptions import (
-    AssumptionWarning,
-    ClassicRuleWarning,
-    ClassicShortfallWarning,
-    DistPrivacyError,
-    NotApplicableError,
-    Notice,
-    ShortfallWarning,
-)
-from distprivacy.mechanisms._accounting import GaussianAccounting
+from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms._calibrator import (
+    CERTIFY,
+    CalibrationOptions,
     Calibrator,
-    FittedProfile,
+    GaussianProperties,
     GaussianTarget,
     Proposal,
-    bisect,
-    expand,
+    least_top_up,
+    steps_for,
 )
 from distprivacy.mechanisms._fitted import fitted_profile as fitted_profile  # re-exported
 from distprivacy.mechanisms._mahalanobis import (  # re-exported
@@ -74,12 +66,7 @@ from distprivacy.mechanisms._mahalanobis import (
 from distprivacy.mechanisms._mahalanobis import (
     pair_covariances as pair_covariances,
 )
-from distprivacy.mechanisms.base import (
-    BASIS_EQUAL_COVARIANCES,
-    BASIS_FITTED,
-    Calibration,
-    Mechanism,
-)
+from distprivacy.mechanisms.base import Calibration, Mechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import (
@@ -129,8 +116,10 @@ def certify_top_up(
 ) -> tuple[np.ndarray, float]:
     """Make a candidate noise covariance meet Cor. A.1 (max Mahalanobis ≤ μ) *by computation*:
     symmetrise, clip negative eigenvalues (solver rounding) to 0, then add the least τ·R that
-    makes every condition hold (τ = 0 when none fails). R is :func:`top_up_shape`: the top-up
-    is shaped by the model, never isotropic in raw units.
+    makes every condition hold (τ = 0 when none fails), by the calibrator's one top-up search
+    (:func:`~distprivacy.mechanisms._calibrator.least_top_up`, tuned :data:`~distprivacy.
+    mechanisms._calibrator.CERTIFY` for this closed-form condition). R is
+    :func:`top_up_shape`: the top-up is shaped by the model, never isotropic in raw units.
 
     Returns
     -------
@@ -142,26 +131,18 @@ def certify_top_up(
     if max_mahalanobis(pairs, Sigma) <= mu:
         return Sigma, 0.0
 
-    def feasible(tau: float) -> tuple[bool, None]:
-        return max_mahalanobis(pairs, Sigma + tau * R) <= mu, None
+    def feasible(tau: float) -> tuple[bool, np.ndarray]:
+        topped = Sigma + tau * R
+        return max_mahalanobis(pairs, topped) <= mu, topped
 
-    start = 1e-12
-    bracket = expand(feasible, start, limit=1e12)
-    if bracket is None:
+    least = least_top_up(feasible, CERTIFY)
+    if least is None:
         raise NotApplicableError(
             "no top-up of the noise meets the condition of Cor. A.1 (a mean difference "
             "lies outside every covariance's range)"
         )
-    hi = bracket[0]
-    _, hi, _ = bisect(
-        feasible,
-        0.0 if hi == start else hi / 4,
-        hi,
-        feasible_high=True,
-        done=lambda lo, hi: hi - lo <= 1e-6 * hi,
-        max_iter=60,
-    )
-    return Sigma + hi * R, hi
+    tau, certified = least
+    return certified, tau
 
 
 def target_mu(
@@ -233,11 +214,10 @@ class GaussianMechanism(Mechanism):
         classic rule; faster, for experiments that do not report it).
     """
 
-    #: Whether the mechanism's conditions need every Σ_θ invertible (NoNoise, DauM-G).
-    requires_invertible: ClassVar[bool] = False
-    #: Whether the unequal-covariance profile of the model is checked (not for group DP, whose
-    #: guarantee does not depend on the model).
-    checks_model_profile: ClassVar[bool] = True
+    #: What the mechanism declares about itself; the calibrator chooses its steps from these
+    #: (:class:`~distprivacy.mechanisms._calibrator.GaussianProperties`, :func:`~distprivacy.
+    #: mechanisms._calibrator.steps_for`).
+    properties: ClassVar[GaussianProperties] = GaussianProperties()
 
     def __init__(
         self,
@@ -306,12 +286,6 @@ class GaussianMechanism(Mechanism):
         """The noise of this mechanism's form meeting μ ≤ ``mu`` under ``convention``, and what
         its calibration records (raises NotApplicableError when the form cannot meet it)."""
 
-    def _guarantee_mu(
-        self, model: FModel, noise: NoiseDistribution, mu_star: float, convention: Convention
-    ) -> float:
-        """The μ the mechanism guarantees (by default, from the Gaussian model)."""
-        return max_mahalanobis(pair_covariances(model, convention), noise.covariance)
-
     # Accounting --------------------------------------------------------------------------------
 
     def noise_cost(self, model: FModel, noise: NoiseDistribution) -> float:
@@ -332,9 +306,20 @@ class GaussianMechanism(Mechanism):
             epsilon_given=self._epsilon_given,
         )
 
+    def options(self) -> CalibrationOptions:
+        """What the user asked of the calibration (rule, covariances, profile check)."""
+        return CalibrationOptions(
+            rule=self.calibration,
+            covariances=self.covariances,
+            check_profile=self.check_profile,
+            convention=self.convention,
+        )
+
     def calibrator(self, model: FModel) -> Calibrator:
-        """The :class:`Calibrator` that verifies, fixes and accounts this mechanism's noise."""
+        """The :class:`Calibrator` that verifies, fixes and accounts this mechanism's noise, with
+        the steps its declared :attr:`properties` and the user's options choose."""
         conv = self.convention
+        options = self.options()
         return Calibrator(
             name=self.name,
             model=model,
@@ -342,99 +327,25 @@ class GaussianMechanism(Mechanism):
             propose=lambda mu: self.propose(model, mu, conv),
             cost=lambda noise: self.noise_cost(model, noise),
             top_up_shapes=lambda: top_up_shapes(model),
-            fixable=not self.no_noise_fix,
+            options=options,
+            steps=steps_for(self.properties, options, self._epsilon_given),
         )
-
-    #: NoNoise cannot be fixed by adding noise: it refuses instead.
-    no_noise_fix: ClassVar[bool] = False
 
     def _calibrate(self, model: FModel) -> Calibration:
-        if self.requires_invertible:
-            model.require_invertible()
-        cal = self.calibrator(model)
-        target = cal.target
-        mu_star = target.mu
-        conv = self.convention
-        proposal = self.propose(model, mu_star, conv)
-        mu_used = mu_star
-        warnings_: list[Notice] = list(proposal.warnings)
-        enforce = self.calibration == "exact" and self.covariances == "fitted"
-        check = self.checks_model_profile and self.check_profile
-        if enforce and check and cal.misses(proposal.noise):
-            fixed = cal.fix(proposal)
-            proposal, mu_used = fixed.proposal, fixed.mu_used
-            warnings_ += [*proposal.warnings, fixed.warning]
-        noise = proposal.noise
-        profile = cal.verify(noise) if check else None
-        if enforce and check and target.missed_by(profile):  # pragma: no cover - guard
-            raise NotApplicableError(
-                f"{self.name} is not applicable: the noise found could not be verified against "
-                "the fitted covariances"
-            )
-        if profile is not None and profile.support_mismatch and not enforce:
-            warnings_.append(
-                Notice(
-                    "under the fitted covariances a pair's output laws have different supports ("
-                    + profile.support_mismatch
-                    + "): the guarantee rests entirely on the equal-covariance assumption",
-                    AssumptionWarning,
-                )
-            )
-        mu = self._guarantee_mu(model, noise, mu_used, conv)
-        if not math.isfinite(mu):
-            raise NotApplicableError(
-                f"{self.name} is not applicable: the noise does not cover a mean difference of "
-                "a protected pair (μ = ∞)"
-            )
-        acct = self._accounting(mu, mu_star, mu_used, profile)
-        if self.calibration == "classic" and (caveat := classic_warning(self.epsilon)):
-            warnings_.append(Notice(caveat, ClassicRuleWarning))
-        # Issued as Python warnings too: the classic rule's caveats (outside its range, and a
-        # shortfall it causes).
-        emit = [w for w in warnings_ if w.category is ClassicRuleWarning]
-        achieved = acct.delta_achieved
-        if self._epsilon_given and achieved > self.delta * (1 + 1e-9):
-            by_rule = acct.shared.delta_at_epsilon > self.delta * (1 + 1e-9)
-            why = (
-                "the classic rule"
-                if by_rule
-                else "the equal-covariance assumption (the fitted covariances differ)"
-            )
-            shortfall = Notice(
-                f"exact accounting: at ε = {self.epsilon:g} this noise achieves only "
-                f"δ = {achieved:.3g} > the nominal {self.delta:g}; the shortfall comes from {why}",
-                ClassicShortfallWarning if by_rule else ShortfallWarning,
-            )
-            warnings_.append(shortfall)
-            if by_rule:
-                emit.append(shortfall)
-        for w in emit:
+        draft = self.calibrator(model).run()
+        for w in draft.emitted:
             w.emit(stacklevel=3)  # at the caller of Mechanism.calibrate
-        if not self.checks_model_profile:
-            basis = self.basis
-        elif enforce and check:
-            basis = BASIS_FITTED
-        else:
-            basis = BASIS_EQUAL_COVARIANCES
+        proposal = draft.proposal
+        assert proposal is not None
         return self._make(
             model,
-            noise,
-            basis=basis,
+            proposal.noise,
+            basis=draft.basis,
             rule=self.calibration,
-            accounting=acct,
-            warnings=tuple(dict.fromkeys(warnings_)),
-            **proposal.fields,
-        )
-
-    def _accounting(
-        self, mu: float, mu_star: float, mu_used: float, profile: FittedProfile | None
-    ) -> GaussianAccounting:
-        return GaussianAccounting.of(
-            self.calibration,
-            mu,
-            mu_star,
-            mu_used,
-            self.epsilon,
-            self.delta,
-            None if profile is None else profile.to_dict(),
+            accounting=draft.accounting,
+            warnings=tuple(dict.fromkeys(draft.notices)),
+            sensitivity=proposal.sensitivity,
+            sensitivity_label=proposal.sensitivity_label,
+            assumptions=proposal.assumptions,
+            details=dict(proposal.details),
         )

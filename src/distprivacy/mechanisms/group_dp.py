@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from distprivacy.checks import check_int
-from distprivacy.mechanisms._calibrator import Proposal
+from distprivacy.mechanisms._calibrator import GaussianProperties, Proposal
 from distprivacy.mechanisms.base import (
     BASIS_UNCONDITIONAL,
     Calibration,
@@ -59,6 +59,17 @@ class GroupDPLaplace(Mechanism):
 
     Laplace mechanism (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.6) with group sensitivity
     k·Δ₁: (ε, 0)-DP for groups of k records (the paper's baseline, §5.1, k = n).
+
+    Parameters
+    ----------
+    epsilon : float
+        The target ε.
+    delta : float, default 0
+        Not used (the guarantee is (ε, 0)); accepted so every mechanism takes (ε, δ).
+    calibration : {"exact", "classic"}, default "exact"
+        The calibration rule.
+    group_size : int, optional
+        k, the number of records a group may change; defaults to the model's n.
     """
 
     basis = BASIS_UNCONDITIONAL
@@ -100,12 +111,27 @@ class GroupDPGaussian(GaussianMechanism):
     Gaussian mechanism (Dwork & Roth 2014, Thm A.1; c = √(2 ln(1.25/δ)), ε < 1; exact rule:
     Balle & Wang 2018) with group sensitivity k·Δ₂: (ε, δ)-DP for groups of k records (the paper's
     baseline, §5.1, k = n). Its guarantee does not depend on the model of f_θ.
+
+    Parameters
+    ----------
+    epsilon : float, optional
+        The target ε (with ``delta``); or give one target in ``targets``.
+    delta : float, default 1e-3
+        The target δ.
+    calibration : {"exact", "classic"}, default "exact"
+        The calibration rule: exact μ-GDP accounting, or c = √(2 ln(1.25/δ)).
+    group_size : int, optional
+        k, the number of records a group may change; defaults to the model's n.
+    **targets : float
+        Another form of the target instead of (ε, δ): ``mu=`` or ``max_accuracy=``.
     """
 
     basis = BASIS_UNCONDITIONAL
     name = "GroupDP-G"
     theorem = "Dwork & Roth 2014, Theorem A.1 with group sensitivity k·Δ₂ (paper §5.1)"
-    checks_model_profile = False
+    #: Dwork & Roth Thm A.1 with group sensitivity: μ = k·Δ₂/σ for every dataset, whatever the
+    #: model of f_θ (no fitted profile is checked).
+    properties = GaussianProperties(guarantee="every-input")
 
     def __init__(
         self,
@@ -133,6 +159,3 @@ class GroupDPGaussian(GaussianMechanism):
             ),
             details={"group_size": k, "record_sensitivities": sens, "sigma": sigma},
         )
-
-    def _guarantee_mu(self, model, noise, mu_star, convention) -> float:
-        return mu_star

@@ -158,6 +158,29 @@ class Plan:
 
     Build one with :meth:`from_calibration`; :meth:`save` writes it, :meth:`load` reads it back
     (digest checked) and :meth:`release` releases a target dataset with it.
+
+    Attributes
+    ----------
+    calibration : Calibration
+        The calibrated mechanism: its noise and its verified guarantee.
+    model : FModel
+        The fitted model of f_θ the calibration was made on (its moments are kept).
+    spec : dict, optional
+        The protection specification (property, n, values, pairs), as a mapping.
+    query : str, optional
+        The statistics as query text.
+    columns : tuple of str
+        The columns the statistics read.
+    modelling : dict
+        The modelling choices (method, samples, seed, engine, rule, covariances, utility).
+    data_fingerprint : str, optional
+        The fingerprint of the data the model was fitted on.
+    library_version : str
+        The distprivacy version that made the plan.
+    created : str
+        When the plan was made (UTC, ISO 8601).
+    seal_mac : str, optional
+        A schema-2 seal, kept to refuse it with a clear message.
     """
 
     calibration: Any
@@ -536,8 +559,8 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
     acc = float(gdp_accuracy(mu)) if math.isfinite(mu) else 1.0
     if getattr(cal, "accounting", None) is not None and cal.accounting.unequal is not None:
         prof = fitted_profile(model, Z, eps)
-        delta = max(delta, float(prof["delta_at_epsilon"]))
-        acc = max(acc, float(prof["max_attack_accuracy"]))
+        delta = max(delta, float(prof.delta_at_epsilon))
+        acc = max(acc, float(prof.max_attack_accuracy))  # type: ignore[arg-type]
     bad = []
     if not _agrees(mu, float(stated.mu)):
         bad.append(f"μ = {mu:.6g} (states μ = {stated.mu:.6g})")

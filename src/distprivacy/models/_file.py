@@ -38,7 +38,7 @@ _MODEL_THETA = Table(
     noun='an object {"label": …, "mean": […], "covariance": [[…], …]}',
 )
 
-#: The schema of a model file (README, "A user-supplied model").
+#: The schema of a model file (docs/guide/python.md, "A user-supplied model").
 MODEL_FILE_SCHEMA = Table(
     {
         "statistics": Field(
@@ -82,6 +82,11 @@ def model_file_memory(dim: int, lmis: int, sample_pairs: int = 0) -> int:
         else 2.
     sample_pairs : int
         The largest R·R' over the pairs (0 without samples).
+
+    Returns
+    -------
+    int
+        The estimated bytes.
     """
     return int(30 * lmis * dim**4 + 24 * sample_pairs)
 
@@ -111,6 +116,11 @@ def load_model_file(
     memory_limit : int or None
         The most working memory (bytes) the model may imply for the costliest mechanism
         (:func:`model_file_memory`); None for no limit. Default :data:`MODEL_MEMORY_LIMIT`.
+
+    Returns
+    -------
+    GaussianModel
+        The model: per-θ means and covariances (and samples, if given) and the pairs.
 
     Raises
     ------

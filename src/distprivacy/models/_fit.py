@@ -47,6 +47,12 @@ def fit_model(
     engine : {"auto", "pandas", "duckdb", "spark"}, Engine or None
         Where the aggregates are computed (:func:`distprivacy.engines.resolve_engine`; None or
         ``"auto"``: pandas for a DataFrame, DuckDB for a path).
+
+    Returns
+    -------
+    FModel
+        The fitted model (an ``ExactModel`` or a ``MonteCarloModel``): per-θ means and
+        covariances of the statistics, and samples where the method draws them.
     """
     check_fit_inputs(spec, query)
     check_text(method, "modelling method", choices=("auto", "exact", "monte-carlo"))

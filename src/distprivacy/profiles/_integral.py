@@ -363,6 +363,20 @@ def loss_profile(loss: PrivacyLoss, epsilon: float, *, atol: float = 1e-10) -> t
     """δ(ε) of a privacy loss and its absolute error bound (the computation behind
     :func:`gaussian_profile`, for callers that reuse one :class:`PrivacyLoss`).
 
+    Parameters
+    ----------
+    loss : PrivacyLoss
+        The privacy loss of the pair.
+    epsilon : float
+        The ε at which δ is computed.
+    atol : float, default 1e-10
+        The absolute accuracy asked of δ.
+
+    Returns
+    -------
+    (float, float)
+        δ(ε) and its absolute error bound.
+
     Raises
     ------
     DistPrivacyError

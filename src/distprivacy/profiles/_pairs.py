@@ -26,6 +26,18 @@ def profile_upper_bound(loss: PrivacyLoss, epsilon: float) -> float:
     E[e^{sL}] = e^{sγ} Π_k (1 − sλ_k)^{−½} exp(s²β_k²/(2(1 − sλ_k))) (s λ_k < 1). Any s gives
     a valid bound; the minimum over a logarithmic grid of s is returned (never below the true
     δ; capped at 1).
+
+    Parameters
+    ----------
+    loss : PrivacyLoss
+        The privacy loss of the pair.
+    epsilon : float
+        The ε at which δ is bounded.
+
+    Returns
+    -------
+    float
+        An upper bound on δ(ε) (1 when no s gives a better one).
     """
     lam, b2 = loss.lambdas, loss.betas**2
     lam_max = float(np.max(lam)) if lam.size else 0.0
@@ -115,6 +127,18 @@ def gaussian_pair_losses(
     Coordinates are scaled by the largest standard deviation over θ (δ is invariant, and the
     rank test is unit-free). M = Rᵀ B⁻¹ (A − B) R⁻ᵀ is formed from the exact difference A − B,
     as in :meth:`PrivacyLoss.from_gaussians`.
+
+    Parameters
+    ----------
+    means : ndarray, shape (t, m)
+        The mean of F under each θ.
+    covariances : ndarray, shape (t, m, m)
+        The covariance of the release under each θ (the model's plus the noise's).
+    first, second : ndarray of int, shape (k,)
+        The ordered pairs (first[k], second[k]) of indices into ``means``.
+    rank_rtol : float, default 1e-9
+        The relative tolerance below which a covariance counts as singular (those pairs are
+        left to :func:`common_support`).
 
     Returns
     -------

@@ -67,6 +67,18 @@ def common_support(
       subspace of, or crosses, the other);
     * otherwise both are positive definite there and the profile is that of the reduced pair.
 
+    Parameters
+    ----------
+    mean_p, cov_p : array_like
+        P's mean (m,) and covariance (m, m), symmetric positive semidefinite.
+    mean_q, cov_q : array_like
+        Q's mean and covariance, of the same dimension.
+
+    Returns
+    -------
+    CommonSupport
+        Whether the supports agree (else why not) and the two laws in its coordinates.
+
     Raises
     ------
     DistPrivacyError
@@ -144,6 +156,17 @@ def gaussian_profile_psd(
     Different affine supports give δ = 1 at every ε (:func:`common_support`); on a common
     support the exact profile of the reduced pair (:func:`gaussian_profile`); on a support of
     dimension 0 (two equal point masses) δ = 0.
+
+    Parameters
+    ----------
+    mean_p, cov_p : array_like
+        P's mean (m,) and covariance (m, m), symmetric positive semidefinite.
+    mean_q, cov_q : array_like
+        Q's mean and covariance, of the same dimension.
+    epsilon : float
+        The ε at which δ is computed.
+    atol : float, default 1e-10
+        The absolute accuracy asked of δ.
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """The report of ``distprivacy models audit``: how well attacks told apart models trained at
 different shares of protected records (Suri & Evans' game on the user's table). Every number
 comes from what the command computed — the populations of
-:func:`~distprivacy.inference.audit.audit_ratios`, the attacks' scores and the regression of
+:func:`~distprivacy.inference.models_audit.audit_ratios`, the attacks' scores and the regression of
 the share — and none is an exact statistic of the data: the page is written with the usual
 file mode."""
 
@@ -292,11 +292,11 @@ def models_audit_report(
     Parameters
     ----------
     audit : RatioAudit
-        The populations (:func:`~distprivacy.inference.audit.audit_ratios`).
+        The populations (:func:`~distprivacy.inference.models_audit.audit_ratios`).
     games : sequence of mapping
         One entry per pair of shares, ``{"ratios": [α0, α1], "attacks": [AttackScore]}``
-        (:func:`~distprivacy.inference.audit.run_attacks` or
-        :func:`~distprivacy.inference.audit.pairwise_attacks`).
+        (:func:`~distprivacy.inference.models_audit.run_attacks` or
+        :func:`~distprivacy.inference.models_audit.pairwise_attacks`).
     regression : sequence of RatioRegression, optional
         The regression of the share (three ratios or more).
     context : mapping

@@ -1,5 +1,5 @@
 """``distprivacy reproduce model-inference``: Suri & Evans, *Formalizing Distribution Inference
-Risks*, §3 on Census (UCI Adult), with the defence of :mod:`distprivacy.inference.defence`.
+Risks*, §3 on Census (UCI Adult), with the defence of :mod:`distprivacy.inference.output_defence`.
 
 What is computed (every number in the report comes from here):
 

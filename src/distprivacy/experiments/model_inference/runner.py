@@ -301,7 +301,7 @@ def regression_frame(run: _Run) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def defence_frame(run: _Run) -> tuple[pd.DataFrame, dict[str, str], dict[str, Any]]:
-    from distprivacy.inference.defence import (
+    from distprivacy.inference.output_defence import (
         OutputStatistic,
         calibrate_defences,
         evaluate_defences,

@@ -346,8 +346,8 @@ def audit_section(df: pd.DataFrame, png: str | None) -> str:
         "noise from the mechanism; three attacks (likelihood ratio with the attacker's moments, "
         "logistic regression and gradient-boosted trees trained on noisy shadows); threshold "
         "chosen on a separate split; Clopper–Pearson intervals, α = 0.05 split over the attacks "
-        "(`distprivacy.audit`). A lower bound above the claimed ε, or an accuracy interval "
-        "wholly above the bound on any attacker's accuracy, would refute the calibration.",
+        "(`distprivacy.mechanism_audit`). A lower bound above the claimed ε, or an accuracy "
+        "interval wholly above the bound on any attacker's accuracy, would refute the calibration.",
         f"Refuted claims: {n_ref}; accuracies above their bound: {n_acc} (of {len(best)} audits).",
         _table(
             [

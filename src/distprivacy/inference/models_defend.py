@@ -1,19 +1,20 @@
 """Defending what ships: ``distprivacy models defend`` on the user's own table.
 
-The game of :mod:`distprivacy.inference.audit` (two or more ratios α0, α1, … of a protected
+The game of :mod:`distprivacy.inference.models_audit` (two or more ratios α0, α1, … of a protected
 property; the rows split into an adversary's half and a victim's half) with a *release* instead
 of the model itself:
 
 * ``outputs`` — the model's probabilities on a public query set of ``n_query`` rows
-  (:class:`~distprivacy.inference.defence.OutputStatistic`);
+  (:class:`~distprivacy.inference.output_defence.OutputStatistic`);
 * ``parameters`` — the coefficients and intercept of a binary linear model
   (:class:`ParameterStatistic`).
 
 The defender trains its own shadow models on its half at each ratio, fits the Gaussian model
-of the release under each (:func:`~distprivacy.inference.defence.fit_output_models`; every pair
-of ratios is a secret, Def. 3.1 of the main paper) and calibrates the main paper's Gaussian
+of the release under each
+(:func:`~distprivacy.inference.output_defence.fit_output_models`; every pair of
+ratios is a secret, Def. 3.1 of the main paper) and calibrates the main paper's Gaussian
 mechanisms on it at (ε, δ) with the library's calibration
-(:func:`~distprivacy.inference.defence.calibrate_defences`: DauM-G, OptM-G; ExpM-G the
+(:func:`~distprivacy.inference.output_defence.calibrate_defences`: DauM-G, OptM-G; ExpM-G the
 baseline). Other models from the victim's half — never used by the defender's fit — are the
 released ones. Per mechanism, :func:`evaluate_release` reports:
 
@@ -45,13 +46,13 @@ import pandas as pd
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.inference._user_code import user_code
 from distprivacy.inference.attacks import score_predictions
-from distprivacy.inference.audit import (
+from distprivacy.inference.models_audit import (
     AuditData,
     check_ratios,
     prepare_audit,
     train_ratio_population,
 )
-from distprivacy.inference.defence import (
+from distprivacy.inference.output_defence import (
     DEFAULT_MECHANISMS,
     OutputStatistic,
     calibrate_defences,
@@ -176,7 +177,7 @@ def evaluate_release(
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from distprivacy.attacks import LikelihoodRatioAttack
+    from distprivacy.statistic_attacks import LikelihoodRatioAttack
 
     A = [np.asarray(a, dtype=float) for a in adversary]
     V = [np.asarray(v, dtype=float) for v in released]

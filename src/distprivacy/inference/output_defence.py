@@ -321,7 +321,7 @@ def evaluate_defences(
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from distprivacy.attacks import LikelihoodRatioAttack
+    from distprivacy.statistic_attacks import LikelihoodRatioAttack
 
     if not isinstance(statistic, OutputStatistic):
         raise DistPrivacyError("statistic must be an OutputStatistic (outputs on a query set)")

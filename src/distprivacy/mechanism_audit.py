@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from distprivacy.attacks import LikelihoodRatioAttack
 from distprivacy.checks import (
     check_callable,
     check_instance,
@@ -64,6 +63,7 @@ from distprivacy.models import FModel, sample_statistics
 from distprivacy.query import Query
 from distprivacy.randomness import MAX_SEED, RandomState, check_random_state
 from distprivacy.spec import ProtectionSpec
+from distprivacy.statistic_attacks import LikelihoodRatioAttack
 
 if TYPE_CHECKING:
     from distprivacy.engines import Engine
@@ -189,6 +189,23 @@ class AuditResult:
     ``refuted`` is True when the claim is contradicted either way: some attack's ε lower bound
     exceeds the claimed ε (``epsilon_exceeded``), or some attack's accuracy interval lies
     wholly above the calibration's bound on any attacker's accuracy (``accuracy_exceeded``).
+
+    Attributes
+    ----------
+    mechanism : str
+        The audited mechanism's name.
+    claimed_epsilon : float
+        The ε the calibration claims.
+    delta : float
+        The δ it claims, at which the attacks' ε lower bounds are computed.
+    pair : tuple of float
+        The protected pair (p_a, p_b) the attacks tell apart.
+    accuracy_bound : float
+        The calibration's bound on any attacker's accuracy between the two.
+    alpha : float
+        One minus the confidence of the Clopper–Pearson intervals.
+    attacks : tuple of AttackAudit
+        Each attack's error rates, accuracy interval and ε lower bound.
     """
 
     mechanism: str
@@ -504,7 +521,36 @@ def audit_model(
     """Audit on the data: draw ``samples_per_value`` real datasets at each value of the pair
     (default: :func:`worst_pair`), give the likelihood-ratio attack the model's moments, and run
     :func:`audit` (``random_state`` seeds both the datasets and the audit; ``on_step`` is told
-    before the drawing and each attack; ``kwargs`` go to :func:`audit`)."""
+    before the drawing and each attack; ``kwargs`` go to :func:`audit`).
+
+    Parameters
+    ----------
+    calibration : Calibration
+        The calibration audited (``Mechanism.calibrate``).
+    model : FModel
+        The fitted model of f_θ it was calibrated on (the likelihood-ratio attack's moments).
+    data : DataFrame or Engine
+        The population the real datasets are drawn from.
+    spec : ProtectionSpec
+        What is protected: the property, n and the values.
+    query : Query
+        The statistics released.
+    samples_per_value : int, default 20000
+        Real datasets drawn at each value of the pair.
+    pair : tuple of int, optional
+        Two indices into ``spec.values``; default: the worst pair for the calibration.
+    random_state : None, int or Generator
+        Seeds the datasets and the audit (None: fresh entropy).
+    on_step : callable, optional
+        ``on_step(text)`` is called before the drawing and before each attack.
+    **kwargs
+        ``attacks``, ``split``, ``alpha``, ``knn_neighbors``: passed to :func:`audit`.
+
+    Returns
+    -------
+    AuditResult
+        Each attack's accuracy interval and ε lower bound, and whether the claim is refuted.
+    """
     from distprivacy.engines import Engine
 
     check_instance(calibration, "calibration", Calibration, "a Calibration (Mechanism.calibrate)")

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from distprivacy.audit import (
+from distprivacy.cli import main
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.mechanism_audit import (
     ATTACKS,
     AttackAudit,
     AuditResult,
@@ -24,8 +26,6 @@ from distprivacy.audit import (
     mechanism_random_state,
     worst_pair,
 )
-from distprivacy.cli import main
-from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import ExactModel, GaussianModel
 from distprivacy.noise import NoiseDistribution
@@ -302,7 +302,7 @@ def test_cli_audit_human_readable(capsys, adult_dir, monkeypatch):
 
 def test_cli_audit_refuted_exits_1(capsys, adult_dir, monkeypatch):
     """A refuted claim makes the command fail (exit status 1), e.g. for use in CI."""
-    import distprivacy.audit as audit_module
+    import distprivacy.mechanism_audit as audit_module
 
     real = audit_module.audit_model
 
@@ -405,7 +405,7 @@ def test_accuracy_interval_above_the_bound_refutes():
 
 def test_cli_audit_accuracy_above_bound_exits_1(capsys, adult_dir, monkeypatch):
     """The CLI exits 1 (and says REFUTED) when only the accuracy check fails."""
-    import distprivacy.audit as audit_module
+    import distprivacy.mechanism_audit as audit_module
 
     def fake(cal, *args, **kwargs):
         return _accuracy_only_result(lower=0.99, bound=cal.max_attack_accuracy)

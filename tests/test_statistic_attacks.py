@@ -9,18 +9,18 @@ import pytest
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
-from distprivacy.attacks import (
+from distprivacy.exceptions import DistPrivacyError
+from distprivacy.mechanisms import make_mechanism
+from distprivacy.models import ExactModel
+from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.spec import ProtectionSpec
+from distprivacy.statistic_attacks import (
     AttackResult,
     LikelihoodRatioAttack,
     MetaClassifierAttack,
     batched_logistic_regression,
     split_data,
 )
-from distprivacy.exceptions import DistPrivacyError
-from distprivacy.mechanisms import make_mechanism
-from distprivacy.models import ExactModel
-from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
-from distprivacy.spec import ProtectionSpec
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,229 @@
+"""The Calibrator owns the strategy (issue 32, item 3): a Gaussian calibration is a pipeline of
+small typed steps chosen by what the mechanism declares (``GaussianProperties``) and what the
+user asked (``CalibrationOptions``), never by flags read inside ``_calibrate``; one top-up
+search; NoNoise refused (never fixed) by its own declared property."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import distprivacy as dp
+from distprivacy.exceptions import MoreNoiseWarning, NotApplicableError
+from distprivacy.mechanisms import MECHANISMS, GaussianMechanism, make_mechanism
+from distprivacy.mechanisms import _calibrator as calib
+from distprivacy.mechanisms.calibration import (
+    BASIS_EQUAL_COVARIANCES,
+    BASIS_FITTED,
+    BASIS_UNCONDITIONAL,
+)
+from distprivacy.models import GaussianModel
+from distprivacy.noise import NoiseDistribution
+
+EXACT_FITTED = calib.CalibrationOptions("exact", "fitted", True, "average")
+EXACT_POOLED = calib.CalibrationOptions("exact", "pooled", True, "average")
+POOLED_UNCHECKED = calib.CalibrationOptions("exact", "pooled", False, "average")
+CLASSIC = calib.CalibrationOptions("classic", "fitted", True, "own")
+
+
+def _types(steps) -> list[str]:
+    return [type(s).__name__ for s in steps]
+
+
+@pytest.mark.parametrize(
+    ("properties", "options", "epsilon_given", "expected"),
+    [
+        (calib.GaussianProperties(), EXACT_FITTED, True,
+         ["Propose", "EnforceFitted", "VerifyFitted", "AccountModelMu", "ShortfallNotice",
+          "SetBasis"]),
+        (calib.GaussianProperties(), EXACT_FITTED, False,
+         ["Propose", "EnforceFitted", "VerifyFitted", "AccountModelMu", "SetBasis"]),
+        (calib.GaussianProperties(needs_invertible=True, adds_noise=False), EXACT_FITTED, True,
+         ["RequireInvertible", "Propose", "RefuseUnfitted", "VerifyFitted", "AccountModelMu",
+          "ShortfallNotice", "SetBasis"]),
+        (calib.GaussianProperties(guarantee="theorem"), EXACT_POOLED, True,
+         ["Propose", "VerifyFitted", "NoteSupportMismatch", "AccountTheoremMu",
+          "ShortfallNotice", "SetBasis"]),
+        (calib.GaussianProperties(), POOLED_UNCHECKED, False,
+         ["Propose", "AccountModelMu", "SetBasis"]),
+        (calib.GaussianProperties(), CLASSIC, True,
+         ["Propose", "VerifyFitted", "NoteSupportMismatch", "AccountModelMu", "ClassicCaveat",
+          "ShortfallNotice", "SetBasis"]),
+        (calib.GaussianProperties(guarantee="every-input"), EXACT_FITTED, True,
+         ["Propose", "AccountTheoremMu", "ShortfallNotice", "SetBasis"]),
+        (calib.GaussianProperties(guarantee="every-input", needs_invertible=True), CLASSIC, False,
+         ["RequireInvertible", "Propose", "AccountTheoremMu", "ClassicCaveat", "SetBasis"]),
+    ],
+)  # fmt: skip
+def test_steps_follow_the_declared_properties_and_the_options(
+    properties, options, epsilon_given, expected
+):
+    steps = calib.steps_for(properties, options, epsilon_given)
+    assert _types(steps) == expected
+    assert all(isinstance(s, calib.Calibrator.STEP_TYPES) for s in steps)
+    basis = steps[-1].basis
+    if not properties.reads_model:
+        assert basis == BASIS_UNCONDITIONAL
+    elif "EnforceFitted" in expected or "RefuseUnfitted" in expected:
+        assert basis == BASIS_FITTED
+        assert any(isinstance(s, calib.VerifyFitted) and s.enforced for s in steps)
+    else:
+        assert basis == BASIS_EQUAL_COVARIANCES
+
+
+def test_every_step_names_the_result_it_implements():
+    for step in calib.Calibrator.STEP_TYPES:
+        doc = inspect.getdoc(step) or ""
+        assert doc, step
+    named = ("Thm", "Theorem", "Cor.", "Algorithm", "Dong", "Balle", "Dwork", "BASIS")
+    for step in calib.Calibrator.STEP_TYPES:
+        if step is not calib.Propose:  # Propose runs the mechanism's own `theorem`
+            assert any(w in inspect.getdoc(step) for w in named), step
+
+
+# -- a test mechanism declaring properties gets the right steps --------------------------------
+
+
+class _Declared(GaussianMechanism):
+    """Isotropic σ = Δ/μ*, μ by the Gaussian mechanism's theorem, Σ_θ⁻¹ required (a test)."""
+
+    name = "Declared-G"
+    theorem = "test: Dong, Roth & Su 2019, Thm 2.7"
+    properties = calib.GaussianProperties(needs_invertible=True, guarantee="theorem")
+
+    def propose(self, model, mu, convention):
+        d2 = float(np.linalg.norm(model.mean_differences(), axis=1).max())
+        noise = NoiseDistribution.isotropic("gaussian", model.dim, d2 / mu)
+        return calib.Proposal.of(noise, sensitivity=d2, details={"sigma": d2 / mu})
+
+
+def _model(cov_b: float = 1.0) -> GaussianModel:
+    return GaussianModel(
+        ["a", "b"], [[0.0, 0.0], [1.0, 0.5]], [np.eye(2), cov_b * np.eye(2)], [("a", "b")]
+    )
+
+
+def test_a_declared_mechanism_gets_its_steps_and_a_verified_calibration():
+    model = _model()
+    mech = _Declared(1.0, 1e-3)
+    assert _types(mech.calibrator(model).steps) == [
+        "RequireInvertible", "Propose", "EnforceFitted", "VerifyFitted", "AccountTheoremMu",
+        "ShortfallNotice", "SetBasis",
+    ]  # fmt: skip
+    cal = mech.calibrate(model)
+    assert cal.verified and cal.basis == BASIS_FITTED
+    # Equal covariances: no fix, and μ is the theorem's μ* (Δ/σ), the target itself.
+    assert cal.mu == pytest.approx(mech.target_mu(), rel=1e-12)
+    assert cal.delta_achieved <= 1e-3 * (1 + 1e-9)
+    assert cal.details["sigma"] == pytest.approx(1.25**0.5 / mech.target_mu(), rel=1e-12)
+    pooled = _Declared(1.0, 1e-3, covariances="pooled", check_profile=False)
+    assert _types(pooled.calibrator(model).steps) == [
+        "RequireInvertible", "Propose", "AccountTheoremMu", "ShortfallNotice", "SetBasis",
+    ]  # fmt: skip
+
+
+def test_require_invertible_runs_before_anything_is_proposed():
+    singular = GaussianModel(
+        ["a", "b"], [[0.0, 0.0], [1.0, 0.0]], [np.diag([1.0, 0.0])] * 2, [("a", "b")]
+    )
+    with pytest.raises(dp.DistPrivacyError):
+        _Declared(1.0, 1e-3).calibrate(singular)
+
+
+def test_unequal_covariances_are_fixed_with_more_noise_and_verified():
+    model = _model(cov_b=3.0)
+    mech = _Declared(1.0, 1e-3)
+    cal = mech.calibrate(model)
+    assert any(w.category is MoreNoiseWarning for w in cal.warnings)
+    assert cal.verified and cal.accounting.unequal["delta_at_epsilon"] <= 1e-3 * (1 + 1e-9)
+
+
+def test_nonoise_is_refused_never_fixed():
+    """Equal means (Thm 4.4's test passes at any μ*) but unequal covariances: the release of
+    F(D) itself misses the target under the fitted Gaussians. NoNoise is refused with the
+    figure; a mechanism that adds noise is fixed on the same model."""
+    model = GaussianModel(
+        ["a", "b"], [[0.0, 0.0], [0.0, 0.0]], [np.eye(2), 4 * np.eye(2)], [("a", "b")]
+    )
+    with pytest.raises(NotApplicableError, match=r"no noise of its form meets the target .*δ = "):
+        make_mechanism("NoNoise", 1.0, 1e-3).calibrate(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(model)
+    assert cal.verified and cal.details["unequal_covariance_top_up"] > 0
+
+
+# -- no flags left ------------------------------------------------------------------------------
+
+FLAGS = ("requires_invertible", "checks_model_profile", "no_noise_fix", "_guarantee_mu")
+
+
+def test_no_calibrate_flags_remain():
+    """Neither the base nor any registered Gaussian mechanism carries the old flags or hook, and
+    ``GaussianMechanism._calibrate`` reads nothing of the mechanism but its calibrator and its
+    rule: the strategy is the Calibrator's."""
+    gaussian = [c for c in MECHANISMS.values() if issubclass(c, GaussianMechanism)]
+    assert len(gaussian) >= 7
+    for cls in [GaussianMechanism, *gaussian]:
+        assert not [f for f in FLAGS if hasattr(cls, f)], cls
+        assert "_calibrate" not in vars(cls) or cls is GaussianMechanism, cls
+        assert isinstance(cls.properties, calib.GaussianProperties)
+    src = textwrap.dedent(inspect.getsource(GaussianMechanism._calibrate))
+    fn = ast.parse(src).body[0]
+    read = {
+        n.attr
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+    }
+    assert read <= {"calibrator", "_make", "calibration"}, read
+    branches = [n for n in ast.walk(fn) if isinstance(n, ast.If | ast.IfExp | ast.BoolOp)]
+    assert not branches
+
+
+def test_the_declared_properties_of_the_builtins():
+    P = {
+        n: MECHANISMS[n].properties
+        for n in MECHANISMS
+        if issubclass(MECHANISMS[n], GaussianMechanism)
+    }
+    assert P["NoNoise"] == calib.GaussianProperties(needs_invertible=True, adds_noise=False)
+    assert P["DauM-G"] == calib.GaussianProperties(needs_invertible=True)
+    # ExpM-G and DirM-G state the μ of their noise on the model, not their target μ* (issue 33).
+    assert P["ExpM-G"] == P["DirM-G"] == calib.GaussianProperties()
+    assert P["GroupDP-G"].guarantee == "every-input"
+    assert P["EigM-G"] == P["OptM-G"] == calib.GaussianProperties()
+
+
+# -- one top-up search ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("search", [calib.CERTIFY, calib.VERIFY])
+def test_least_top_up_brackets_the_boundary_from_above(search):
+    boundary = 0.3721
+    calls = []
+
+    def feasible(tau):
+        calls.append(tau)
+        return tau >= boundary, tau
+
+    tau, payload = calib.least_top_up(feasible, search)
+    assert tau == payload >= boundary
+    assert tau - boundary <= search.rtol * tau * 1.0000001 + 1e-15
+    assert calib.least_top_up(lambda t: (False, None), search) is None
+
+
+def test_certify_and_verify_share_the_one_search():
+    """certify_top_up (Cor. A.1 inside a proposal) and the fitted-profile fix both go through
+    least_top_up; no other bisection on τ is left in the mechanisms."""
+    from distprivacy.mechanisms import adversarial, gaussian, optimal
+
+    assert "least_top_up(" in inspect.getsource(gaussian.certify_top_up)
+    assert "least_top_up(" in inspect.getsource(calib.Calibrator.top_up)
+    for mod in (gaussian, adversarial, optimal):
+        src = inspect.getsource(mod)
+        assert "bisect(" not in src and "expand(" not in src, mod.__name__
