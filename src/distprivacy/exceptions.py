@@ -155,10 +155,9 @@ class SwampedWarning(DistPrivacyWarning):
     code = "swamped"
     #: The start of the caveat's text (the statistics and their noise SD over spread follow).
     prefix = (
-        "noise swamps the statistic (its noise SD is at least its spread across the datasets "
-        "the model describes — the ratio noise SD / spread is 1 or more, shown after each "
-        "name — so the release says less about this dataset than the population does; or "
-        "±2 SD covers a proportion's or count's whole range)"
+        "noise swamps the statistic (noise SD / its spread across the datasets the model "
+        "describes ≥ 1, the ratio after each name: the release says less about this dataset "
+        "than the population does; or ±2 SD covers a proportion's or count's whole range)"
     )
 
 

@@ -767,8 +767,8 @@ class Calibrator:
                 fixed,
                 mu_used,
                 Notice(
-                    "the statistics vary differently under the two shares of a protected pair, "
-                    "so keeping the promise needed more noise everywhere: a stricter target "
+                    "the statistics vary differently under the two shares of a protected pair: "
+                    "keeping the promise needed more noise everywhere, a stricter target "
                     f"(μ* lowered from {mu_star:.4g} to {mu_used:.4g})",
                     MoreNoiseWarning,
                 ),
@@ -782,11 +782,10 @@ class Calibrator:
             fixed,
             mu_star,
             Notice(
-                "the statistics vary differently under the two shares of a protected pair, so "
-                "keeping the promise needed extra noise shaped like the statistics' own "
-                "variation, which costs less than more noise everywhere (added: "
-                f"{tau:.4g} × (the average covariance of the statistics + the outer products "
-                "of the mean differences))",
+                "the statistics vary differently under the two shares of a protected pair: "
+                "keeping the promise needed extra noise shaped like their own variation, "
+                f"cheaper than more noise everywhere (added: {tau:.4g} × (the statistics' "
+                "average covariance + the mean differences' outer products))",
                 MoreNoiseWarning,
             ),
         )
