@@ -10,11 +10,10 @@ from rich.table import Table
 
 from distprivacy.commands import dumps_json
 from distprivacy.commands._common import (
-    build,
-    calibrate_many,
     common_options,
     err_console,
-    mechanism_names,
+    mechanism_specs,
+    plan_all,
     released_size,
     warn_large_delta,
 )
@@ -43,6 +42,7 @@ from distprivacy.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
     from distprivacy.mechanisms import Calibration
+    from distprivacy.mechanisms.plans import Plan
 
 #: ``model`` of ``calibrate --json`` without ``--include-model`` (issue 30): the fitted θ-means
 #: and covariances are exact statistics of the population, which a plan keeps 0600.
@@ -96,12 +96,8 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
             console.print(f"  {line}")
 
 
-def _save_plan(path: str, cal: Calibration, model: Any, built: Any, s: Settings) -> dict[str, str]:
-    """Write the plan of ``cal`` (one mechanism) and say where."""
-    from distprivacy.mechanisms.plans import Plan
-
-    data = built[0] if built is not None else s.model_file
-    plan = Plan.from_calibration(cal, model, data=data, modelling=s.modelling())
+def _save_plan(path: str, plan: Plan) -> dict[str, str]:
+    """Write ``plan`` (one mechanism's) and say where."""
     plan.save(path)
     return {
         "path": str(path),
@@ -227,20 +223,19 @@ def calibrate(
             )
         check_output_file(save, option="--save")
     s = Settings.from_click(ctx, p)
-    names = mechanism_names(mechanisms, s)
+    specs = mechanism_specs(mechanisms, s)
+    names = [m.name for m in specs]
     _check_gdp_target(names, s)  # before the model is fitted
-    model, info, built = build(s)
+    planned, info, _ = plan_all(s, specs, fingerprint=save is not None)
+    cals, skipped, model = planned.calibrations, planned.not_applicable, planned.model
     from distprivacy.mechanisms import MECHANISMS
 
     if any(MECHANISMS[n].uses_delta for n in names):
         warn_large_delta(s.delta, released_size(model))
-    cals, skipped = calibrate_many(model, names, s)
     if not cals:  # never a table without a row and exit 0
         raise DistPrivacyError(f"no mechanism could be calibrated: {'; '.join(skipped.values())}")
     if save is not None:
-        if not cals:
-            raise DistPrivacyError(f"no plan saved: {'; '.join(skipped.values())}")
-        info["plan"] = _save_plan(save, cals[0], model, built, s)
+        info["plan"] = _save_plan(save, planned.plans[0])
     context = {**info, **s.to_dict()}
     write_calibrate(report, cals, skipped, model, context, _best(cals, s.utility), not s.as_json)
     if s.as_json:

@@ -31,7 +31,9 @@ from distprivacy.mechanisms.group_dp import GroupDPGaussian
 from distprivacy.models import MonteCarloModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.randomness import check_random_state
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 #: The two sensitive properties of §5.1.
 PROPERTIES = {"income": "income==>50K", "workclass": "workclass==Private"}
@@ -161,15 +163,17 @@ class PaperReproduction:
         if hit is not None and hit[0] is model:
             return hit[1]
         # The paper's metric is the raw E‖Z‖₂: OptM-G minimises it (utility "l2").
-        kw = {"covariances": covariances, "check_profile": check, "utility": "l2"}
+        opts = GaussianOptions(rule, covariances, "l2", check_profile=check)
+        target = EpsDelta(epsilon, delta)
         if name == "DP-G":
-            cal = GroupDPGaussian(epsilon, delta, rule, group_size=1, **kw).calibrate(model)
+            cal = GroupDPGaussian(target, opts, group_size=1).calibrate(model)
         else:
             cls = MECHANISMS[name]
             if issubclass(cls, GaussianMechanism):
-                cal = cls(epsilon, delta, rule, **kw).calibrate(model)
+                cal = cls(target, opts).calibrate(model)
             else:
-                cal = cls(epsilon, delta if cls.uses_delta else 0.0, rule).calibrate(model)
+                pure = EpsDelta(epsilon, delta if cls.uses_delta else 0.0)
+                cal = cls(pure, GaussianOptions(rule)).calibrate(model)
         self._calibrations[key] = (model, cal)
         return cal
 
