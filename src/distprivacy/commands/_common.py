@@ -334,6 +334,16 @@ def _columns(data: Any) -> list[tuple[str, bool]]:
     return [(n, comp.kind(n) == "numeric") for n in names]
 
 
+def _example(cols: list[tuple[str, bool]]) -> str:
+    """The flags of an example choice among ``cols`` (name, numeric): a text column's property
+    and a numeric column's mean."""
+    names = [c for c, _ in cols]
+    numeric = [c for c, num in cols if num] or names[1:] or names or ["COLUMN"]
+    other = [c for c, num in cols if not num] or [c for c in names if c != numeric[0]]
+    other = other or ["COLUMN"]
+    return f"--protect '{other[0]}==VALUE' --statistics mean:{numeric[0]}"
+
+
 def _require_choices(s: Settings, data: Any) -> None:
     """A user's file has no default property or statistics (those of Adult would name columns
     it may not have): refuse, listing its columns, unless both are given."""
@@ -345,13 +355,10 @@ def _require_choices(s: Settings, data: Any) -> None:
     names = [c for c, _ in cols]
     shown = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
     listing = f" (columns: {shown})" if names else ""
-    numeric = [c for c, num in cols if num] or names[1:] or names or ["COLUMN"]
-    other = [c for c, num in cols if not num] or [c for c in names if c != numeric[0]]
-    other = other or ["COLUMN"]
-    example = f"--protect '{other[0]}==VALUE' --statistics mean:{numeric[0]}"
     need = " and ".join(missing)
     raise DistPrivacyError(
-        f"--data {s.data} needs {need}: the defaults are the Adult data's{listing}; e.g. {example}"
+        f"--data {s.data} needs {need}: the defaults are the Adult data's{listing}; e.g. "
+        f"{_example(cols)}"
     )
 
 

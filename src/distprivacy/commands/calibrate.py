@@ -216,12 +216,7 @@ def calibrate(
          *config_file(ctx)],
         [("--save", save), ("--report", report)],
     )  # fmt: skip
-    if save is not None:
-        if len(mechanisms) != 1:
-            raise DistPrivacyError(
-                "--save writes one mechanism's plan: give exactly one --mechanism NAME"
-            )
-        check_output_file(save, option="--save")
+    _check_save(mechanisms, save)
     s = Settings.from_click(ctx, p)
     specs = mechanism_specs(mechanisms, s)
     names = [m.name for m in specs]
@@ -239,28 +234,62 @@ def calibrate(
     context = {**info, **s.to_dict()}
     write_calibrate(report, cals, skipped, model, context, _best(cals, s.utility), not s.as_json)
     if s.as_json:
-        click.echo(
-            dumps_json(
-                {
-                    **info,
-                    **s.to_dict(),
-                    "model": model_dict(model) if include_model else MODEL_OMITTED,
-                    "mechanisms": [c.to_dict() for c in cals],
-                    "best": _best(cals, s.utility),
-                    "not_applicable": skipped,
-                }
+        _print_json(cals, skipped, model, info, s, include_model)
+    else:
+        _print_text(Console(), cals, skipped, model, info, s)
+
+
+def _check_save(mechanisms: tuple[str, ...], save: str | None) -> None:
+    """``--save`` writes one mechanism's plan, to a file it may write."""
+    if save is not None:
+        if len(mechanisms) != 1:
+            raise DistPrivacyError(
+                "--save writes one mechanism's plan: give exactly one --mechanism NAME"
             )
+        check_output_file(save, option="--save")
+
+
+def _print_json(
+    cals: list[Calibration],
+    skipped: dict[str, str],
+    model: Any,
+    info: dict[str, Any],
+    s: Settings,
+    include_model: bool,
+) -> None:
+    """``--json``: the calibrations, the best, the others and (with --include-model) the
+    model."""
+    click.echo(
+        dumps_json(
+            {
+                **info,
+                **s.to_dict(),
+                "model": model_dict(model) if include_model else MODEL_OMITTED,
+                "mechanisms": [c.to_dict() for c in cals],
+                "best": _best(cals, s.utility),
+                "not_applicable": skipped,
+            }
         )
-        if include_model:
-            err_console.print(
-                "note: stdout holds exact population statistics (the fitted θ-means and "
-                "covariances, --include-model): keep it as private as a plan (mode 0600)",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,  # one line, whatever the terminal's width
-            )
-        return
-    console = Console()
+    )
+    if include_model:
+        err_console.print(
+            "note: stdout holds exact population statistics (the fitted θ-means and "
+            "covariances, --include-model): keep it as private as a plan (mode 0600)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,  # one line, whatever the terminal's width
+        )
+
+
+def _print_text(
+    console: Console,
+    cals: list[Calibration],
+    skipped: dict[str, str],
+    model: Any,
+    info: dict[str, Any],
+    s: Settings,
+) -> None:
+    """The calibrations for a person: the statement, the tables, the best, the caveats."""
     if cals:
         from distprivacy.wording import statement
 
@@ -282,22 +311,7 @@ def calibrate(
         "between two equally likely θ."
     )
     if cals:
-        for t in per_statistic_tables(cals, console.width, abbreviate):
-            console.print(t)
-        if abbreviate and (words := legend(c.mechanism for c in cals)):
-            console.print(words)
-        best = _best(cals, s.utility)
-        if best is not None:
-            console.print(
-                f"Best utility among the {best['among']} calibrations ({best['objective']}): "
-                f"[bold]{best['mechanism']}[/]"
-            )
-        unverified = sorted({c.basis for c in cals if not c.verified})
-        if unverified:
-            console.print("Guarantees resting on an assumption (not verified):")
-            for b in unverified:
-                who = ", ".join(c.mechanism for c in cals if c.basis == b and not c.verified)
-                console.print(f"  {who}: {b}")
+        _print_best(console, cals, s, abbreviate)
     _print_warnings(console, cals)
     print_not_applicable(console, skipped)
     if "plan" in info:
@@ -306,3 +320,24 @@ def calibrate(
             f"release it with: distprivacy release --plan {info['plan']['path']} "
             f"{info['plan']['reads']}"
         )
+
+
+def _print_best(console: Console, cals: list[Calibration], s: Settings, abbreviate: bool) -> None:
+    """Each statistic's noise, the legend, the best mechanism and what rests on an
+    assumption."""
+    for t in per_statistic_tables(cals, console.width, abbreviate):
+        console.print(t)
+    if abbreviate and (words := legend(c.mechanism for c in cals)):
+        console.print(words)
+    best = _best(cals, s.utility)
+    if best is not None:
+        console.print(
+            f"Best utility among the {best['among']} calibrations ({best['objective']}): "
+            f"[bold]{best['mechanism']}[/]"
+        )
+    unverified = sorted({c.basis for c in cals if not c.verified})
+    if unverified:
+        console.print("Guarantees resting on an assumption (not verified):")
+        for b in unverified:
+            who = ", ".join(c.mechanism for c in cals if c.basis == b and not c.verified)
+            console.print(f"  {who}: {b}")

@@ -51,6 +51,22 @@ if TYPE_CHECKING:  # the library is imported when the command runs, not for its 
     from distprivacy.workflow import ReleaseOutcome
 
 
+def _print_clipping(console: Console, rel: Release, clip: Clip) -> None:
+    """Which values were clipped into their ranges, and which lie outside them (--no-clip)."""
+    for k in clip.moved:
+        console.print(
+            f"* {rel.statistic_names[k]}: the noisy value {rel.values[k]:.4f} was clipped to "
+            f"{range_text(clip.ranges[k])}; post-processing keeps the guarantee (--no-clip "
+            "keeps the raw value)",
+            markup=False,
+        )
+    for k in clip.outside:
+        console.print(
+            f"[yellow]warning:[/] {rel.statistic_names[k]} = {rel.values[k]:.4f} lies outside "
+            f"its range {range_text(clip.ranges[k])} (kept raw: --no-clip)"
+        )
+
+
 def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip) -> None:
     """The released values (post-processed into their ranges unless --no-clip), the noise,
     the guarantee and its caveats."""
@@ -67,18 +83,7 @@ def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip)
         noise = "none" if name in noise_free else fmt(float(sd))
         table.add_row(name, f"{v:.4f}" + (" *" if k in clip.moved else ""), noise, relative)
     console.print(table)
-    for k in clip.moved:
-        console.print(
-            f"* {rel.statistic_names[k]}: the noisy value {rel.values[k]:.4f} was clipped to "
-            f"{range_text(clip.ranges[k])}; post-processing keeps the guarantee (--no-clip "
-            "keeps the raw value)",
-            markup=False,
-        )
-    for k in clip.outside:
-        console.print(
-            f"[yellow]warning:[/] {rel.statistic_names[k]} = {rel.values[k]:.4f} lies outside "
-            f"its range {range_text(clip.ranges[k])} (kept raw: --no-clip)"
-        )
+    _print_clipping(console, rel, clip)
     console.print(f"Noise: {noise_summary(cal)}; expected L2 error {fmt(cal.expected_l2_error)}")
     mu = "" if cal.mu is None else f"μ = {cal.mu:.4g}-GDP, "
     console.print(
