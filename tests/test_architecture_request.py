@@ -170,3 +170,24 @@ def test_no_command_function_is_a_flag_matrix():
                 over[f"{Path(path).name}:{b['name']}"] = b["complexity"]
     worse = {k: v for k, v in over.items() if v > COMPLEX.get(k, 15)}
     assert worse == {}, worse
+
+
+def test_the_request_doc_runs(adult_dir, tmp_path, monkeypatch, capsys):
+    """docs/request.md's example runs as written: a plan and its release, then several plans on
+    one model with the pure-ε mechanism listed as not applicable to a μ target."""
+    import re
+
+    monkeypatch.setenv("DISTPRIVACY_DATA", str(adult_dir))
+    monkeypatch.chdir(tmp_path)
+    text = (SRC.parents[1] / "docs" / "request.md").read_text(encoding="utf-8")
+    namespace: dict = {"__name__": "__doc__"}
+    for k, block in enumerate(re.findall(r"```python\n(.*?)```", text, flags=re.S)):
+        exec(compile(block, f"docs/request.md python block {k}", "exec"), namespace)
+    out = namespace["out"]
+    assert out.plan is namespace["plan"] and out.release.values.shape == (3,)
+    assert out.release.secure
+    planned = namespace["planned"]
+    assert [p.calibration.mechanism for p in planned.plans] == ["ExpM-G", "DauM-G"]
+    assert all(p.calibration.mu <= 0.5 * (1 + 1e-9) for p in planned.plans)
+    assert "pure-ε" in planned.not_applicable["ExpM-L"]
+    assert "DauM-G" in capsys.readouterr().out

@@ -32,7 +32,7 @@ from distprivacy.exceptions import (
 )
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms._accounting import GaussianAccounting, SharedCovariance
-from distprivacy.mechanisms._calibrator import Calibrator, GaussianTarget, Proposal
+from distprivacy.mechanisms._calibrator import Calibrator, Proposal
 from distprivacy.mechanisms.adversarial import DauM, EigenvectorGaussian, NoNoise, daum_variance
 from distprivacy.mechanisms.base import (
     Calibration,
@@ -261,7 +261,6 @@ __all__ = [
     "ExpectedValueLaplace",
     "GaussianAccounting",
     "GaussianMechanism",
-    "GaussianTarget",
     "GroupDPGaussian",
     "GroupDPLaplace",
     "Mechanism",

@@ -253,7 +253,7 @@ class GaussianMechanism(Mechanism):
             mu=self.target_mu(),
             epsilon=self.epsilon,
             delta=self.delta,
-            epsilon_given=self._epsilon_given,
+            epsilon_given=isinstance(self.target, EpsDelta),  # (ε, δ) stated: δ(ε) is checked
         )
 
     def calibrator(self, model: FModel) -> Calibrator:
