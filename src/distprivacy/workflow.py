@@ -205,7 +205,8 @@ def _plans(
 
     fp = None
     if fingerprint and source is not None:
-        columns = query_columns(getattr(model, "query_", None), getattr(model, "spec_", None))
+        q = getattr(model, "query_", None)
+        columns = () if q is None else query_columns(q, getattr(model, "spec_", None))
         if isinstance(source, str | Path) or columns:
             fp = source_fingerprint(source, columns)
     out = []
