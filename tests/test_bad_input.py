@@ -322,7 +322,7 @@ def test_daum_string_and_bool_epsilon():
     for bad in ("0.5", True):
         with pytest.raises(DistPrivacyError, match="epsilon"):
             DauM(EpsDelta(bad, 1e-3))
-    with pytest.raises(DistPrivacyError, match="target μ"):
+    with pytest.raises(DistPrivacyError, match="mu must be a positive number"):
         DauM(GDP(True))
     with pytest.raises(DistPrivacyError, match="max_accuracy"):
         DauM(MaxAttackAccuracy(math.nan))

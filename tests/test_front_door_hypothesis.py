@@ -816,6 +816,7 @@ NOT_CALLED = {
     "and Mechanism.calibrate are called",
     "ExactModel": "takes no arguments; ExactModel.fit is called",
     "SecureGenerator": "takes no arguments",
+    "Planned": "what plan_all returns (plan_all is called)",
 }
 # Mechanism classes called through make_mechanism, the name-checked door to every one of
 # them, beside DauM, OptimalGaussian and the group-DP ones (their own keyword arguments).
@@ -948,7 +949,6 @@ ENTRY_NAMES = (
     "GDP.max_attack_accuracy",
     "GDP.to_eps_delta",
     "GaussianModel",
-    "GaussianOptions",
     "GaussianOptions",
     "GroupDPGaussian",
     "GroupDPLaplace",
