@@ -9,8 +9,12 @@ The front door: ``import distprivacy as dp`` gives the public API::
     spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     query = dp.Query.parse("mean:age,count:sex==Female")
     model = dp.fit_model(data, spec, query, method="exact")
-    cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
+    cal = dp.DauM(dp.EpsDelta(0.5, 1e-3)).calibrate(model)
     print(cal.summary())
+
+    # Or the typed request through the one hinge: a plan, released later without refitting.
+    plan = dp.plan(data, spec, query, dp.MechanismSpec("DauM-G", dp.GDP(0.5)))
+    out = dp.release(plan, target=data.sample(n=100, random_state=1))
 
 Names are imported on first use (``dp.DauM`` loads :mod:`distprivacy.mechanisms`), so
 ``import distprivacy`` stays fast. The wings are subpackages: :mod:`distprivacy.attribute`
