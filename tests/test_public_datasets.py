@@ -27,6 +27,7 @@ from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_
 from distprivacy.models import FModel, fit_model
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 EPSILON = 1.0
 DELTA = 1e-3
@@ -51,7 +52,7 @@ def _fit(df: pd.DataFrame, ds: PublicDataset, statistics: str | None = None) -> 
 def _calibrate(model: FModel, names: list[str] | None = None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return calibrate_all(model, EPSILON, DELTA, names=names)
+        return calibrate_all(model, EpsDelta(EPSILON, DELTA), names=names)
 
 
 @pytest.fixture(scope="module", params=sorted(DATASETS))
@@ -283,7 +284,7 @@ def test_cli_calibrate_on_a_csv(name: str, tmp_path: Path, capsys) -> None:
         assert m["epsilon"] == pytest.approx(EPSILON), mname
         cov = np.array(m["noise_covariance"], dtype=float)
         assert np.isfinite(cov).all() and np.isfinite(m["expected_l2_error"]), mname
-        api = make_mechanism(mname, EPSILON, DELTA)
+        api = make_mechanism(mname, EpsDelta(EPSILON, DELTA))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             expected = api.calibrate(model).noise_covariance

@@ -137,7 +137,7 @@ def test_a_mechanism_given_made_with_progress_and_steps(adult, spec):
     kw = dict(data=adult, spec=spec, query=STATS, modeling="monte-carlo", n_samples=50,
               random_state=4)  # fmt: skip
     named = dp.release(**kw, mechanism="DauM-G", privacy=EpsDelta(1.0, 1e-3))
-    made = dp.make_mechanism("DauM-G", target=EpsDelta(1.0, 1e-3))
+    made = dp.make_mechanism("DauM-G", EpsDelta(1.0, 1e-3))
     out = dp.release(**kw, mechanism=made, progress=lambda d, t: reports.append((d, t)),
                      on_step=steps.append)  # fmt: skip
     np.testing.assert_array_equal(out.release.values, named.release.values)

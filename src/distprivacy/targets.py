@@ -22,9 +22,11 @@ Conversions:
   one point of a curve), so there is no ``EpsDelta`` → μ equivalence, only this sufficient μ;
 * ``MaxAttackAccuracy(a).to_gdp()`` and ``GDP(μ).max_attack_accuracy`` are exact inverses.
 
-:func:`as_target` is the one place that turns the loose arguments of the command line and the
-older Python API (``epsilon``, ``delta``, ``mu``, ``max_accuracy``) into a target, and
-:func:`met_by` tells whether a guarantee meets a target.
+:func:`as_target` is the one place that turns loose arguments (a command line's ``--epsilon``,
+``--delta``, ``--target-mu``, ``--max-attack-accuracy``) into a target, :func:`target_mu` the μ
+a Gaussian calibration aims at for a μ or accuracy target (checked), and :func:`met_by` tells
+whether a guarantee meets a target. Nothing outside this module and :mod:`distprivacy.request`
+takes a target as loose arguments (``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from scipy import special
 
 from distprivacy.checks import check_delta, check_instance, check_number, check_text, shown
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
-from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon, gdp_mu
+from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon, gdp_mu, mu_for_accuracy
 
 __all__ = [
     "GDP",
@@ -49,6 +51,7 @@ __all__ = [
     "Target",
     "as_target",
     "met_by",
+    "target_mu",
 ]
 
 #: Relative slack allowed when comparing a verified figure with its target (float rounding of
@@ -265,6 +268,49 @@ def as_target(
     if epsilon is None or delta is None:
         raise DistPrivacyError("an (ε, δ) target needs both epsilon and delta")
     return EpsDelta(epsilon, delta)
+
+
+#: The smallest target μ accepted: below it the noise a calibration needs overflows (μ = 1e-6 is
+#: an attack accuracy of 0.5000004).
+MIN_TARGET_MU = 1e-6
+
+
+def target_mu(
+    mu: float | None, max_accuracy: float | None, calibration: str = "exact"
+) -> float | None:
+    """The μ a Gaussian mechanism is calibrated to when the target is a μ or a maximum attack
+    accuracy (None when it is ε), checked: one of the two, the exact rule, and a μ no noise
+    in double precision fails to reach (1e-6 ≤ μ ≤ 1e6; accuracy a ↔ μ = 2Φ⁻¹(a))."""
+    if mu is not None and max_accuracy is not None:
+        raise DistPrivacyError("give a target μ or a target maximum accuracy, not both")
+    if mu is None and max_accuracy is None:
+        return None
+    if calibration != "exact":
+        raise DistPrivacyError(
+            "targets given as μ or as a maximum attack accuracy need `calibration='exact'`"
+        )
+    if mu is not None:
+        # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.
+        out = check_number(mu, "target μ", low=0, low_open=True)
+        if out > 1e6:
+            raise DistPrivacyError(
+                f"target μ must be at most 1e6, got {mu!r}: beyond that nothing is "
+                "hidden (attack accuracy Φ(μ/2) = 1) and ε(δ) overflows"
+            )
+    else:
+        out = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
+        if out <= 0:
+            raise DistPrivacyError(
+                "a maximum attack accuracy of 0.5 allows no information at all; no "
+                "finite noise achieves it — choose an accuracy above 0.5"
+            )
+    if out < MIN_TARGET_MU:
+        raise DistPrivacyError(
+            f"target μ = {out:.3g} is below {MIN_TARGET_MU:g} (attack accuracy "
+            f"{0.5 + out / 5.013:.9f}): the noise it needs is beyond double "
+            "precision; choose μ ≥ 1e-6 (or an accuracy ≥ 0.5000004)"
+        )
+    return out
 
 
 @runtime_checkable

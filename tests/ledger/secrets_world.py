@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from distprivacy.ledger import Ledger, StewardKey
-from distprivacy.targets import GDP, Target
+from distprivacy.targets import GDP, EpsDelta, Target
 
 #: Records per registered dataset (the plans' n).
 N = 100
@@ -35,7 +35,7 @@ def make_plan(
 
     spec = ProtectionSpec(protect, N, list(values))
     model = ExactModel().fit(data, spec, Query.parse(query))
-    cal = make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(0.5, 1e-3)).calibrate(model)
     return Plan.from_calibration(cal, model, data=data)
 
 

@@ -123,7 +123,7 @@ def adult_plan(adult):
     spec = ProtectionSpec(*SPEC)
     query = Query.parse(ADULT_DEFAULT_STATISTICS)
     model = ExactModel().fit(adult, spec, query)
-    cal = DauM(EPS, DELTA).calibrate(model)
+    cal = DauM(EpsDelta(EPS, DELTA)).calibrate(model)
     plan = {
         "spec": spec.to_dict(),
         "query": ADULT_DEFAULT_STATISTICS,
@@ -168,7 +168,7 @@ def test_releases_of_different_statistics_need_one_joint_model(tmp_path, adult, 
     cal, plan, _, fp = adult_plan
     sub_text = "mean(age)"  # the name; the query text is mean:age
     sub_model = ExactModel().fit(adult, ProtectionSpec(*SPEC), Query.parse("mean:age"))
-    sub_cal = DauM(EPS, DELTA).calibrate(sub_model)
+    sub_cal = DauM(EpsDelta(EPS, DELTA)).calibrate(sub_model)
     sub_plan = {**plan, "query": "mean:age", "model": model_to_dict(sub_model)}
     sub = LedgerEntry(
         fingerprint=fp,

@@ -59,7 +59,7 @@ def equal_cov_plan():
     number of its releases is the μ-GDP curve, so the closed form applies."""
     cov = np.array([[2.2, -0.6], [-0.6, 1.3]])  # small: the noise, not the data, hides θ
     model = GaussianModel(["a", "b"], [[100.0, 101.0], [99.0, 102.0]], [cov, cov], [("a", "b")])
-    cal = DauM(epsilon=1.0, delta=1e-3).calibrate(model)
+    cal = DauM(EpsDelta(1.0, 1e-3)).calibrate(model)
     return Plan.from_calibration(cal, model), model
 
 

@@ -16,7 +16,7 @@ from secrets_world import N, make_plan
 from distprivacy.composition import compose_gaussian
 from distprivacy.ledger import BudgetExceededError, Ledger, LedgerError, StewardKey
 from distprivacy.ledger._compose import merge_repeats
-from distprivacy.targets import GDP
+from distprivacy.targets import GDP, EpsDelta
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_a_plan_for_another_property_is_not_approved(world, adult):
     spec = ProtectionSpec("sex==Female", N, [0.3, 0.5])
     model = ExactModel().fit(adult, spec, Query.parse("mean:age"))
     other = Plan.from_calibration(
-        make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model), model, data=adult
+        make_mechanism("DauM-G", EpsDelta(0.5, 1e-3)).calibrate(model), model, data=adult
     )
     with pytest.raises(LedgerError, match="protects sex==Female"):
         world["ledger"].approve(world["steward"], other, "sex")
