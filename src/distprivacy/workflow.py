@@ -312,6 +312,19 @@ def plan(
     calibration's failure is raised (:class:`~distprivacy.exceptions.NotApplicableError` when
     its hypotheses do not hold).
 
+    Parameters
+    ----------
+    data, spec, query, modelling, model, on_engine, progress, on_step, fingerprint
+        As :func:`plan_all`.
+    mechanism : MechanismSpec
+        The one mechanism to plan, with its target and options.
+
+    Returns
+    -------
+    Plan
+        The mechanism's calibration on the fitted model, with the data's fingerprint: release
+        it with :func:`release` (no refit), save it, or have a steward approve it.
+
     Examples
     --------
     >>> import distprivacy as dp  # doctest: +SKIP

@@ -140,8 +140,23 @@ MECHANISMS: Mapping[str, type[Mechanism]] = _Registry()
 
 
 def mechanism_class(name: str) -> type[Mechanism]:
-    """The registered class of shorthand ``name`` (case-insensitive); one-line error naming
-    the mechanisms otherwise."""
+    """The registered class of shorthand ``name`` (case-insensitive).
+
+    Parameters
+    ----------
+    name : str
+        The shorthand, e.g. ``"DauM-G"`` (``MECHANISMS`` lists them).
+
+    Returns
+    -------
+    type
+        The mechanism's class (not an instance: nothing is calibrated).
+
+    Raises
+    ------
+    DistPrivacyError
+        An unknown name, in one line naming the mechanisms.
+    """
     check_text(name, "the mechanism name", what=f"one of {', '.join(MECHANISMS)}")
     lookup = {k.lower(): v for k, v in MECHANISMS.items()}
     cls = lookup.get(name.strip().lower())
@@ -161,6 +176,24 @@ def make_mechanism(
     ``make_mechanism(MechanismSpec("DauM-G", EpsDelta(1, 1e-3)))``, or, for short, a name (any
     case), a target and the Gaussian options: ``make_mechanism("DauM-G", GDP(0.5),
     GaussianOptions(report_delta=1e-5))`` (:mod:`distprivacy.request`).
+
+    Parameters
+    ----------
+    spec : MechanismSpec or str
+        The request, or the mechanism's shorthand (``"DauM-G"``, any case; ``MECHANISMS``
+        lists them) with ``target`` and ``options``.
+    target : EpsDelta, GDP or MaxAttackAccuracy, optional
+        The target, when ``spec`` is a name.
+    options : GaussianOptions, optional
+        The Gaussian mechanisms' options (rule, covariances, utility, the δ reported for a μ or
+        accuracy target), when ``spec`` is a name.
+    **old
+        Refused: the loose arguments of the API before issue 32.
+
+    Returns
+    -------
+    Mechanism
+        The mechanism, not yet calibrated (``.calibrate(model)`` next).
 
     Raises
     ------
