@@ -56,7 +56,6 @@ from typing import Any
 
 import numpy as np
 
-from distprivacy.fingerprint import data_fingerprint
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger import _args
 from distprivacy.ledger._anchor import (
@@ -66,6 +65,12 @@ from distprivacy.ledger._anchor import (
     check_anchor,
     read_anchor,
     write_anchor,
+)
+from distprivacy.ledger._budget import (
+    budget_from_dict,
+    budget_refusal,
+    budget_text,
+    budget_to_dict,
 )
 from distprivacy.ledger._chain import (
     _FIELDS,
@@ -86,8 +91,6 @@ from distprivacy.ledger._chain import (
 )
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import (
-    DEFAULT_REPORT_DELTA,
-    Budget,
     BudgetExceededError,
     Composer,
     LedgerEntry,
@@ -130,12 +133,10 @@ from distprivacy.ledger._steward import StewardKey, StewardPublicKey
 from distprivacy.targets import Target
 
 __all__ = [
-    "DEFAULT_REPORT_DELTA",
     "LEDGER_FORMAT",
     "NEAR_DUPLICATE",
     "SCHEMA_VERSION",
     "ApprovedPlan",
-    "Budget",
     "BudgetExceededError",
     "Ledger",
     "LedgerEntry",
@@ -146,10 +147,23 @@ __all__ = [
     "StewardKey",
     "StewardPublicKey",
     "VerifyReport",
+    "budget_from_dict",
+    "budget_to_dict",
     "data_fingerprint",
     "key_path",
     "plan_composer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``data_fingerprint`` (:mod:`distprivacy.fingerprint`), imported on first use: it loads
+    pandas, which no ledger command needs."""
+    if name == "data_fingerprint":
+        from distprivacy.fingerprint import data_fingerprint
+
+        return data_fingerprint
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: How often a release is composed on a snapshot, outside the write lock, before it is composed
 #: under the lock (guaranteed progress: contention costs latency, never a refusal).
@@ -221,7 +235,7 @@ class _View:
     linked: tuple[str, int, str] | None
     adopted: bool
     near: tuple[str, ...]
-    budget: Budget
+    budget: Target
     events: int = 0
 
 
@@ -355,7 +369,7 @@ class Ledger:
         return row[0]
 
     @property
-    def budget(self) -> Budget:
+    def budget(self) -> Target:
         """The budget: a schema-2 ledger's one budget, or the only secret's (a ledger of
         several secrets has one per secret: :attr:`registry`)."""
         if self.read_only:
@@ -387,7 +401,7 @@ class Ledger:
         None while the first release has not fixed them, or in a ledger from before them."""
         return read_identity(self._con, self.path)
 
-    def _read_budget(self) -> Budget:
+    def _read_budget(self) -> Target:
         rows = self._con.execute("SELECT kind, mu, epsilon, delta FROM budget").fetchall()
         if len(rows) != 1:
             raise LedgerError(f"{str(self.path)!r} has {len(rows)} budgets; a ledger has one")
@@ -398,7 +412,7 @@ class Ledger:
         )
         if not ok or (kind == "mu" and mu is None) or (kind != "mu" and None in (eps, dlt)):
             raise LedgerError(f"{str(self.path)!r} has a malformed budget row ({kind!r})")
-        return Budget(kind, mu, eps, dlt)
+        return budget_from_dict({"kind": kind, "mu": mu, "epsilon": eps, "delta": dlt})
 
     @classmethod
     def init(
@@ -823,7 +837,7 @@ class Ledger:
         for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
             if not isinstance(g_, Guarantee):
                 raise LedgerError(f"compose returned a {type(g_).__name__}, not a Guarantee")
-            why = view.budget.exceeded_by(g_)
+            why = budget_refusal(view.budget, g_)
             if why is not None:
                 k = len(prior) + len(extra) * (g_ is not g)
                 whose = "this dataset" if self.read_only else "this secret"
@@ -1201,9 +1215,9 @@ class Ledger:
     def __repr__(self) -> str:
         n = self._con.execute("SELECT COUNT(*) FROM releases").fetchone()[0]
         if self.read_only:
-            what = f"schema 2, read-only, budget {self.budget.describe()}"
+            what = f"schema 2, read-only, budget {budget_text(self.budget)}"
         else:
             what = ", ".join(
-                f"secret {s.name}: {s.budget.describe()}" for s in self.registry.secrets.values()
+                f"secret {s.name}: {budget_text(s.budget)}" for s in self.registry.secrets.values()
             )
         return f"Ledger({str(self.path)!r}, {what}, {n} releases)"

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from distprivacy.guarantee import Guarantee
-from distprivacy.ledger._entry import Budget, LedgerError
+from distprivacy.ledger._budget import budget_to_dict
+from distprivacy.ledger._entry import LedgerError
 from distprivacy.ledger._keys import mac
+from distprivacy.targets import Target
 
 #: The marker in the ``ledger_meta`` table of every distprivacy ledger.
 LEDGER_FORMAT = "distprivacy-ledger"
@@ -111,9 +113,9 @@ def _genesis3(key: bytes, created: str, ledger_id: str, steward: str) -> str:
     return mac(key, "chain", b"genesis3|" + body.encode())
 
 
-def _genesis(key: bytes, budget: Budget, created: str) -> str:
+def _genesis(key: bytes, budget: Target, created: str) -> str:
     body = json.dumps(
-        [LEDGER_FORMAT, LEGACY_SCHEMA, created, budget.to_dict()],
+        [LEDGER_FORMAT, LEGACY_SCHEMA, created, budget_to_dict(budget)],
         sort_keys=True,
         separators=(",", ":"),
     )
@@ -146,6 +148,10 @@ def _eq(a: str, b: str) -> bool:
 
 
 def _same_guarantee(a: Guarantee, b: Guarantee) -> bool:
+    """Whether the stored running total ``b`` is the recomputed ``a``: the same μ, and the
+    same (ε, δ) point — or, when ``b`` was stated at another δ (a ledger that stated every μ
+    budget's total at δ = 0.001), a point on ``a``'s curve."""
+
     def close(x: float | None, y: float | None) -> bool:
         if x is None or y is None:
             return x is y
@@ -153,7 +159,11 @@ def _same_guarantee(a: Guarantee, b: Guarantee) -> bool:
             return x == y
         return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
 
-    return close(a.mu, b.mu) and close(a.delta, b.delta) and close(a.epsilon, b.epsilon)
+    if not close(a.mu, b.mu):
+        return False
+    if close(a.delta, b.delta) and close(a.epsilon, b.epsilon):
+        return True
+    return math.isfinite(b.epsilon) and close(a.delta_at(b.epsilon), b.delta)
 
 
 def _unbounded_guarantee() -> Guarantee:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distprivacy.ledger._entry import Budget, LedgerError, LedgerTypeError, _dumps
+from distprivacy.ledger._budget import NOT_GDP, budget_text, budget_to_dict, check_budget
+from distprivacy.ledger._entry import LedgerError, LedgerTypeError, _dumps
 from distprivacy.ledger._keys import encrypt, subkey
 from distprivacy.ledger._registry import (
     RegisteredDataset,
@@ -24,6 +25,7 @@ from distprivacy.ledger._registry import (
     source_fingerprint,
 )
 from distprivacy.ledger._steward import StewardKey
+from distprivacy.targets import GDP
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -117,7 +119,7 @@ def secret_payload(
     return {
         "property": property_text(protect),
         "population": population_record(population),
-        "budget": Budget.of(budget).to_dict(),
+        "budget": budget_to_dict(check_budget(budget)),
     }
 
 
@@ -137,13 +139,13 @@ def set_budget(
     check_text(secret, "secret", optional=True)
     if not isinstance(reason, str) or not reason.strip():
         raise LedgerError("say why the budget changes (reason='…'): the ledger records it")
-    new = Budget.of(budget)
+    new = budget_to_dict(check_budget(budget))
     with ledger._steward_write(key) as con:
         s = ledger.registry.secret(secret)
         payload = {
             "secret": s.name,
-            "budget": new.to_dict(),
-            "previous": s.budget.to_dict(),
+            "budget": new,
+            "previous": budget_to_dict(s.budget),
             "reason": reason.strip(),
         }
         ledger._event(con, key, "budget", s.name, payload)
@@ -385,6 +387,11 @@ def approve_plan(
             f"{cal.mechanism} adds {family} noise whose guarantee rests on the model alone: "
             "its releases cannot be composed exactly with the secret's others; approve a "
             "Gaussian mechanism's plan (DauM-G, OptM-G, EigM-G, ExpM-G, DirM-G)"
+        )
+    if isinstance(s.budget, GDP) and plan.guarantee.curve != "gdp":
+        raise LedgerError(
+            f"secret {s.name!r} has a μ budget ({budget_text(s.budget)}), and this plan's "
+            f"guarantee {NOT_GDP}"
         )
     fp = plan.data_fingerprint
     if s.population.get("name") == ADULT or not str(fp or "").startswith("file-sha256:"):

@@ -17,6 +17,13 @@ import numpy as np
 from distprivacy._json import jsonable, number
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._anchor import anchor_path
+from distprivacy.ledger._budget import (
+    budget_refusal,
+    budget_text,
+    budget_to_dict,
+    composer_delta,
+    report_delta,
+)
 from distprivacy.ledger._chain import (
     _FIELDS,
     VerifyReport,
@@ -34,6 +41,7 @@ from distprivacy.ledger._entry import (
 )
 from distprivacy.ledger._identity import read_identity
 from distprivacy.ledger._keys import decrypt, key_path, subkey
+from distprivacy.targets import EpsDelta
 
 #: Estimated Jaccard similarity of two targets' rows from which a release is flagged as a
 #: near-duplicate of an earlier released dataset (the sketch's standard error is ≈ 0.044).
@@ -52,11 +60,9 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
     report, rows = ledger._verified()
     if not report.ok:
         return report
-    from distprivacy.mechanisms.plans import Plan, PlanError
-
     given = compose
     if compose is None and ledger.read_only:
-        compose = plan_composer(delta=ledger.budget.report_delta)
+        compose = plan_composer(at_delta=composer_delta(ledger.budget))
     seen: dict[tuple[str, str], list[LedgerEntry]] = {}
     for r in rows:
         rid = int(r[0])
@@ -65,6 +71,8 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
         except LedgerError as exc:
             return replace(report, ok=False, first_bad=rid, reason=str(exc))
         if e.plan is not None:
+            from distprivacy.mechanisms.plans import Plan, PlanError  # (only with releases)
+
             try:
                 plan = Plan.from_dict(e.plan, f"the plan of release {rid}")
             except PlanError as exc:
@@ -124,12 +132,13 @@ def secret_composer(ledger: Ledger, events: Sequence[Any] | None = None) -> Comp
     shared records and a refit on the secret's population
     (:func:`distprivacy.ledger._release.release_registered`)."""
     from distprivacy.ledger._registry import Registry
-    from distprivacy.ledger._release import _population_refit
-    from distprivacy.mechanisms.plans import Plan
 
     reg = ledger.registry if events is None else Registry.from_events(events)
 
     def compose(entries: list[LedgerEntry]) -> Guarantee:
+        from distprivacy.ledger._release import _population_refit
+        from distprivacy.mechanisms.plans import Plan
+
         last = entries[-1]
         secret = reg.secret(last.property.removeprefix("secret:"))
         plan = Plan.from_dict(last.plan or {}, "a release's plan")
@@ -139,7 +148,9 @@ def secret_composer(ledger: Ledger, events: Sequence[Any] | None = None) -> Comp
             return min(1.0, reg.shared(a, b) / n)
 
         inner = plan_composer(
-            delta=secret.budget.report_delta, fit=_population_refit(plan, secret), shared=shared
+            at_delta=composer_delta(secret.budget),
+            fit=_population_refit(plan, secret),
+            shared=shared,
         )
         return inner(entries)
 
@@ -386,12 +397,13 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
     groups: dict[tuple[str, str], list[LedgerEntry]] = {}
     for e in entries:
         groups.setdefault((e.fingerprint, e.property), []).append(e)
-    d = ledger.budget.report_delta
+    budget = ledger.budget
     if compose is None:
-        compose = plan_composer(delta=d)
+        compose = plan_composer(at_delta=composer_delta(budget))
     cumulative = []
     for key, group in groups.items():
         last = group[-1]
+        d = report_delta(budget, group)
         recomputed = True
         if any(e.unbounded for e in group):
             g = _unbounded_guarantee()
@@ -411,11 +423,9 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
                 "epsilon": eps,
                 "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
                 "at_delta": d,
-                "delta_at_budget_epsilon": (
-                    g.delta_at(ledger.budget.epsilon) if ledger.budget.epsilon else None
-                ),
+                "delta_at_budget_epsilon": _delta_at_budget(g, budget),
                 "max_attack_accuracy": g.max_attack_accuracy,
-                "within_budget": ledger.budget.exceeded_by(g) is None,
+                "within_budget": budget_refusal(budget, g) is None,
                 "theorem": g.theorem,
                 "recomputed": recomputed,
                 "exhausted_by_exact_release": any(e.unbounded for e in group),
@@ -424,7 +434,7 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
     return jsonable(
         {
             "ledger": str(ledger.path),
-            "budget": ledger.budget.to_dict(),
+            "budget": budget_to_dict(budget),
             "identity_columns": (
                 None if (ic := read_identity(ledger._con, ledger.path)) is None else list(ic)
             ),
@@ -432,6 +442,11 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
             "cumulative": cumulative,
         }
     )
+
+
+def _delta_at_budget(g: Guarantee, budget: Any) -> float | None:
+    """The cumulative δ at an (ε, δ) budget's ε (None for another budget)."""
+    return g.delta_at(budget.epsilon) if isinstance(budget, EpsDelta) else None
 
 
 _CUMULATIVE_KEYS = (
@@ -459,7 +474,6 @@ def _show_secrets(ledger: Ledger, compose: Composer | None) -> dict[str, Any]:
     secrets = []
     for s in reg.secrets.values():
         group = [e for e in entries if e.property == s.key]
-        d = s.budget.report_delta
         g, recomputed = None, True
         if group:
             try:
@@ -469,8 +483,8 @@ def _show_secrets(ledger: Ledger, compose: Composer | None) -> dict[str, Any]:
         item: dict[str, Any] = {
             "secret": s.name,
             "property": s.property,
-            "budget": s.budget.to_dict(),
-            "budget_text": s.budget.describe(),
+            "budget": budget_to_dict(s.budget),
+            "budget_text": budget_text(s.budget),
             "population": dict(s.population),
             "datasets": [_dataset_dict(v) for v in reg.versions_of(s.name)],
             "plans": [
@@ -482,6 +496,7 @@ def _show_secrets(ledger: Ledger, compose: Composer | None) -> dict[str, Any]:
             "recomputed": recomputed,
         }
         if g is not None:
+            d = report_delta(s.budget, group)
             eps = g.epsilon_at(d)
             item.update(
                 {
@@ -489,11 +504,9 @@ def _show_secrets(ledger: Ledger, compose: Composer | None) -> dict[str, Any]:
                     "epsilon": eps,
                     "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
                     "at_delta": d,
-                    "delta_at_budget_epsilon": (
-                        g.delta_at(s.budget.epsilon) if s.budget.epsilon else None
-                    ),
+                    "delta_at_budget_epsilon": _delta_at_budget(g, s.budget),
                     "max_attack_accuracy": g.max_attack_accuracy,
-                    "within_budget": s.budget.exceeded_by(g) is None,
+                    "within_budget": budget_refusal(s.budget, g) is None,
                     "theorem": g.theorem,
                 }
             )

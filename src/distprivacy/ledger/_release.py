@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distprivacy.guarantee import Guarantee, Release
+from distprivacy.ledger._budget import composer_delta, report_delta
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import BudgetExceededError, LedgerError
 
@@ -46,6 +47,9 @@ class RecordedRelease:
     secret : Secret or None
         The secret whose budget it spent (a ledger of secrets); ``releases_of_dataset`` then
         counts the secret's releases.
+    at_delta : float or None
+        The δ the cumulative ε is stated at (:func:`distprivacy.ledger._budget.report_delta`:
+        an (ε, δ) budget's δ, else the smallest δ the secret's releases were calibrated for).
     """
 
     release: Release
@@ -56,6 +60,7 @@ class RecordedRelease:
     plan: Any = None
     dataset: Any = None
     secret: Any = None
+    at_delta: float | None = None
 
 
 def release_registered(
@@ -130,10 +135,13 @@ def release_registered(
         return min(1.0, reg.shared(a, b) / n)
 
     compose = plan_composer(
-        delta=secret.budget.report_delta, fit=_population_refit(plan, secret), shared=shared
+        at_delta=composer_delta(secret.budget),
+        fit=_population_refit(plan, secret),
+        shared=shared,
     )
     cumulative = ledger.record(entry, compose)
-    count = len(ledger.releases(None, secret.key))
+    recorded = ledger.releases(None, secret.key)
+    count = len(recorded)
     return RecordedRelease(
         release=rel,
         cumulative=cumulative,
@@ -143,6 +151,7 @@ def release_registered(
         plan=plan,
         dataset=dataset,
         secret=secret,
+        at_delta=report_delta(secret.budget, recorded),
     )
 
 
