@@ -140,7 +140,7 @@ class World:
         self.target.to_csv(self.target_csv, index=False)
         self.ledger = dp.Ledger.init(
             tmp / "world.db", steward=self.steward, secret="s", protect="income==>50K",
-            budget=dp.GDP(1e6), population=self.csv,
+            budget=dp.EpsDelta(1e6, 0.9), population=self.csv,
         )  # fmt: skip
         self.ledger.register(self.steward, "d", self.target_csv)
         self.ledger.approve(self.steward, self.plan, "p")
