@@ -32,7 +32,7 @@ from distprivacy.composition import compose_guarantees
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger import BudgetExceededError, Ledger, LedgerEntry, LedgerError, StewardKey
 from distprivacy.ledger._anchor import anchor_path, read_anchor
-from distprivacy.ledger._chain import _head_mac
+from distprivacy.ledger._chain import head_mac
 from distprivacy.ledger._registry import read_events
 from distprivacy.profiles import gdp_delta
 from distprivacy.targets import GDP
@@ -266,7 +266,7 @@ def test_a_ledger_without_its_anchor_record_is_anchored_again(ledger_world, tmp_
     con = sqlite3.connect(path)
     (last,) = con.execute("SELECT chain FROM releases").fetchone()
     con.execute("DELETE FROM ledger_meta WHERE key = 'anchored'")
-    head = _head_mac(key, 1, last, None, anchored=False, events=events)
+    head = head_mac(key, 1, last, None, anchored=False, events=events)
     con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (head,))
     con.commit()
     con.close()

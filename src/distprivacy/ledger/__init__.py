@@ -73,21 +73,21 @@ from distprivacy.ledger._budget import (
     budget_to_dict,
 )
 from distprivacy.ledger._chain import (
-    _FIELDS,
-    _FIELDS3,
     BUSY_TIMEOUT,
+    FIELDS,
+    FIELDS3,
     LEDGER_FORMAT,
     LEGACY_SCHEMA,
     SCHEMA_VERSION,
     VerifyReport,
-    _content,
-    _eq,
-    _genesis,
-    _genesis3,
-    _head_mac,
-    _private_umask,
-    _sql_error,
-    _unbounded_guarantee,
+    genesis2,
+    genesis3,
+    head_mac,
+    private_umask,
+    row_content,
+    same_mac,
+    sql_error,
+    unbounded_guarantee,
 )
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import (
@@ -96,7 +96,7 @@ from distprivacy.ledger._entry import (
     LedgerEntry,
     LedgerError,
     LedgerTypeError,
-    _dumps,
+    dumps,
     sketch_field,
 )
 from distprivacy.ledger._identity import (
@@ -201,7 +201,7 @@ _SCHEMA = (
     "CREATE INDEX releases_by_dataset ON releases (fingerprint, property, id)",
 )
 
-_COLUMNS = ", ".join(_FIELDS)
+_COLUMNS = ", ".join(FIELDS)
 
 #: A schema-3 ledger: no budget table (each secret's budget is a signed event), the releases
 #: with the number of events in force, and the steward's tables (:mod:`._registry`).
@@ -300,15 +300,15 @@ class Ledger:
             raise LedgerError(f"{str(p)!r} is not a distprivacy ledger (not an SQLite database)")
         _private_companions(p)
         try:
-            with _private_umask():
+            with private_umask():
                 self._con = self._connect(p, "rw")
         except sqlite3.Error as e:
-            raise _sql_error(p, e, "open the ledger") from None
+            raise sql_error(p, e, "open the ledger") from None
         try:
             self.version = self._check()
             #: A ledger of schema 2 (before secrets): read and verified, never written.
             self.read_only = self.version == LEGACY_SCHEMA
-            self._fields = _FIELDS if self.read_only else _FIELDS3
+            self._fields = FIELDS if self.read_only else FIELDS3
             self._columns = ", ".join(self._fields)
             self.key = read_key(p)
             # A commit appends to the WAL without an fsync (none under the write lock); the
@@ -343,7 +343,7 @@ class Ledger:
                 ).fetchone()
         except sqlite3.DatabaseError as e:
             if isinstance(e, sqlite3.OperationalError):
-                raise _sql_error(self.path, e, "open the ledger") from None
+                raise sql_error(self.path, e, "open the ledger") from None
             raise LedgerError(f"{name} is not a distprivacy ledger ({e})") from None
         if fmt is None or fmt[0] != LEDGER_FORMAT or "releases" not in tables:
             raise LedgerError(f"{name} is an SQLite database but not a distprivacy ledger")
@@ -466,14 +466,14 @@ class Ledger:
         except FileExistsError:
             raise LedgerError(f"{str(p)!r} already exists; a new ledger needs a new file") from None
         except OSError as e:
-            raise _sql_error(p, e, "create the ledger") from None
+            raise sql_error(p, e, "create the ledger") from None
         os.close(fd)
         try:
             key = create_key(p)
             created = datetime.now(UTC).isoformat(timespec="seconds")
             ledger_id = os.urandom(16).hex()
             public = key_s.public
-            with _private_umask():
+            with private_umask():
                 con = cls._connect(p, "rw")
             try:
                 if con.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
@@ -481,7 +481,7 @@ class Ledger:
                 con.execute("BEGIN IMMEDIATE")
                 for stmt in _SCHEMA3:
                     con.execute(stmt)
-                genesis = _genesis3(key, created, ledger_id, public.hex)
+                genesis = genesis3(key, created, ledger_id, public.hex)
                 event = append_event(con, key_s, ledger_id, public, "secret", secret, first)
                 events = f"1:{event.digest(ledger_id)}"
                 con.executemany(
@@ -492,7 +492,7 @@ class Ledger:
                         ("created", created),
                         ("ledger_id", ledger_id),
                         ("steward_public_key", public.hex),
-                        ("head", _head_mac(key, 0, genesis, None, anchored=True, events=events)),
+                        ("head", head_mac(key, 0, genesis, None, anchored=True, events=events)),
                         (ANCHORED, "1"),
                     ],
                 )
@@ -505,7 +505,7 @@ class Ledger:
             for suffix in ("", "-wal", "-shm", ".key", ".anchor"):
                 Path(str(p) + suffix).unlink(missing_ok=True)
             if isinstance(exc, sqlite3.Error | OSError):
-                raise _sql_error(p, exc, "create the ledger") from None
+                raise sql_error(p, exc, "create the ledger") from None
             raise
         return cls(p)
 
@@ -519,7 +519,7 @@ class Ledger:
                 f"SELECT {self._columns}, chain FROM releases {where} ORDER BY id", args
             ).fetchall()
         except sqlite3.Error as e:
-            raise _sql_error(self.path, e, "read the ledger") from None
+            raise sql_error(self.path, e, "read the ledger") from None
 
     def _entry(self, row: Sequence[Any]) -> LedgerEntry:
         """A row as a :class:`LedgerEntry` (:func:`._maintenance.row_entry`), its plan
@@ -590,25 +590,25 @@ class Ledger:
         rows = self._rows(con)
         events_text, why_events = None, None
         if self.read_only:
-            genesis = prev = _genesis(self.key, self.budget, self._created(con))
+            genesis = prev = genesis2(self.key, self.budget, self._created(con))
         else:
-            genesis = prev = _genesis3(
+            genesis = prev = genesis3(
                 self.key, self._created(con), self.ledger_id, self.steward.hex
             )
             events = read_events(con)
             events_text = self._events_head(events)
             why_events = check_events(events, self.ledger_id, self.steward)
             if why_events is None:
-                late = next((r for r in rows if not 0 < int(r[len(_FIELDS)]) <= len(events)), None)
+                late = next((r for r in rows if not 0 < int(r[len(FIELDS)]) <= len(events)), None)
                 if late is not None:
                     why_events = (
                         f"release {late[0]} was recorded under steward event "
-                        f"{late[len(_FIELDS)]}, which the ledger no longer holds: the steward's "
+                        f"{late[len(FIELDS)]}, which the ledger no longer holds: the steward's "
                         "events were removed"
                     )
         for r in rows:
-            want = mac(self.key, "chain", prev.encode() + _content(r[: len(self._fields)]))
-            if not isinstance(r[-1], str) or not _eq(r[-1], want):
+            want = mac(self.key, "chain", prev.encode() + row_content(r[: len(self._fields)]))
+            if not isinstance(r[-1], str) or not same_mac(r[-1], want):
                 why = (
                     "its chain value does not match: the row was edited, a row before it was "
                     "deleted or reordered, or the budget was changed"
@@ -623,8 +623,8 @@ class Ledger:
         anchored = self._anchored(con)
         if why_events is not None:
             return VerifyReport(False, len(rows), None, why_events, prev), rows
-        if head is None or not _eq(
-            str(head[0]), _head_mac(self.key, len(rows), prev, identity, anchored, events_text)
+        if head is None or not same_mac(
+            str(head[0]), head_mac(self.key, len(rows), prev, identity, anchored, events_text)
         ):
             why = (
                 "the ledger's head does not match its rows: releases were deleted from the end, "
@@ -650,7 +650,7 @@ class Ledger:
             finally:
                 self._con.execute("COMMIT")
         except sqlite3.Error as e:
-            raise _sql_error(self.path, e, "read the ledger") from None
+            raise sql_error(self.path, e, "read the ledger") from None
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -697,21 +697,21 @@ class Ledger:
         try:
             self._begin_immediate()
         except sqlite3.Error as e:
-            raise _sql_error(self.path, e, "write to the ledger") from None
+            raise sql_error(self.path, e, "write to the ledger") from None
         try:
             yield self._con
         except BaseException as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._con.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise _sql_error(self.path, exc, "write to the ledger") from None
+                raise sql_error(self.path, exc, "write to the ledger") from None
             raise
         try:
             self._con.execute("COMMIT")
         except sqlite3.Error as e:
             with contextlib.suppress(sqlite3.Error):
                 self._con.execute("ROLLBACK")
-            raise _sql_error(self.path, e, "write to the ledger") from None
+            raise sql_error(self.path, e, "write to the ledger") from None
 
     def record(self, entry: LedgerEntry, compose: Composer) -> Guarantee:
         """Record ``entry`` if the cumulative guarantee stays within the budget.
@@ -783,7 +783,7 @@ class Ledger:
             finally:
                 self._con.execute("COMMIT")
         except sqlite3.Error as e:
-            raise _sql_error(self.path, e, "read the ledger") from None
+            raise sql_error(self.path, e, "read the ledger") from None
 
     def _view(
         self,
@@ -831,7 +831,7 @@ class Ledger:
                 "was recorded"
             )
         if fresh.unbounded:
-            return _unbounded_guarantee()
+            return unbounded_guarantee()
         g = compose([*prior, entry_now])
         # With a linked dataset, the budget holds for both datasets' releases together.
         for g_ in (g, compose([*extra, *prior, entry_now])) if extra else (g,):
@@ -941,7 +941,7 @@ class Ledger:
         is taken (:meth:`_write_if_unchanged` writes it only on that same state)."""
         e, nxt = view.entry, view.state[1] + 1
         now = datetime.now(UTC).isoformat(timespec="microseconds")
-        plan = None if e.plan is None else encrypt(self.key, _dumps(e.plan).encode("utf-8"))
+        plan = None if e.plan is None else encrypt(self.key, dumps(e.plan).encode("utf-8"))
         values = (
             int(nxt),
             now,
@@ -951,20 +951,20 @@ class Ledger:
             int(e.complemented),
             e.plan_digest,
             e.mechanism,
-            _dumps(list(e.statistics)),
-            _dumps(e.guarantee.to_dict()),
+            dumps(list(e.statistics)),
+            dumps(e.guarantee.to_dict()),
             e.noise_family,
-            None if e.noise_covariance is None else _dumps(e.noise_covariance),
-            _dumps(list(e.values)),
+            None if e.noise_covariance is None else dumps(e.noise_covariance),
+            dumps(list(e.values)),
             plan,
-            None if e.statistic_indices is None else _dumps(list(e.statistic_indices)),
-            _dumps(g.to_dict()),
+            None if e.statistic_indices is None else dumps(list(e.statistic_indices)),
+            dumps(g.to_dict()),
             sketch_field(e),
             int(e.unbounded),
         )
         if not self.read_only:
             values = (*values, int(view.events))
-        return values, mac(self.key, "chain", view.report.head.encode() + _content(values))
+        return values, mac(self.key, "chain", view.report.head.encode() + row_content(values))
 
     def _insert(
         self,
@@ -983,7 +983,7 @@ class Ledger:
             )
             self._move_head(con, report.releases + 1, chain, identity)
         except sqlite3.Error as exc:
-            raise _sql_error(self.path, exc, "write to the ledger") from None
+            raise sql_error(self.path, exc, "write to the ledger") from None
         return int(values[0]), chain
 
     def _move_head(
@@ -992,7 +992,7 @@ class Ledger:
         """Set the head's MAC to the ledger's state in ``con`` (releases, last chain value,
         identity columns, anchor; a schema-3 ledger: the steward's events too)."""
         events = None if self.read_only else self._events_head(read_events(con))
-        head = _head_mac(self.key, releases, last, identity, anchored=True, events=events)
+        head = head_mac(self.key, releases, last, identity, anchored=True, events=events)
         con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (head,))
 
     # -- the steward's decisions (schema 3; :mod:`._decisions`) -----------------------------
@@ -1041,14 +1041,14 @@ class Ledger:
     def _dataset_hashes(self, con: sqlite3.Connection, dataset: RegisteredDataset) -> np.ndarray:
         """A registered dataset's keyed record hashes, checked against the digest its signed
         registration holds."""
-        from distprivacy.ledger._decisions import _records_digest
+        from distprivacy.ledger._decisions import records_digest
 
         row = con.execute(
             "SELECT hashes FROM dataset_records WHERE name = ? AND version = ?",
             (dataset.name, dataset.version),
         ).fetchone()
         hashes = None if row is None else np.frombuffer(row[0], dtype="<u8")
-        if hashes is None or _records_digest(hashes) != dataset.records_digest:
+        if hashes is None or records_digest(hashes) != dataset.records_digest:
             raise LedgerError(
                 f"the stored records of dataset {dataset.key} do not match their signed "
                 "registration: the ledger was edited"

@@ -9,7 +9,7 @@ import numpy as np
 
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._budget import release_delta
-from distprivacy.ledger._entry import Composer, LedgerEntry, _dumps
+from distprivacy.ledger._entry import Composer, LedgerEntry, dumps
 
 
 def _is_gaussian(e: LedgerEntry) -> bool:
@@ -32,7 +32,7 @@ def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | Non
     from distprivacy.composition import CompositionError
     from distprivacy.mechanisms.plans import model_from_dict
 
-    specs = {_dumps(e.plan.get("spec")) for e in entries}  # type: ignore[union-attr]
+    specs = {dumps(e.plan.get("spec")) for e in entries}  # type: ignore[union-attr]
     if len(specs) > 1:
         raise CompositionError(
             "the releases recorded for this dataset were calibrated for different "

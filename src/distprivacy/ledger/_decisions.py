@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distprivacy.ledger._budget import NOT_GDP, budget_text, budget_to_dict, check_budget
-from distprivacy.ledger._entry import LedgerError, LedgerTypeError, _dumps
+from distprivacy.ledger._entry import LedgerError, LedgerTypeError, dumps
 from distprivacy.ledger._keys import encrypt, subkey
 from distprivacy.ledger._registry import (
     RegisteredDataset,
@@ -289,7 +289,7 @@ def register_dataset(
             "fingerprint": fingerprint,
             "rows": len(table),
             "columns": [str(c) for c in table.columns],
-            "records_digest": _records_digest(hashes),
+            "records_digest": records_digest(hashes),
             "signatures": signatures,
             "shared": shared,
             "decision": decision,
@@ -302,7 +302,7 @@ def register_dataset(
     return ledger.registry.dataset(name), tuple(notices)
 
 
-def _records_digest(hashes: np.ndarray) -> str:
+def records_digest(hashes: np.ndarray) -> str:
     import hashlib
 
     return hashlib.sha256(np.ascontiguousarray(hashes, dtype="<u8").tobytes()).hexdigest()
@@ -418,7 +418,7 @@ def approve_plan(
         event = ledger._event(con, key, "plan", name, payload, apply=False)
         con.execute(
             "INSERT INTO approved_plans (name, seq, plan) VALUES (?, ?, ?)",
-            (name, event.seq, encrypt(ledger.key, _dumps(body).encode("utf-8"))),
+            (name, event.seq, encrypt(ledger.key, dumps(body).encode("utf-8"))),
         )
         ledger._apply(event)
     return ledger.registry.plan(name)

@@ -34,11 +34,11 @@ def sketch_field(e: LedgerEntry) -> str:
     fingerprints wrote it), or ``{"rows": [...], "columns": {...}}`` with them, and
     ``"marginals": {...}`` with the columns' marginal identities (ledgers since they exist)."""
     if not e.column_fingerprints:
-        return _dumps(list(e.sketch))
+        return dumps(list(e.sketch))
     out: dict[str, Any] = {"rows": list(e.sketch), "columns": dict(e.column_fingerprints)}
     if e.column_marginals:
         out["marginals"] = dict(e.column_marginals)
-    return _dumps(out)
+    return dumps(out)
 
 
 def parse_sketch_field(
@@ -62,7 +62,7 @@ def parse_sketch_field(
     return tuple(rows), dict(cols), None if marg is None else dict(marg)
 
 
-def _dumps(x: Any) -> str:
+def dumps(x: Any) -> str:
     return json.dumps(jsonable(x), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distprivacy.checks import shown
-from distprivacy.ledger._chain import _sql_error
+from distprivacy.ledger._chain import sql_error
 from distprivacy.ledger._entry import LedgerEntry, LedgerError, parse_sketch_field
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def identity_columns(
         fixed = read_identity(ledger._con, ledger.path)
         count = ledger._state(ledger._con)[0]
     except sqlite3.Error as exc:
-        raise _sql_error(ledger.path, exc, "read the ledger") from None
+        raise sql_error(ledger.path, exc, "read the ledger") from None
     if fixed is None and count > 0:
         return None, list(dict.fromkeys(read))  # a ledger from before identity columns
     if fixed is None:

@@ -25,12 +25,12 @@ from distprivacy.ledger._budget import (
     report_delta,
 )
 from distprivacy.ledger._chain import (
-    _FIELDS,
+    FIELDS,
     VerifyReport,
-    _private_umask,
-    _same_guarantee,
-    _sql_error,
-    _unbounded_guarantee,
+    private_umask,
+    same_guarantee,
+    sql_error,
+    unbounded_guarantee,
 )
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import (
@@ -98,7 +98,7 @@ def verify_ledger(ledger: Ledger, compose: Composer | None = None) -> VerifyRepo
         except Exception:
             continue
         c = e.cumulative
-        if c is None or not _same_guarantee(g, c):
+        if c is None or not same_guarantee(g, c):
             why = (
                 f"its running total (μ = {getattr(c, 'mu', None)}) is not the composition "
                 f"of the releases so far (μ = {g.mu:.6g})"
@@ -136,7 +136,7 @@ def secret_composer(ledger: Ledger, events: Sequence[Any] | None = None) -> Comp
     reg = ledger.registry if events is None else Registry.from_events(events)
 
     def compose(entries: list[LedgerEntry]) -> Guarantee:
-        from distprivacy.ledger._release import _population_refit
+        from distprivacy.ledger._release import population_refit
         from distprivacy.mechanisms.plans import Plan
 
         last = entries[-1]
@@ -149,7 +149,7 @@ def secret_composer(ledger: Ledger, events: Sequence[Any] | None = None) -> Comp
 
         inner = plan_composer(
             at_delta=composer_delta(secret.budget),
-            fit=_population_refit(plan, secret),
+            fit=population_refit(plan, secret),
             shared=shared,
         )
         return inner(entries)
@@ -219,7 +219,7 @@ def backup_ledger(ledger: Ledger, out: str | Path, *, force: bool = False) -> Pa
         fd = os.open(o, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         created.append(o)
         os.close(fd)
-        with _private_umask():
+        with private_umask():
             dst = sqlite3.connect(str(o))
         created += [Path(str(o) + "-wal"), Path(str(o) + "-shm")]
         try:
@@ -235,7 +235,7 @@ def backup_ledger(ledger: Ledger, out: str | Path, *, force: bool = False) -> Pa
         for t in created:  # only what this backup made; a read-only disk refuses this too
             with contextlib.suppress(OSError):
                 t.unlink(missing_ok=True)
-        raise _sql_error(o, exc, "back up the ledger to", "no backup was made") from None
+        raise sql_error(o, exc, "back up the ledger to", "no backup was made") from None
     return o
 
 
@@ -319,7 +319,7 @@ def row_entry(ledger: Ledger, row: Sequence[Any]) -> LedgerEntry:
     rid = row[0]
     try:
         (_, time, fp, prop, ptext, comp, digest, mech, stats, g, fam, cov, vals, plan,
-         idx, cum, sketch, unb) = row[: len(_FIELDS)]  # fmt: skip
+         idx, cum, sketch, unb) = row[: len(FIELDS)]  # fmt: skip
         cov_v = None if cov is None else np.array(json.loads(cov), dtype=float)
         rows_sketch, column_fps, column_marg = parse_sketch_field(sketch)
         plan_v = None
@@ -406,7 +406,7 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
         d = report_delta(budget, group)
         recomputed = True
         if any(e.unbounded for e in group):
-            g = _unbounded_guarantee()
+            g = unbounded_guarantee()
         else:
             try:
                 g = compose(group)

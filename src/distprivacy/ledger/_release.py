@@ -136,7 +136,7 @@ def release_registered(
 
     compose = plan_composer(
         at_delta=composer_delta(secret.budget),
-        fit=_population_refit(plan, secret),
+        fit=population_refit(plan, secret),
         shared=shared,
     )
     cumulative = ledger.record(entry, compose)
@@ -155,7 +155,7 @@ def release_registered(
     )
 
 
-def _population_refit(plan: Any, secret: Any) -> Any:
+def population_refit(plan: Any, secret: Any) -> Any:
     """``fit(query_text)``: exact moments of a union of statistics on the secret's population
     (checked unchanged), under the plan's specification (every plan of a secret shares it)."""
 
