@@ -133,7 +133,7 @@ class World:
         self.csv = tmp / "table.csv"
         self.df.to_csv(self.csv, index=False)
         from distprivacy.ledger import LedgerEntry, StewardKey
-        from distprivacy.ledger._maintenance import secret_composer
+        from distprivacy.ledger._verify import secret_composer
 
         self.steward = StewardKey.generate(tmp / "steward.key")
         self.target_csv = tmp / "target.csv"

@@ -29,7 +29,7 @@ from distprivacy.ledger import (
     data_fingerprint,
     plan_composer,
 )
-from distprivacy.ledger._maintenance import secret_composer
+from distprivacy.ledger._verify import secret_composer
 from distprivacy.profiles import gdp_delta
 from distprivacy.targets import GDP, EpsDelta
 

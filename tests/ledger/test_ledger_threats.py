@@ -11,7 +11,7 @@ import pytest
 from test_secrets import N, make_plan
 
 from distprivacy.ledger import Ledger, LedgerError, StewardKey
-from distprivacy.ledger._identity import read_identity
+from distprivacy.ledger._schema2 import read_identity
 from distprivacy.targets import GDP, EpsDelta
 
 

@@ -28,6 +28,7 @@ from secrets_world import (
     steward_path,
 )
 
+import distprivacy.ledger._record as recording
 from distprivacy.composition import compose_gaussian
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.ledger import (
@@ -147,7 +148,7 @@ def test_faults_are_one_line_and_leave_the_ledger_unchanged(
     def fail(*a, **k):
         raise sqlite3.OperationalError(message)
 
-    monkeypatch.setattr(Ledger, "_insert", lambda self, con, *a: fail())
+    monkeypatch.setattr(recording, "move_head", lambda *a, **k: fail())  # inside the insert
     with Ledger(path) as led:
         with pytest.raises(LedgerError) as e:
             led.release("means", "wave1")

@@ -32,6 +32,7 @@ from distprivacy.ledger._entry import LedgerEntry, LedgerError
 from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target, met_by
 
 __all__ = [
+    "EXACT_REFUSED",
     "NOT_GDP",
     "budget_from_dict",
     "budget_refusal",
@@ -42,6 +43,14 @@ __all__ = [
     "release_delta",
     "report_delta",
 ]
+
+#: Why a ledger refuses an exact release (issue 30): its μ is ∞, above every finite budget, so
+#: recording one would spend the budget and reveal the true statistics all the same.
+EXACT_REFUSED = (
+    "`allow_exact=True` refused: an exact release exceeds every budget; a ledger does not "
+    "record one: publish outside the ledger or add noise"
+)
+
 
 #: Why a μ budget cannot hold a guarantee that is not μ-GDP (module docstring).
 NOT_GDP = (

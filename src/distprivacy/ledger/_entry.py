@@ -29,39 +29,6 @@ class BudgetExceededError(DistPrivacyError):
     recorded)."""
 
 
-def sketch_field(e: LedgerEntry) -> str:
-    """The stored ``sketch`` field: the row sketch alone (a list, as ledgers before column
-    fingerprints wrote it), or ``{"rows": [...], "columns": {...}}`` with them, and
-    ``"marginals": {...}`` with the columns' marginal identities (ledgers since they exist)."""
-    if not e.column_fingerprints:
-        return dumps(list(e.sketch))
-    out: dict[str, Any] = {"rows": list(e.sketch), "columns": dict(e.column_fingerprints)}
-    if e.column_marginals:
-        out["marginals"] = dict(e.column_marginals)
-    return dumps(out)
-
-
-def parse_sketch_field(
-    text: str,
-) -> tuple[tuple[str, ...], dict[str, str] | None, dict[str, str] | None]:
-    """``(sketch, column_fingerprints, column_marginals)`` from a stored ``sketch`` field
-    (either form; the maps None for entries written before they existed), in one parse."""
-    raw = json.loads(text)
-    if isinstance(raw, list):
-        return tuple(raw), None, None
-    if not isinstance(raw, dict):
-        raise ValueError(f"a sketch is a list or an object, got {type(raw).__name__}")
-    rows, cols, marg = raw.get("rows"), raw.get("columns"), raw.get("marginals")
-    if not isinstance(rows, list) or not isinstance(cols, dict):
-        raise ValueError("a sketch object holds 'rows' (a list) and 'columns' (an object)")
-    if marg is not None and not (
-        isinstance(marg, dict)
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in marg.items())
-    ):
-        raise ValueError("a sketch's 'marginals' map column names to text")
-    return tuple(rows), dict(cols), None if marg is None else dict(marg)
-
-
 def dumps(x: Any) -> str:
     return json.dumps(jsonable(x), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
@@ -100,31 +67,9 @@ class LedgerEntry:
         The property as the release spelled it (``property`` is its canonical key).
     complemented : bool
         The release's predicate is the complement of the canonical property (p ↦ 1 − p).
-    sketch : tuple of str
-        The dataset's keyed MinHash sketch (:func:`distprivacy.fingerprint.dataset_sketch`).
     unbounded : bool
-        An exact release (``allow_exact``): nothing about the dataset is hidden any more, and
-        every later release of it is refused.
-    identity_columns : tuple of str or None
-        The columns ``fingerprint`` and ``sketch`` were computed over: the ledger's identity
-        columns (:meth:`Ledger.init`'s ``identify_by``, or its first release's target's
-        columns). None for an entry of a ledger written before identity columns existed
-        (identified by the columns it read). Not stored per row: the ledger holds them once.
-    column_fingerprints : mapping of str to str or None
-        For each column of the target, the keyed identity of that column
-        paired with the property's (:func:`distprivacy.fingerprint.column_identities`):
-        how the ledger recognises the records of an earlier dataset whose other columns
-        were changed. Stored with the sketch.
-    column_marginals : mapping of str to str or None
-        For each column of the target, the keyed identity of its values alone
-        (:func:`distprivacy.fingerprint.column_marginals`): how the ledger recognises a
-        target whose read columns' values were handed to other records. Stored with the
-        sketch.
-    read_columns : tuple of str or None
-        The columns the release reads (its statistics' and the property's). Not stored.
-    read_distinct : int or None
-        The most distinct values in one column the release reads, the property's left out.
-        Not stored.
+        An exact release (``allow_exact``): nothing about the dataset is hidden any more. A
+        ledger of secrets never records one (a schema-2 ledger may hold one).
     """
 
     fingerprint: str
@@ -143,13 +88,7 @@ class LedgerEntry:
     cumulative: Guarantee | None = None
     property_text: str = ""
     complemented: bool = False
-    sketch: tuple[str, ...] = ()
     unbounded: bool = False
-    identity_columns: tuple[str, ...] | None = field(default=None, compare=False)
-    column_fingerprints: Mapping[str, str] | None = field(default=None, compare=False)
-    column_marginals: Mapping[str, str] | None = field(default=None, compare=False)
-    read_columns: tuple[str, ...] | None = field(default=None, compare=False)
-    read_distinct: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("fingerprint", "property", "mechanism"):
@@ -178,16 +117,6 @@ class LedgerEntry:
             object.__setattr__(
                 self, "statistic_indices", tuple(int(i) for i in self.statistic_indices)
             )
-        for name in ("column_fingerprints", "column_marginals"):
-            cm = getattr(self, name)
-            if cm is None:
-                continue
-            if not isinstance(cm, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in cm.items()
-            ):
-                what = name.replace("_", " ")
-                raise LedgerError(f"a ledger entry's {what} map column names to text")
-            object.__setattr__(self, name, dict(cm))
 
     @classmethod
     def from_plan(
