@@ -12,6 +12,7 @@ from distprivacy.commands.ledger_steward import (
     STEWARD_COMMANDS,
     budget_options,
     budget_target,
+    mu_budget_note,
     steward_key_option,
 )
 
@@ -74,6 +75,7 @@ def init(
         f"its key is {path}.key and its anchor {path}.anchor (mode 0600): releasers need the "
         "key, never the steward's; back all three up with `distprivacy ledger backup`"
     )
+    mu_budget_note(target)
 
 
 for _command in STEWARD_COMMANDS:

@@ -69,6 +69,19 @@ def budget_target(
     return EpsDelta(epsilon, delta)
 
 
+def mu_budget_note(target: Any) -> None:
+    """Under a μ budget, say on stderr what it holds: μ-GDP releases only."""
+    from distprivacy.targets import GDP
+
+    if isinstance(target, GDP):
+        click.echo(
+            "note: a μ budget holds only μ-GDP releases; plans whose fitted Gaussians have "
+            "unequal covariances (Adult's, most real data's) are refused under it — give "
+            "--budget-epsilon E --budget-delta D or --budget-accuracy A for them",
+            err=True,
+        )
+
+
 @click.command("keygen")
 @click.argument("path", type=click.Path(dir_okay=False))
 def keygen(path: str) -> None:
@@ -115,6 +128,7 @@ def secret(
     with Ledger(path) as led:
         s = led.add_secret(steward_key, name, protect, target, population=population)
     click.echo(f"secret {s.name}: protects {s.property}, budget {s.budget.describe()}")
+    mu_budget_note(target)
 
 
 @click.command("register")
@@ -222,6 +236,7 @@ def budget(
     with Ledger(path) as led:
         s = led.set_budget(steward_key, secret_name, target, reason)
     click.echo(f"secret {s.name}: budget now {s.budget.describe()} ({reason.strip()})")
+    mu_budget_note(target)
 
 
 STEWARD_COMMANDS = (keygen, secret, register, approve, budget)
