@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.console import Console
 
@@ -11,7 +13,6 @@ from distprivacy.commands._report import report_option, write_ledger
 from distprivacy.commands.ledger_steward import (
     STEWARD_COMMANDS,
     budget_options,
-    budget_target,
     mu_budget_note,
     steward_key_option,
 )
@@ -47,17 +48,14 @@ def init(
     secret_name: str,
     protect: str,
     population: str | None,
-    budget_mu: float | None,
-    budget_epsilon: float | None,
-    budget_delta: float | None,
-    budget_accuracy: float | None,
+    budget: Any,
 ) -> None:
     """Create a ledger with its first secret: a protected property of a population, with its
     budget. Every release under the secret composes with every other, whatever registered
     dataset it reads. The steward's key (`ledger keygen`) signs every decision."""
     from distprivacy.ledger import Ledger
 
-    target = budget_target(budget_mu, budget_epsilon, budget_delta, budget_accuracy)
+    target = budget
     with Ledger.init(
         path,
         steward=steward_key,
