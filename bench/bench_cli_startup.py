@@ -163,6 +163,9 @@ def main() -> None:
         f"# bench_cli_startup: median of {a.repeat} fresh processes, {os.cpu_count()} cores "
         "(target < 0.5 s)",
         f"# python3 bench/bench_cli_startup.py --repeat {a.repeat}",
+        "# load average (1, 5, 15 min) at the start: "
+        + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        + " (the times scale with it: compare each figure with the interpreter's line)",
     ]
     base = median_time([sys.executable, "-c", "pass"], a.repeat, env)
     lines.append(f"  {'python3 -c pass (interpreter start-up)':<40} {base:6.3f} s")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 
 from distprivacy.commands import dumps_json
 from distprivacy.commands._files import check_apart, ledger_files
@@ -115,6 +114,8 @@ def verify(path: str, as_json: bool, steward_public: str | None) -> None:
     if as_json:
         click.echo(dumps_json(dict(report.__dict__)))
     elif report.ok:
+        from rich.console import Console  # (not for init: lazy)
+
         Console(highlight=False).print(
             f"verified {report.releases} release(s) of {path}: chain, anchor, guarantees and "
             f"running totals hold; head {report.head[:16]}… (keep it elsewhere to notice a "
@@ -192,6 +193,8 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     if as_json:
         click.echo(dumps_json(shown))
         return
+    from rich.console import Console
+
     from distprivacy.commands._display import print_columns  # (not for --help: lazy)
     from distprivacy.wording import ledger_statement
 
@@ -248,6 +251,8 @@ def show(path: str, as_json: bool, report: str | None) -> None:
 
 def _show_secrets(path: str, shown: dict) -> None:
     """``ledger show`` of a ledger of secrets, in words then tables."""
+    from rich.console import Console
+
     from distprivacy.commands._display import print_columns  # (not for --help: lazy)
 
     console = Console(highlight=False)
