@@ -133,14 +133,14 @@ class World:
         self.csv = tmp / "table.csv"
         self.df.to_csv(self.csv, index=False)
         from distprivacy.ledger import LedgerEntry, StewardKey
-        from distprivacy.ledger._maintenance import secret_composer
+        from distprivacy.ledger._verify import secret_composer
 
         self.steward = StewardKey.generate(tmp / "steward.key")
         self.target_csv = tmp / "target.csv"
         self.target.to_csv(self.target_csv, index=False)
         self.ledger = dp.Ledger.init(
             tmp / "world.db", steward=self.steward, secret="s", protect="income==>50K",
-            budget=dp.GDP(1e6), population=self.csv,
+            budget=dp.EpsDelta(1e6, 0.9), population=self.csv,
         )  # fmt: skip
         self.ledger.register(self.steward, "d", self.target_csv)
         self.ledger.approve(self.steward, self.plan, "p")

@@ -325,7 +325,7 @@ def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
     from ledger_world import lib_ledger
 
     from distprivacy.mechanisms.plans import Plan, PlanError
-    from distprivacy.targets import GDP
+    from distprivacy.targets import EpsDelta
 
     ds = DATASETS[name]
     df = small(name)
@@ -346,7 +346,7 @@ def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
     population, records = tmp_path / "population.csv", tmp_path / "target.csv"
     df.to_csv(population, index=False)
     target.to_csv(records, index=False)
-    led, _ = lib_ledger(tmp_path, population, GDP(10 * mu), {"target": records},
+    led, _ = lib_ledger(tmp_path, population, EpsDelta(50.0, 0.5), {"target": records},
                         {"plan": Plan.from_calibration(cal, data=population)},
                         protect=ds.protect)  # fmt: skip
     with led:

@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from enum import EnumType, StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from scipy import special
-
 from distprivacy.checks import check_delta, check_instance, check_number, check_text, shown
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon, gdp_mu, mu_for_accuracy
@@ -128,6 +126,8 @@ class GDP:
         reaches), it is the first float above 0.5. A bound of 1.0 is not a valid target
         (``MaxAttackAccuracy(1.0)`` is refused) and has no finite μ
         (:meth:`MaxAttackAccuracy.to_gdp` says so in one line)."""
+        from scipy import special  # (lazy: `import distprivacy.targets` stays light)
+
         a = 1.0 - float(special.ndtr(-self.mu / 2.0))  # Φ(−μ/2): tiny, exact for large μ
         return MaxAttackAccuracy._bound(max(a, math.nextafter(0.5, 1.0)))
 
@@ -227,6 +227,8 @@ class MaxAttackAccuracy:
                 "an attack accuracy of 1 (no protection, e.g. the bound of a huge μ) has no "
                 "finite μ; state a target below 1, e.g. max_accuracy=0.55"
             )
+        from scipy import special
+
         return GDP(2.0 * float(special.ndtri(self.accuracy)))
 
     def describe(self) -> str:
@@ -324,10 +326,16 @@ class GuaranteeLike(Protocol):
 
 
 def met_by(target: Target, guarantee: GuaranteeLike) -> bool:
-    """Whether ``guarantee`` meets ``target``: its δ(ε) at the target's ε is at most δ; its μ
-    at most the target's μ (and its attack bound at most Φ(μ/2), which covers guarantees with
-    unequal covariances whose μ alone does not bound the attack); its attack bound at most the
-    target's accuracy. A figure the guarantee lacks (None, NaN) does not meet anything.
+    """Whether ``guarantee`` meets ``target``: its δ(ε) at the target's ε is at most δ; it is
+    μ-GDP (its curve the GDP one) with μ at most the target's (and its attack bound at most
+    Φ(μ/2)); its attack bound at most the target's accuracy. A figure the guarantee lacks
+    (None, NaN) does not meet anything. One relative tolerance, ``_REL``, for every form.
+
+    A ``GDP`` target is met only by a μ-GDP guarantee (``curve == "gdp"``): a guarantee whose
+    fitted Gaussians have unequal covariances carries a μ *label* (the shared-covariance μ it
+    was calibrated for), but its exact privacy profile has exponential tails and rises above
+    every GDP curve at large ε (:mod:`distprivacy.ledger._budget` gives the argument); a point
+    guarantee with δ > 0 keeps δ(ε′) = δ for every ε′ ≥ ε. Neither is μ-GDP for any μ.
 
     Raises
     ------
@@ -348,7 +356,18 @@ def met_by(target: Target, guarantee: GuaranteeLike) -> bool:
         mu, acc = guarantee.mu, guarantee.max_attack_accuracy
         if mu is None or acc is None or not (math.isfinite(mu) and math.isfinite(acc)):
             return False
+        if _curve(guarantee) != "gdp":
+            return False
         cap = float(gdp_accuracy(target.mu))  # Φ(μ/2); 1.0 in floating point for μ ≳ 17
         return mu <= target.mu * (1 + _REL) and acc <= cap * (1 + _REL)
     acc = guarantee.max_attack_accuracy
     return bool(acc is not None and math.isfinite(acc) and acc <= target.accuracy * (1 + _REL))
+
+
+def _curve(guarantee: Any) -> str | None:
+    """The guarantee's curve (``"gdp"`` or ``"point"``), or its ``.guarantee``'s (a
+    calibration); None when it states none (then it is not known to be μ-GDP)."""
+    curve = getattr(guarantee, "curve", None)
+    if curve is None:
+        curve = getattr(getattr(guarantee, "guarantee", None), "curve", None)
+    return curve if isinstance(curve, str) else None

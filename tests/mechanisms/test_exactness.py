@@ -240,14 +240,15 @@ def test_every_release_path_goes_through_the_one_gate(population, model, tmp_pat
 
 
 def _ledger(population, target, tmp_path, cal, model):
-    """A ledger of secrets (budget μ = 1) over ``population`` (written to a file) with
+    """A ledger of secrets (budget (ε, δ) = (50, 0.5)) over ``population`` (written to a file) with
     ``target`` registered as ``w`` and the plan of ``cal`` approved as ``p``."""
     from ledger_world import lib_ledger
 
     population.to_csv(tmp_path / "population.csv", index=False)
     target.to_csv(tmp_path / "w.csv", index=False)
     plan = Plan.from_calibration(cal, model, data=tmp_path / "population.csv")
-    led, _ = lib_ledger(tmp_path, tmp_path / "population.csv", GDP(1.0), {"w": tmp_path / "w.csv"},
+    roomy = dp.EpsDelta(50.0, 0.5)
+    led, _ = lib_ledger(tmp_path, tmp_path / "population.csv", roomy, {"w": tmp_path / "w.csv"},
                         {"p": plan}, secret="g", protect="g==a")  # fmt: skip
     return led
 

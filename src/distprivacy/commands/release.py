@@ -379,7 +379,7 @@ def _release_registered(
         bar.close()
     plan, rel, cal = rec.plan, rec.release, rec.plan.calibration
     secret = rec.secret
-    at = secret.budget.report_delta
+    at = rec.at_delta
     c = rec.cumulative
     info: dict[str, Any] = {
         "plan": plan_name,
