@@ -21,7 +21,9 @@ from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import ExactModel
 from distprivacy.profiles import gaussian_profile, gdp_delta, gdp_mu
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 
 def mc_delta(P, Q, eps: float, size: int, seed: int = 0) -> float:
@@ -48,7 +50,9 @@ def main() -> None:
     rows.append(("μ-GDP δ(ε) at 1000 values of ε (vectorised)", t))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cal = make_mechanism("DauM-G", 1.0, 1e-3, covariances="pooled").calibrate(model)
+        cal = make_mechanism(
+            "DauM-G", EpsDelta(1.0, 1e-3), GaussianOptions(covariances="pooled")
+        ).calibrate(model)
     Z = cal.noise_covariance
     P = (model.means_[0], model.covariances_[0] + Z)
     Q = (model.means_[1], model.covariances_[1] + Z)
@@ -61,14 +65,14 @@ def main() -> None:
         for name in ("DauM-G", "OptM-G"):
             for cov in ("pooled", "fitted"):
                 t, c = timed(
-                    lambda n=name, cv=cov: make_mechanism(n, 1.0, 1e-3, covariances=cv).calibrate(
-                        model
-                    )
+                    lambda n=name, cv=cov: make_mechanism(
+                        n, EpsDelta(1.0, 1e-3), GaussianOptions(covariances=cv)
+                    ).calibrate(model)
                 )
                 rows.append(
                     (f"calibrate {name}, covariances={cov} (E‖Z‖ = {c.expected_l2_error:.3f})", t)
                 )
-        opt = make_mechanism("OptM-G", 1.0, 1e-3).calibrate(model)
+        opt = make_mechanism("OptM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     for attacks in (("likelihood-ratio",), ("logistic",), ("boosting",), ("knn",)):
         t, r = timed(
             lambda a=attacks: audit_model(

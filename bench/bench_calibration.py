@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from distprivacy.targets import EpsDelta
+
 MECHANISMS = ("ExpM-G", "DirM-G", "EigM-G", "DauM-G", "OptM-G")
 GRIDS = (9, 33, 99)
 
@@ -53,7 +55,7 @@ def measure(data_dir: str | None, grids: tuple[int, ...], limit: float) -> dict:
                 continue
             w, c = time.perf_counter(), time.process_time()
             try:
-                cal = make_mechanism(name, 1.0, 1e-3).calibrate(model)
+                cal = make_mechanism(name, EpsDelta(1.0, 1e-3)).calibrate(model)
                 ok = f"{cal.delta_achieved:.3g}"
             except DistPrivacyError as exc:
                 ok = f"refused: {str(exc)[:60]}"

@@ -20,6 +20,7 @@ from distprivacy.mechanisms import MECHANISMS, calibrate_all
 from distprivacy.models import ExactModel, MonteCarloModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 
 def timed(f, repeat: int = 3):
@@ -80,7 +81,7 @@ def main() -> None:
     rows.append((f"(W, 0.01)-closeness radius (= {c:.3f})", t_c))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_all, _ = timed(lambda: calibrate_all(mc, 1.0, 1e-3))
+        t_all, _ = timed(lambda: calibrate_all(mc, EpsDelta(1.0, 1e-3)))
     rows.append((f"calibrate all {len(MECHANISMS)} mechanisms (exact rule, fitted)", t_all))
     width = max(len(r[0]) for r in rows)
     print(f"{'stage':<{width}}  seconds")

@@ -21,6 +21,8 @@ import time
 import warnings
 from pathlib import Path
 
+from distprivacy.targets import EpsDelta
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -62,7 +64,7 @@ def bench_api(name: str, n: int, out: list[str]) -> float:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cal = make_mechanism(mech, EPSILON, DELTA).calibrate(model)
+                cal = make_mechanism(mech, EpsDelta(EPSILON, DELTA)).calibrate(model)
             what = f"E|Z|2 = {cal.expected_l2_error:.4g}, δ achieved {cal.delta_achieved:.3g}"
         except StoppedError:
             what = f"STOPPED after {LIMIT} s (not finished)"

@@ -28,6 +28,7 @@ from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import fit_model
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 N = 1000
 
@@ -178,7 +179,7 @@ def mechanisms_on_grid(
     total = 0.0
     times_new: dict[str, float] = {}
     for name in ("Wasserstein", "ApproxWasserstein", "ApproxWasserstein-Bounded"):
-        mech = make_mechanism(name, 1.0, 0.001)
+        mech = make_mechanism(name, EpsDelta(1.0, 0.001))
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

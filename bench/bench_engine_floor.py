@@ -79,6 +79,7 @@ def main() -> None:
     from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
     from distprivacy.resources import memory_limit
     from distprivacy.spec import ProtectionSpec
+    from distprivacy.targets import EpsDelta
 
     path = Path(args.out) / f"adult_{args.rows}.parquet"
     if not path.exists():
@@ -100,7 +101,9 @@ def main() -> None:
         )
         con0.close()
     # Warm the imports a calibration needs (cvxpy for OptM-G) once, as a long-lived process would.
-    calibrate_all(fit_model(small, spec, query, method="exact", engine="duckdb"), 1.0, 0.001)
+    calibrate_all(
+        fit_model(small, spec, query, method="exact", engine="duckdb"), EpsDelta(1.0, 0.001)
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
     def command(file: Path, method: str) -> list[str]:
@@ -127,7 +130,7 @@ def main() -> None:
             model = fit_model(
                 path, spec, query, method=method, n_samples=1000, random_state=0, engine="duckdb"
             )
-            calibrate_all(model, 1.0, 0.001)
+            calibrate_all(model, EpsDelta(1.0, 0.001))
             times[f"lib {method}"].append(time.perf_counter() - t)
             for key, file in (("cli", path), ("fixed", small)):
                 t = time.perf_counter()

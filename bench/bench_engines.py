@@ -35,6 +35,7 @@ CHILD = r"""
 import json, resource, sys, time, warnings
 t0 = time.perf_counter()
 from distprivacy.mechanisms import make_mechanism
+from distprivacy.targets import EpsDelta
 from distprivacy.models import fit_model
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
@@ -51,7 +52,7 @@ model = fit_model(data, spec, query, method=args["modeling"], n_samples=1000, ra
 t2 = time.perf_counter()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    cal = make_mechanism("DauM-G", 1.0, 1e-3, "exact", covariances="fitted").calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
 t3 = time.perf_counter()
 def children(pid):
     import glob

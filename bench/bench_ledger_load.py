@@ -42,6 +42,8 @@ import time
 import traceback
 from pathlib import Path
 
+from distprivacy.targets import EpsDelta
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -146,7 +148,9 @@ def _setup(tmp: Path) -> tuple[Path, list[Path]]:
     spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     query = dp.Query.parse("mean:age,mean:education_num,count:sex==Female")
     model = dp.fit_model(data, spec, query, method="exact")
-    cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
+    cal = dp.DauM(EpsDelta(0.5, 1e-3), dp.GaussianOptions(covariances="pooled")).calibrate(
+        model
+    )  # μ-GDP: a μ budget holds it
     plan = dp.Plan.from_calibration(cal, model, data=data)
     plan_path = tmp / "plan.json"
     plan.save(plan_path)

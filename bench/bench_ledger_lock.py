@@ -28,6 +28,8 @@ import time
 import traceback
 from pathlib import Path
 
+from distprivacy.targets import EpsDelta
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -45,7 +47,9 @@ def _setup(tmp: Path, budget_mu: float | None = None):
     spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     query = dp.Query.parse("mean:age,mean:education_num,count:sex==Female")
     model = dp.fit_model(data, spec, query, method="exact")
-    cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
+    cal = dp.DauM(EpsDelta(0.5, 1e-3), dp.GaussianOptions(covariances="pooled")).calibrate(
+        model
+    )  # μ-GDP: a μ budget holds it
     plan = dp.Plan.from_calibration(cal, model, data=data)
     data.sample(n=100, random_state=1).to_csv(tmp / "target.csv", index=False)
     path = tmp / "ledger.db"

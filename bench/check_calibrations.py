@@ -96,8 +96,17 @@ def _entry(name: str, model: Any, rule: str, kw: dict, cov: str, utility: str) -
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
+            from distprivacy.request import GaussianOptions
+            from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
+
+            if epsilon is not None:
+                target, report = EpsDelta(epsilon, delta), None
+            elif "mu" in kw:
+                target, report = GDP(kw["mu"]), delta
+            else:
+                target, report = MaxAttackAccuracy(kw["max_accuracy"]), delta
             mech = make_mechanism(
-                name, epsilon, delta, rule, covariances=cov, utility=utility, **kw
+                name, target, GaussianOptions(rule, cov, utility, report_delta=report)
             )
             cal = mech.calibrate(model)
         except CALIBRATION_FAILURES as exc:

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from distprivacy.targets import EpsDelta
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -717,7 +719,7 @@ def api_cases(world: dict) -> list[Case]:
         ("Ledger.seal", lambda: _ledger_call(tmp, "seal", dp.Plan.load(tmp / "plan.json"))),
     ]  # fmt: skip
     cov = [[[1.0]], [[1.0]]]
-    cal = dp.DauM(epsilon=1.0, delta=1e-3).calibrate(
+    cal = dp.DauM(EpsDelta(1.0, 1e-3)).calibrate(
         dp.GaussianModel(["a", "b"], [[1.0], [2.0]], [[[0.1]], [[0.1]]], [("a", "b")])
     )
     for i, v in enumerate(bad_or_none):
@@ -727,8 +729,8 @@ def api_cases(world: dict) -> list[Case]:
             (f"Spec values={i}", lambda v=v: dp.ProtectionSpec("sex==Female", n=50, values=v)),
             (f"fit_model spec={i}", lambda v=v: dp.fit_model(data, v, query)),
             (f"fit_model query={i}", lambda v=v: dp.fit_model(data, spec, v)),
-            (f"make_mechanism({i})", lambda v=v: dp.make_mechanism(v, 1.0, 1e-3)),
-            (f"DauM delta={i}", lambda v=v: dp.DauM(epsilon=1.0, delta=v)),
+            (f"make_mechanism({i})", lambda v=v: dp.make_mechanism(v, EpsDelta(1.0, 1e-3))),
+            (f"DauM delta={i}", lambda v=v: dp.DauM(EpsDelta(1.0, v))),
             (
                 f"GaussianModel thetas={i}",
                 lambda v=v: dp.GaussianModel(v, [[1.0], [2.0]], cov, [("a", "b")]),
@@ -759,7 +761,7 @@ def api_cases(world: dict) -> list[Case]:
     for i, v in enumerate(bad_values):
         calls += [
             (f"load_adult({i})", lambda v=v: dp.load_adult(v)),
-            (f"DauM eps={i}", lambda v=v: dp.DauM(epsilon=v, delta=1e-3)),
+            (f"DauM eps={i}", lambda v=v: dp.DauM(EpsDelta(v, 1e-3))),
             (
                 f"Ledger.init budget={i}",
                 lambda v=v, i=i: dp.Ledger.init(tmp / f"b{i}.db", budget=dp.GDP(v), **secret),
@@ -773,7 +775,10 @@ def api_cases(world: dict) -> list[Case]:
             (f"Calibration.release({i})", lambda v=v: cal.release(v, random_state=0)),
             (f"dataset_sketch key={i}", lambda v=v: dataset_sketch(data, ["age"], key=v)),
             (f"Plan.from_dict({i})", lambda v=v: dp.Plan.from_dict(v)),
-            (f"make_mechanism delta={i}", lambda v=v: dp.make_mechanism("DauM-G", 1.0, v)),
+            (
+                f"make_mechanism delta={i}",
+                lambda v=v: dp.make_mechanism("DauM-G", EpsDelta(1.0, v)),
+            ),
             (
                 f"Ledger.init epsilon={i}",
                 lambda v=v, i=i: dp.Ledger.init(

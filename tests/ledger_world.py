@@ -71,3 +71,26 @@ def lib_ledger(
     for n, plan in (plans or {}).items():
         led.approve(steward, plan, n)
     return led, steward
+
+
+#: A budget with room for every test's releases, as ``ledger init`` flags: (ε, δ) = (50, 0.5).
+#: (A μ budget refuses Adult's plans: their fitted Gaussians are not μ-GDP.)
+ROOMY = ["--budget-epsilon", "50", "--budget-delta", "0.5"]
+
+
+def room_for(plan: Any, releases: int, delta: float = 1e-3) -> list[str]:
+    """``ledger init`` flags of an (ε, δ) budget that ``releases`` releases of ``plan`` (a
+    Plan) on one dataset meet and one more do not: ε halfway between their cumulative ε's at
+    ``delta`` (the library's exact joint accounting)."""
+    from distprivacy.composition import compose_gaussian
+    from distprivacy.ledger._compose import merge_repeats
+
+    every = list(range(plan.model.dim))
+    noise = plan.calibration.noise_covariance
+
+    def eps(k: int) -> float:
+        joint = compose_gaussian(plan.model, merge_repeats([(every, noise)] * k), delta=delta)
+        return joint.epsilon_at(delta)
+
+    return ["--budget-epsilon", repr((eps(releases) + eps(releases + 1)) / 2),
+            "--budget-delta", repr(delta)]  # fmt: skip

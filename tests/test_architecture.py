@@ -18,7 +18,7 @@ LAYERS: dict[str, int] = {
     "datasets": 2, "distances": 2,
     "query": 3, "profiles": 3, "noise": 3, "fingerprint": 3,
     "sampling": 4, "guarantee": 4, "targets": 4, "wording": 4,
-    "engines": 5, "protocols": 5,
+    "engines": 5, "protocols": 5, "request": 5,
     "models": 6,
     "mechanisms": 7,
     "composition": 8, "statistic_attacks": 8, "attribute": 8, "local": 8,

@@ -42,8 +42,10 @@ from distprivacy.models import (
 from distprivacy.noise import NoiseDistribution, expected_norm
 from distprivacy.query import CallableStatistic, Query
 from distprivacy.randomness import check_random_state
+from distprivacy.request import GaussianOptions
 from distprivacy.resources import check_memory, format_bytes, memory_limit, parse_size
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,7 +148,7 @@ def test_bad_seed_every_command(capsys, tmp_path, k, seed):
 def test_bad_seed_python(seed):
     from distprivacy.local.domains import clustered_city, grid
 
-    cal = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
+    cal = make_mechanism("ExpM-L", EpsDelta(1.0, 0.0)).calibrate(adult_free_model())
     calls = [
         lambda: check_random_state(seed, secure=False),
         lambda: check_random_state(seed, secure=True),
@@ -306,24 +308,24 @@ BAD_REALS = ["0.5", True, False, np.bool_(True), 1 + 0j, 0.5j, None, [0.5], math
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_mechanism_epsilon_python(name, bad):
     with pytest.raises(DistPrivacyError):
-        make_mechanism(name, bad, 1e-3)
+        make_mechanism(name, EpsDelta(bad, 1e-3))
 
 
 @pytest.mark.parametrize("bad", ["0.5", True, 1 + 0j, math.nan, -0.1, 1.0, 1.5], ids=repr)
 @pytest.mark.parametrize("cls", [ExpectedValueLaplace, GroupDPLaplace, DauM])
 def test_delta_checked_even_for_pure_epsilon(cls, bad):
     with pytest.raises(DistPrivacyError, match="delta"):
-        cls(1.0, bad)
+        cls(EpsDelta(1.0, bad))
 
 
 def test_daum_string_and_bool_epsilon():
     for bad in ("0.5", True):
         with pytest.raises(DistPrivacyError, match="epsilon"):
-            DauM(epsilon=bad)
-    with pytest.raises(DistPrivacyError, match="target μ"):
-        DauM(mu=True)
+            DauM(EpsDelta(bad, 1e-3))
+    with pytest.raises(DistPrivacyError, match="mu must be a positive number"):
+        DauM(GDP(True))
     with pytest.raises(DistPrivacyError, match="max_accuracy"):
-        DauM(max_accuracy=math.nan)
+        DauM(MaxAttackAccuracy(math.nan))
 
 
 @pytest.mark.parametrize(
@@ -332,14 +334,14 @@ def test_daum_string_and_bool_epsilon():
     ids=repr,
 )
 def test_release_value_python(value):
-    cal = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
+    cal = make_mechanism("ExpM-L", EpsDelta(1.0, 0.0)).calibrate(adult_free_model())
     with pytest.raises(DistPrivacyError):
         cal.release(value, random_state=0)
 
 
 @pytest.mark.parametrize("size", [-1, 1.5, "3", True, math.nan])
 def test_sample_noise_size_python(size):
-    cal = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
+    cal = make_mechanism("ExpM-L", EpsDelta(1.0, 0.0)).calibrate(adult_free_model())
     with pytest.raises(DistPrivacyError, match="size"):
         cal.sample_noise(size, random_state=0)
     assert cal.sample_noise(0, random_state=0).shape == (0, 2)
@@ -356,10 +358,10 @@ def test_callable_statistic_columns(columns):
 def test_group_dp_needs_a_positive_group(n):
     for cls in (GroupDPLaplace, GroupDPGaussian):
         with pytest.raises(NotApplicableError, match="group size"):
-            cls(1.0, 1e-3).calibrate(adult_free_model(n=n))
+            cls(EpsDelta(1.0, 1e-3)).calibrate(adult_free_model(n=n))
     for g in (0, -1, True, 2.5):
         with pytest.raises(DistPrivacyError, match="group_size"):
-            GroupDPLaplace(1.0, group_size=g)
+            GroupDPLaplace(EpsDelta(1.0, 0.0), group_size=g)
 
 
 def test_other_python_boundaries():
@@ -368,7 +370,7 @@ def test_other_python_boundaries():
     from distprivacy.local.mechanisms import RandomizedResponse, SnappedGaussian, check_k
 
     calls = [
-        lambda: make_mechanism(3, 1.0),
+        lambda: make_mechanism(3, EpsDelta(1.0, 0.0)),
         lambda: RandomizedResponse(True, 1.0),
         lambda: RandomizedResponse(5, "1"),
         lambda: SnappedGaussian(grid(4), 1 + 1j),
@@ -407,21 +409,29 @@ def _api_calls(adult) -> dict:
         "fit_model.random_state": lambda b: fit_model(
             adult, spec, q, "monte-carlo", n_samples=10, random_state=b
         ),
-        "ExpM-G.delta": lambda b: make_mechanism("ExpM-G", 1.0, b),
-        "ExpM-G.mu": lambda b: make_mechanism("ExpM-G", None, 1e-3, mu=b).calibrate(gm),
-        "ExpM-G.max_accuracy": lambda b: make_mechanism(
-            "ExpM-G", None, 1e-3, max_accuracy=b
+        "ExpM-G.delta": lambda b: make_mechanism("ExpM-G", EpsDelta(1.0, b)),
+        "ExpM-G.mu": lambda b: make_mechanism(
+            "ExpM-G", GDP(b), GaussianOptions(report_delta=1e-3)
         ).calibrate(gm),
-        "ExpM-G.calibration": lambda b: make_mechanism("ExpM-G", 1.0, 1e-3, calibration=b),
-        "ExpM-G.covariances": lambda b: make_mechanism("ExpM-G", 1.0, 1e-3, covariances=b),
+        "ExpM-G.max_accuracy": lambda b: make_mechanism(
+            "ExpM-G", MaxAttackAccuracy(b), GaussianOptions(report_delta=1e-3)
+        ).calibrate(gm),
+        "ExpM-G.calibration": lambda b: make_mechanism(
+            "ExpM-G", EpsDelta(1.0, 1e-3), GaussianOptions(rule=b)
+        ),
+        "ExpM-G.covariances": lambda b: make_mechanism(
+            "ExpM-G", EpsDelta(1.0, 1e-3), GaussianOptions(covariances=b)
+        ),
         "Calibration.delta_at": lambda b: (
-            make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(gm).delta_at(b)
+            make_mechanism("ExpM-G", EpsDelta(1.0, 1e-3)).calibrate(gm).delta_at(b)
         ),
         "Calibration.epsilon_at": lambda b: (
-            make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(gm).epsilon_at(b)
+            make_mechanism("ExpM-G", EpsDelta(1.0, 1e-3)).calibrate(gm).epsilon_at(b)
         ),
         "Calibration.release": lambda b: (
-            make_mechanism("ExpM-L", 1.0).calibrate(gm).release([b, 1.0], random_state=0)
+            make_mechanism("ExpM-L", EpsDelta(1.0, 0.0))
+            .calibrate(gm)
+            .release([b, 1.0], random_state=0)
         ),
         "NoiseDistribution.isotropic.scale": lambda b: NoiseDistribution.isotropic(
             "gaussian", 2, b
@@ -438,7 +448,7 @@ def _api_calls(adult) -> dict:
             1.0, 1e-3, 1.0, b
         ),
         "classic_c": lambda b: acc.classic_c(b),
-        "calibrate_all": lambda b: calibrate_all(gm, b, 1e-3),
+        "calibrate_all": lambda b: calibrate_all(gm, EpsDelta(b, 1e-3)),
     }
 
 
@@ -641,12 +651,12 @@ def test_subnormal_epsilon_does_not_abort_the_table(capsys, eps):
 
 
 def test_calibrate_all_python_lists_failures():
-    cals, skipped = calibrate_all(adult_free_model(), 5e-324, 1e-3)
+    cals, skipped = calibrate_all(adult_free_model(), EpsDelta(5e-324, 1e-3))
     assert "ExpM-L" in skipped and "GroupDP-L" in skipped
     for c in cals:
         assert math.isfinite(c.expected_l2_error)
     with pytest.raises(DistPrivacyError, match="epsilon"):
-        calibrate_all(adult_free_model(), -1.0, 1e-3)
+        calibrate_all(adult_free_model(), EpsDelta(-1.0, 1e-3))
 
 
 def test_local_distp_tiny_sigma(capsys):
@@ -735,13 +745,13 @@ def test_attribute_zero_noise_needs_allow_exact(capsys):
 
 def test_python_zero_noise_release_needs_allow_exact():
     model = adult_free_model(spread=1e4)
-    cal = NoNoise(1.0, 1e-3).calibrate(model)
+    cal = NoNoise(EpsDelta(1.0, 1e-3)).calibrate(model)
     assert not cal.adds_noise
     with pytest.raises(ExactReleaseError, match=r"Theorem 4\.4"):
         cal.release([1.0, 2.0])
     rel = cal.release([1.0, 2.0], allow_exact=True)
     np.testing.assert_array_equal(rel.values, [1.0, 2.0])
-    noisy = make_mechanism("ExpM-L", 1.0).calibrate(adult_free_model())
+    noisy = make_mechanism("ExpM-L", EpsDelta(1.0, 0.0)).calibrate(adult_free_model())
     assert noisy.adds_noise
     assert "99.5" not in json.dumps(
         noisy.release([99.5, 101.5], random_state=0).to_dict()["statistics"]

@@ -21,6 +21,7 @@ from distprivacy.models import ExactModel, GaussianModel
 from distprivacy.profiles import gdp_delta
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 EPS = 0.5
 DELTA = 1e-3
@@ -34,7 +35,7 @@ def adult_model(adult):
 
 @pytest.fixture(scope="module")
 def daum(adult_model):
-    return DauM(EPS, DELTA).calibrate(adult_model)
+    return DauM(EpsDelta(EPS, DELTA)).calibrate(adult_model)
 
 
 def _rel(a: float, b: float) -> float:
@@ -101,7 +102,7 @@ def _brute_force_mu(model, index_lists, noises) -> float:
 def test_joint_mu_matches_brute_force_whitening(adult, adult_model, daum):
     sub = Query.parse("mean:age,count:marital_status==Never-married")
     sub_model = ExactModel().fit(adult, ProtectionSpec(*SPEC), sub)
-    sub_cal = DauM(EPS, DELTA).calibrate(sub_model)
+    sub_cal = DauM(EpsDelta(EPS, DELTA)).calibrate(sub_model)
     lists = [list(range(adult_model.dim)), [0, 2], [4]]
     noises = [daum.noise_covariance, sub_cal.noise_covariance, np.array([[5.0]])]
     acct = joint_accounting(adult_model, list(zip(lists, noises, strict=True)), epsilon=EPS)

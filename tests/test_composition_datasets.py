@@ -20,6 +20,7 @@ from distprivacy.mechanisms import DauM
 from distprivacy.models import ExactModel, GaussianModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 DELTA = 1e-3
 
@@ -60,7 +61,7 @@ def campaign(adult):
     statistics, DauM-G at ε = 0.5, δ = 1e-3."""
     spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
     model = ExactModel().fit(adult, spec, Query.parse(ADULT_DEFAULT_STATISTICS))
-    return model, DauM(0.5, DELTA).calibrate(model).noise_covariance
+    return model, DauM(EpsDelta(0.5, DELTA)).calibrate(model).noise_covariance
 
 
 @pytest.mark.parametrize(("share", "expected"), [(0.0, 0.4161), (0.5, 0.4116), (1.0, 0.4074)])

@@ -14,6 +14,7 @@ import pytest
 
 import distprivacy as dp
 from distprivacy import query as query_module
+from distprivacy.targets import EpsDelta
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 
@@ -42,7 +43,7 @@ def test_a_new_statistic_kind_is_one_class(adult_dir, monkeypatch, tmp_path, cap
     np.testing.assert_allclose(on_duckdb.means_, model.means_, rtol=1e-9)
     np.testing.assert_allclose(on_duckdb.covariances_, model.covariances_, rtol=1e-7)
     # A plan stores the query as text and reads it back.
-    cal = dp.DauM(epsilon=1.0, delta=1e-3).calibrate(model)
+    cal = dp.DauM(EpsDelta(1.0, 1e-3)).calibrate(model)
     plan = dp.Plan.from_calibration(cal, model)
     assert plan.query == "mean:age,moment2:age"
     assert dp.Plan.from_dict(plan.to_dict()).guarantee == plan.guarantee

@@ -28,7 +28,7 @@ from distprivacy.checks import (
 )
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.ledger import LedgerError, LedgerTypeError
-from distprivacy.targets import GDP, MaxAttackAccuracy, met_by
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, met_by
 
 
 def _model() -> dp.GaussianModel:
@@ -39,7 +39,7 @@ def _model() -> dp.GaussianModel:
 @pytest.fixture(scope="module")
 def plan() -> dp.Plan:
     model = _model()
-    return dp.Plan.from_calibration(dp.DauM(epsilon=1.0, delta=1e-3).calibrate(model), model)
+    return dp.Plan.from_calibration(dp.DauM(EpsDelta(1.0, 1e-3)).calibrate(model), model)
 
 
 def _refused(call, *words: str, kind: type[Exception] = DistPrivacyTypeError) -> str:

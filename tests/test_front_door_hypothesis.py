@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 
 import distprivacy as dp
 from distprivacy.exceptions import DistPrivacyError
-from distprivacy.targets import as_target, met_by
+from distprivacy.targets import EpsDelta, as_target, met_by
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,8 +122,8 @@ class World:
         self.gmodel = dp.GaussianModel(
             ["a", "b"], [[1.0, 2.0], [1.5, 2.5]], [np.eye(2), np.eye(2)], [("a", "b")]
         )
-        self.cal = dp.DauM(epsilon=1.0, delta=1e-3).calibrate(self.model)
-        self.gcal = dp.DauM(epsilon=1.0, delta=1e-3).calibrate(self.gmodel)
+        self.cal = dp.DauM(EpsDelta(1.0, 1e-3)).calibrate(self.model)
+        self.gcal = dp.DauM(EpsDelta(1.0, 1e-3)).calibrate(self.gmodel)
         self.target = self.df.iloc[:20].reset_index(drop=True)
         self.values = self.cal.evaluate(self.target)
         self.release = self.cal.release(self.values, random_state=0)
@@ -133,14 +133,14 @@ class World:
         self.csv = tmp / "table.csv"
         self.df.to_csv(self.csv, index=False)
         from distprivacy.ledger import LedgerEntry, StewardKey
-        from distprivacy.ledger._maintenance import secret_composer
+        from distprivacy.ledger._verify import secret_composer
 
         self.steward = StewardKey.generate(tmp / "steward.key")
         self.target_csv = tmp / "target.csv"
         self.target.to_csv(self.target_csv, index=False)
         self.ledger = dp.Ledger.init(
             tmp / "world.db", steward=self.steward, secret="s", protect="income==>50K",
-            budget=dp.GDP(1e6), population=self.csv,
+            budget=dp.EpsDelta(1e6, 0.9), population=self.csv,
         )  # fmt: skip
         self.ledger.register(self.steward, "d", self.target_csv)
         self.ledger.approve(self.steward, self.plan, "p")
@@ -202,7 +202,7 @@ class World:
             dp.EpsDelta(1.0, 1e-3),
             dp.MaxAttackAccuracy(0.6),
             dp.DauM,
-            dp.DauM(epsilon=1.0, delta=1e-3),
+            dp.DauM(EpsDelta(1.0, 1e-3)),
         ]
 
     def fresh(self, stem: str = "f") -> Path:
@@ -256,19 +256,18 @@ def entry_points(w: World) -> dict[str, Entry]:
     cal, plan, led, spec, q, df = w.cal, w.plan, w.ledger, w.spec, w.query, w.df
     eps, delta = [1.0, 0.5], [1e-3, 1e-5]
     rs = [None, 0]
-    mech = {
-        "epsilon": eps,
-        "delta": delta,
-        "calibration": ["exact", "classic"],
+    gdp = dp.GDP(0.5)
+    targets = [dp.EpsDelta(1.0, 1e-3), gdp, dp.MaxAttackAccuracy(0.6)]
+    options = [dp.GaussianOptions(), dp.GaussianOptions("classic", "pooled", "l2")]
+    spec_eps = dp.MechanismSpec("DauM-G", dp.EpsDelta(1.0, 1e-3))
+    planning = {
+        "data": [df],
+        "spec": [spec],
+        "query": [q, "mean:age"],
+        "modelling": [None, dp.Modelling("exact"), dp.Modelling("monte-carlo", 50)],
+        "progress": [None, _noop],
+        "on_step": [None, _noop],
     }
-    gauss = {
-        **mech,
-        "mu": [None, 0.5],
-        "max_accuracy": [None, 0.6],
-        "covariances": ["fitted", "average"],
-        "utility": ["scaled", "l2"],
-    }
-    every = frozenset({"calibration", "mu", "max_accuracy", "covariances", "utility", "delta"})
     release = {
         "plan": [None, plan, w.sealed],
         "data": [None, df],
@@ -287,6 +286,7 @@ def entry_points(w: World) -> dict[str, Entry]:
         "model_seed": [0],
         "progress": [None, _noop],
         "on_step": [None, _noop],
+        "population": [None],
     }
     out: dict[str, Entry] = {
         # -- privacy targets --------------------------------------------------------------
@@ -481,53 +481,89 @@ def entry_points(w: World) -> dict[str, Entry]:
         "make_mechanism": Entry(
             dp.make_mechanism,
             {
-                "name": ["DauM-G", "ExpM-L", "dirm-g"],
-                **gauss,
-                "epsilon": [None, 1.0],
+                "spec": ["DauM-G", "ExpM-L", "dirm-g", dp.MechanismSpec("DauM-G", gdp)],
                 "target": [None, dp.GDP(0.5), dp.EpsDelta(1.0, 1e-3)],
+                "options": [None, *options],
             },
-            optional=every | {"epsilon", "target"},
+            optional=frozenset({"target", "options"}),
+            unknown=True,
+        ),
+        "MechanismSpec": Entry(
+            dp.MechanismSpec,
+            {"name": ["DauM-G", "ExpM-L"], "target": targets, "options": [None, *options]},
+            optional=frozenset({"options"}),
+        ),
+        "GaussianOptions": Entry(
+            dp.GaussianOptions,
+            {
+                "rule": ["exact", "classic", dp.Rule.EXACT],
+                "covariances": ["fitted", "pooled"],
+                "utility": ["scaled", "l2"],
+                "report_delta": [None, *delta],
+                "check_profile": [True, False],
+            },
+            optional=frozenset({"rule", "covariances", "utility", "report_delta", "check_profile"}),
+        ),
+        "Modelling": Entry(
+            dp.Modelling,
+            {
+                "method": ["auto", "exact"],
+                "samples": [50],
+                "engine": ["auto", "pandas"],
+                "seed": [0],
+                "spark_master": [None],
+            },
+            optional=frozenset({"method", "samples", "engine", "seed", "spark_master"}),
+        ),
+        "plan": Entry(
+            dp.plan,
+            {**planning, "mechanism": [dp.MechanismSpec("DauM-G", gdp), spec_eps]},
+            optional=frozenset({"modelling", "progress", "on_step"}),
+        ),
+        "plan_all": Entry(
+            dp.plan_all,
+            {**planning, "mechanisms": [[spec_eps], [spec_eps, dp.MechanismSpec("ExpM-L", gdp)]]},
+            optional=frozenset({"modelling", "progress", "on_step"}),
         ),
         "register_mechanism": Entry(dp.register_mechanism, {"cls": [dp.DauM]}),
         "calibrate_all": Entry(
             dp.calibrate_all,
             {
                 "model": [w.gmodel],
-                "epsilon": [1.0],
-                "delta": [1e-3],
-                "calibration": ["exact"],
+                "request": [dp.EpsDelta(1.0, 1e-3), [spec_eps]],
+                "options": [None, *options],
                 "names": [None, ["DauM-G", "ExpM-L"]],
                 "progress": [None, _noop],
             },
-            optional=frozenset({"calibration", "names", "progress"}),
-            unknown=True,
+            optional=frozenset({"options", "names", "progress"}),
         ),
         "Mechanism.calibrate": Entry(
-            lambda model: dp.DauM(epsilon=1.0, delta=1e-3).calibrate(model),
+            lambda model: dp.DauM(EpsDelta(1.0, 1e-3)).calibrate(model),
             {"model": [w.gmodel]},
         ),
         "DauM": Entry(
             dp.DauM,
-            {**mech, "epsilon": [None, 1.0], "v": [None, [1.0, 0.0]], "mu": [0.5]},
-            optional=frozenset({"epsilon", "delta", "calibration", "v", "mu"}),
+            {"target": targets, "options": [None, *options], "v": [None, [1.0, 0.0]]},
+            optional=frozenset({"options", "v"}),
             unknown=True,
         ),
         "OptimalGaussian": Entry(
             dp.OptimalGaussian,
-            {**mech, "weights": [None, [1.0, 2.0]]},
-            optional=frozenset({"delta", "calibration", "weights"}),
+            {"target": targets, "options": [None, *options], "weights": [None, [1.0, 2.0]]},
+            optional=frozenset({"options", "weights"}),
             unknown=True,
         ),
         "GroupDPGaussian": Entry(
             dp.GroupDPGaussian,
-            {**mech, "group_size": [None, 3]},
-            optional=frozenset({"delta", "calibration", "group_size"}),
+            {"target": targets, "options": [None, *options], "group_size": [None, 3]},
+            optional=frozenset({"options", "group_size"}),
             unknown=True,
         ),
         "GroupDPLaplace": Entry(
             dp.GroupDPLaplace,
-            {**mech, "delta": [0.0], "group_size": [None, 3]},
-            optional=frozenset({"delta", "calibration", "group_size"}),
+            {"target": [dp.EpsDelta(1.0, 0.0)], "options": [None], "group_size": [None, 3]},
+            optional=frozenset({"options", "group_size"}),
+            unknown=True,
         ),
         # -- the calibration --------------------------------------------------------------
         "Calibration": Entry(
@@ -780,6 +816,7 @@ NOT_CALLED = {
     "and Mechanism.calibrate are called",
     "ExactModel": "takes no arguments; ExactModel.fit is called",
     "SecureGenerator": "takes no arguments",
+    "Planned": "what plan_all returns (plan_all is called)",
 }
 # Mechanism classes called through make_mechanism, the name-checked door to every one of
 # them, beside DauM, OptimalGaussian and the group-DP ones (their own keyword arguments).
@@ -912,6 +949,7 @@ ENTRY_NAMES = (
     "GDP.max_attack_accuracy",
     "GDP.to_eps_delta",
     "GaussianModel",
+    "GaussianOptions",
     "GroupDPGaussian",
     "GroupDPLaplace",
     "Guarantee",
@@ -938,7 +976,9 @@ ENTRY_NAMES = (
     "MaxAttackAccuracy.to_gdp",
     "Mean",
     "Mechanism.calibrate",
+    "MechanismSpec",
     "MetaClassifierAttack",
+    "Modelling",
     "MonteCarloModel",
     "MonteCarloModel.fit",
     "NoiseDistribution",
@@ -976,6 +1016,8 @@ ENTRY_NAMES = (
     "load_table",
     "make_mechanism",
     "met_by",
+    "plan",
+    "plan_all",
     "register_mechanism",
     "release",
 )

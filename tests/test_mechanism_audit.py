@@ -32,7 +32,9 @@ from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import gdp_epsilon
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.randomness import check_random_state
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 DELTA = 1e-3
 
@@ -95,7 +97,9 @@ def test_audit_bound_never_exceeds_the_true_epsilon_on_gaussian_data(seed):
     the audit's lower bound (valid with probability ≥ 1 − α) stays below it."""
     model, clean, moments = _gaussian_setting(seed)
     for name in ("DauM-G", "OptM-G", "ExpM-G"):
-        cal = make_mechanism(name, 1.0, DELTA, covariances="pooled").calibrate(model)
+        cal = make_mechanism(
+            name, EpsDelta(1.0, DELTA), GaussianOptions(covariances="pooled")
+        ).calibrate(model)
         res = audit(cal, clean, model_moments=moments, random_state=seed, alpha=0.05)
         true_eps = gdp_epsilon(DELTA, cal.mu)
         assert true_eps <= 1.0 + 1e-6
@@ -107,7 +111,9 @@ def test_likelihood_ratio_accuracy_is_the_exact_bound_on_gaussian_data():
     """With f_θ Gaussian and the noise Gaussian, the likelihood-ratio test *is* the optimal
     attack: its accuracy's interval covers Φ(μ/2)."""
     model, clean, moments = _gaussian_setting(7, size=40_000)
-    cal = make_mechanism("DauM-G", 1.0, DELTA, covariances="pooled").calibrate(model)
+    cal = make_mechanism(
+        "DauM-G", EpsDelta(1.0, DELTA), GaussianOptions(covariances="pooled")
+    ).calibrate(model)
     res = audit(cal, clean, model_moments=moments, attacks=["likelihood-ratio"], random_state=3)
     [lr] = res.attacks
     bound = stats.norm.cdf(cal.mu / 2)
@@ -118,7 +124,9 @@ def test_likelihood_ratio_accuracy_is_the_exact_bound_on_gaussian_data():
 def test_a_deliberately_wrong_scale_is_caught():
     """The same calibration with a tenth of the noise scale: the audit refutes its claimed ε."""
     model, clean, moments = _gaussian_setting(1)
-    cal = make_mechanism("DauM-G", 1.0, DELTA, covariances="pooled").calibrate(model)
+    cal = make_mechanism(
+        "DauM-G", EpsDelta(1.0, DELTA), GaussianOptions(covariances="pooled")
+    ).calibrate(model)
     wrong = dataclasses.replace(
         cal, noise=NoiseDistribution(cal.noise.family, cal.noise.basis, cal.noise.scales / 10)
     )
@@ -131,7 +139,7 @@ def test_a_deliberately_wrong_scale_is_caught():
 
 def test_every_attack_runs_and_results_serialise():
     model, clean, _ = _gaussian_setting(2, size=2_000)
-    cal = make_mechanism("ExpM-L", 1.0).calibrate(model)
+    cal = make_mechanism("ExpM-L", EpsDelta(1.0, 0.0)).calibrate(model)
     res = audit(
         cal, clean, attacks=ATTACKS, random_state=0
     )  # LR fitted to the noisy training split
@@ -157,14 +165,14 @@ def test_every_attack_runs_and_results_serialise():
 )
 def test_bad_arguments(kwargs, keyword):
     model, clean, _ = _gaussian_setting(0, size=200)
-    cal = make_mechanism("ExpM-L", 1.0).calibrate(model)
+    cal = make_mechanism("ExpM-L", EpsDelta(1.0, 0.0)).calibrate(model)
     with pytest.raises(DistPrivacyError, match=keyword):
         audit(cal, clean, **kwargs)
 
 
 def test_bad_samples():
     model, (a, b), _ = _gaussian_setting(0, size=200)
-    cal = make_mechanism("ExpM-L", 1.0).calibrate(model)
+    cal = make_mechanism("ExpM-L", EpsDelta(1.0, 0.0)).calibrate(model)
     with pytest.raises(DistPrivacyError, match="shape"):
         audit(cal, (a[:, :2], b))
     with pytest.raises(DistPrivacyError, match="at least 40"):
@@ -189,7 +197,7 @@ def adult_setting(adult):
 
 def test_worst_pair_is_the_largest_mahalanobis_distance(adult_setting):
     _, _, model = adult_setting
-    cal = make_mechanism("ExpM-G", 1.0, DELTA).calibrate(model)
+    cal = make_mechanism("ExpM-G", EpsDelta(1.0, DELTA)).calibrate(model)
     Z = cal.noise_covariance
 
     def q(i, j):
@@ -204,7 +212,7 @@ def test_worst_pair_is_the_largest_mahalanobis_distance(adult_setting):
 @pytest.mark.parametrize("name", ["DauM-G", "OptM-G", "DirM-L"])
 def test_adult_audit_is_consistent_with_the_claims(adult, adult_setting, name):
     spec, query, model = adult_setting
-    cal = make_mechanism(name, 1.0, DELTA).calibrate(model)
+    cal = make_mechanism(name, EpsDelta(1.0, DELTA)).calibrate(model)
     res = audit_model(cal, model, adult, spec, query, samples_per_value=6_000, random_state=5)
     assert not res.refuted and not res.accuracy_exceeded
     assert res.epsilon_lower_bound <= 1.0
@@ -229,7 +237,7 @@ def test_mechanism_random_state_refuses_a_bad_seed():
 
 def test_audit_calibrations_reproduces_the_per_mechanism_seeding(adult, adult_setting):
     spec, query, model = adult_setting
-    cals = [make_mechanism(m, 1.0, DELTA).calibrate(model) for m in ("DauM-G", "ExpM-L")]
+    cals = [make_mechanism(m, EpsDelta(1.0, DELTA)).calibrate(model) for m in ("DauM-G", "ExpM-L")]
     calls = []
     kw = {"samples_per_value": 400, "attacks": ["likelihood-ratio", "logistic"], "alpha": 0.1}
     got = audit_calibrations(
@@ -253,7 +261,7 @@ def test_audit_calibrations_reproduces_the_per_mechanism_seeding(adult, adult_se
 
 def test_audit_calibrations_refuses_a_generator_as_seed(adult, adult_setting):
     spec, query, model = adult_setting
-    cal = make_mechanism("DauM-G", 1.0, DELTA).calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(1.0, DELTA)).calibrate(model)
     with pytest.raises(DistPrivacyError, match="random_state"):
         audit_calibrations([cal], model, adult, spec, query, random_state=np.random.default_rng())
 

@@ -16,6 +16,7 @@ import pytest
 
 from distprivacy.exceptions import DistPrivacyWarning
 from distprivacy.mechanisms import MECHANISMS, load_mechanism_plugins, make_mechanism
+from distprivacy.targets import EpsDelta
 
 # (imported before any test puts a plug-in on the path: the tests load it themselves)
 
@@ -63,7 +64,7 @@ def test_an_entry_point_registers_a_mechanism(plugin_path):
     assert "tinyplug" not in sys.modules
     assert load_mechanism_plugins() == ("TinyM-G",)
     assert tuple(MECHANISMS) == mechanism_names() == (*BUILTIN_MECHANISMS, "TinyM-G")
-    mech = make_mechanism("tinym-g", 1.0, 1e-3)  # case-insensitive, like the built-ins
+    mech = make_mechanism("tinym-g", EpsDelta(1.0, 1e-3))  # case-insensitive, like the built-ins
     assert type(mech).__name__ == "TinyMechanism" and mech.name == "TinyM-G"
 
 

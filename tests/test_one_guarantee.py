@@ -31,9 +31,12 @@ def adult_model(adult):
 
 
 def _calibrate(model, name, **kw):
+    from distprivacy.request import GaussianOptions
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return dp.make_mechanism(name, target=dp.EpsDelta(1.0, DELTA), **kw).calibrate(model)
+        options = GaussianOptions(**kw) if kw else None
+        return dp.make_mechanism(name, dp.EpsDelta(1.0, DELTA), options).calibrate(model)
 
 
 def test_fitted_unequal_covariances_are_not_labelled_mu_gdp(adult_model):
@@ -59,10 +62,7 @@ def test_fitted_unequal_covariances_are_not_labelled_mu_gdp(adult_model):
 def test_a_mu_gdp_release_keeps_its_mu(adult_model):
     """Under the paper's shared-covariance model (pooled, not checked against the fitted
     covariances) and for group DP, the guarantee is μ-GDP: μ is printed as a GDP parameter."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pooled = dp.DauM(epsilon=1.0, delta=DELTA, covariances="pooled", check_profile=False)
-        pooled = pooled.calibrate(adult_model)
+    pooled = _calibrate(adult_model, "DauM-G", covariances="pooled", check_profile=False)
     for cal in (pooled, _calibrate(adult_model, "GroupDP-G")):
         g = cal.guarantee
         assert g.is_gdp, cal.mechanism

@@ -23,7 +23,7 @@ from distprivacy.ledger import Ledger, StewardKey
 from distprivacy.mechanisms import DauM
 from distprivacy.mechanisms.plans import Plan, _digest
 from distprivacy.models import GaussianModel
-from distprivacy.targets import GDP
+from distprivacy.targets import GDP, EpsDelta
 
 JSON_LEAVES = st.one_of(
     st.none(),
@@ -45,7 +45,7 @@ JSON = st.recursive(
 def plan_dict() -> dict:
     cov = np.array([[2.2, -0.6], [-0.6, 1.3]])
     model = GaussianModel(["a", "b"], [[100.0, 101.0], [99.0, 102.0]], [cov, cov], [("a", "b")])
-    return Plan.from_calibration(DauM(epsilon=1.0, delta=1e-3).calibrate(model), model).to_dict()
+    return Plan.from_calibration(DauM(EpsDelta(1.0, 1e-3)).calibrate(model), model).to_dict()
 
 
 def _paths(d: object, prefix: tuple = ()) -> list[tuple]:

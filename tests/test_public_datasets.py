@@ -27,6 +27,7 @@ from distprivacy.mechanisms import MECHANISMS, Calibration, calibrate_all, make_
 from distprivacy.models import FModel, fit_model
 from distprivacy.query import Query
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 EPSILON = 1.0
 DELTA = 1e-3
@@ -51,7 +52,7 @@ def _fit(df: pd.DataFrame, ds: PublicDataset, statistics: str | None = None) -> 
 def _calibrate(model: FModel, names: list[str] | None = None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return calibrate_all(model, EPSILON, DELTA, names=names)
+        return calibrate_all(model, EpsDelta(EPSILON, DELTA), names=names)
 
 
 @pytest.fixture(scope="module", params=sorted(DATASETS))
@@ -283,7 +284,7 @@ def test_cli_calibrate_on_a_csv(name: str, tmp_path: Path, capsys) -> None:
         assert m["epsilon"] == pytest.approx(EPSILON), mname
         cov = np.array(m["noise_covariance"], dtype=float)
         assert np.isfinite(cov).all() and np.isfinite(m["expected_l2_error"]), mname
-        api = make_mechanism(mname, EPSILON, DELTA)
+        api = make_mechanism(mname, EpsDelta(EPSILON, DELTA))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             expected = api.calibrate(model).noise_covariance
@@ -324,7 +325,7 @@ def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
     from ledger_world import lib_ledger
 
     from distprivacy.mechanisms.plans import Plan, PlanError
-    from distprivacy.targets import GDP
+    from distprivacy.targets import EpsDelta
 
     ds = DATASETS[name]
     df = small(name)
@@ -345,7 +346,7 @@ def test_plan_and_ledger_on_public_data(name: str, tmp_path: Path) -> None:
     population, records = tmp_path / "population.csv", tmp_path / "target.csv"
     df.to_csv(population, index=False)
     target.to_csv(records, index=False)
-    led, _ = lib_ledger(tmp_path, population, GDP(10 * mu), {"target": records},
+    led, _ = lib_ledger(tmp_path, population, EpsDelta(50.0, 0.5), {"target": records},
                         {"plan": Plan.from_calibration(cal, data=population)},
                         protect=ds.protect)  # fmt: skip
     with led:

@@ -21,6 +21,7 @@ from distprivacy.statistic_attacks import (
     batched_logistic_regression,
     split_data,
 )
+from distprivacy.targets import EpsDelta
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +79,7 @@ def test_no_defence_accuracy_matches_the_paper(setting):
 
 def test_heavy_noise_brings_attack_to_chance(setting):
     aux, test, _, spec, q, model = setting
-    cal = make_mechanism("GroupDP-G", 0.5, 1e-3).calibrate(model)
+    cal = make_mechanism("GroupDP-G", EpsDelta(0.5, 1e-3)).calibrate(model)
     res = MetaClassifierAttack(repetitions=20, random_state=2).run(aux, test, spec, q, {"g": cal})[
         "g"
     ]
@@ -89,7 +90,7 @@ def test_heavy_noise_brings_attack_to_chance(setting):
 def test_adaptive_attacker_is_stronger_than_the_papers_protocol(setting):
     """Trained on noisy shadows, the attacker recovers much of what noise at ε = 5 leaves."""
     aux, test, _, spec, q, model = setting
-    cal = make_mechanism("ExpM-G", 5.0, 1e-3).calibrate(model)
+    cal = make_mechanism("ExpM-G", EpsDelta(5.0, 1e-3)).calibrate(model)
     paper = MetaClassifierAttack(random_state=3).run(aux, test, spec, q, {"e": cal})["e"]
     adapt = MetaClassifierAttack(random_state=3, adaptive=True).run(aux, test, spec, q, {"e": cal})[
         "e"
@@ -139,7 +140,10 @@ def test_likelihood_ratio_attack_accounts_for_the_noise(setting):
     _S, T, lab = att.draw(aux, test, spec, q, np.random.default_rng(6))
     clean = lr.accuracy(T, lab, None, np.random.default_rng(7))
     noisy = lr.accuracy(
-        T, lab, make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model), np.random.default_rng(7)
+        T,
+        lab,
+        make_mechanism("DauM-G", EpsDelta(0.5, 1e-3)).calibrate(model),
+        np.random.default_rng(7),
     )
     assert clean.mean > 0.7 and noisy.mean < clean.mean - 0.1
 
@@ -151,7 +155,7 @@ def test_attacks_take_a_seed_or_a_generator(setting):
     S, T, lab = att.draw(aux, test, spec, q, random_state=3)
     S2, T2, _ = att.draw(aux, test, spec, q, np.random.default_rng(3))
     assert np.array_equal(S, S2) and np.array_equal(T, T2)
-    cal = make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(0.5, 1e-3)).calibrate(model)
     a = att.run_on(S, T, lab, {"d": cal}, random_state=4)["d"]
     b = att.run_on(S, T, lab, {"d": cal}, np.random.default_rng(4))["d"]
     assert np.array_equal(a.accuracies, b.accuracies)

@@ -12,6 +12,7 @@ import pytest
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import DauM
 from distprivacy.models import GaussianModel
+from distprivacy.request import GaussianOptions, MechanismSpec
 from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Rule, as_target, met_by
 
 mpmath.mp.dps = 50
@@ -106,10 +107,12 @@ def _model() -> GaussianModel:
 
 
 def test_met_by_a_real_calibration_and_a_wrong_target_is_caught():
-    cal = DauM(epsilon=0.5, delta=1e-3).calibrate(_model())
+    cal = DauM(EpsDelta(0.5, 1e-3)).calibrate(_model())
     g = cal.guarantee
     assert met_by(EpsDelta(0.5, 1e-3), g)
-    assert met_by(GDP(g.mu), g)
+    # A GDP target is met only by a guarantee on the GDP curve (μ-GDP): a calibration whose
+    # unequal-covariance profile was checked states its point (fail closed).
+    assert met_by(GDP(g.mu), g) == (g.curve == "gdp")
     assert met_by(MaxAttackAccuracy(g.max_attack_accuracy), g)
     # The same noise does not meet a target ten times stricter, nor a smaller μ.
     assert not met_by(EpsDelta(0.5, 1e-4), g)
@@ -119,36 +122,40 @@ def test_met_by_a_real_calibration_and_a_wrong_target_is_caught():
 
 def test_a_typed_target_makes_the_same_mechanism_as_the_loose_arguments(tmp_path, adult_dir):
     """make_mechanism(target=...) is the loose form, typed: the same calibration bit for bit;
-    the ledger's budget is a target too (Budget.target / Budget.of, a secret's budget in
-    Ledger.init(budget=...))."""
-    from distprivacy.ledger import Budget, Ledger, StewardKey
+    the ledger's budget is a target too (a secret's budget in Ledger.init(budget=...), kept
+    as plain data in the steward's events)."""
+    from distprivacy.ledger import Ledger, StewardKey, budget_from_dict, budget_to_dict
     from distprivacy.mechanisms import make_mechanism
     from distprivacy.models import GaussianModel
 
     cov = np.array([[2.0, 0.3], [0.3, 1.0]])
     model = GaussianModel(["a", "b"], [[0.0, 0.0], [1.0, 0.5]], [cov, cov], [("a", "b")])
-    for typed, loose in (
-        (dict(target=EpsDelta(1.0, 1e-3)), dict(epsilon=1.0, delta=1e-3)),
-        (dict(target=GDP(0.5), delta=1e-3), dict(mu=0.5, delta=1e-3)),
-        (dict(target=MaxAttackAccuracy(0.6), delta=1e-3), dict(max_accuracy=0.6, delta=1e-3)),
+    for target, options in (
+        (EpsDelta(1.0, 1e-3), None),
+        (GDP(0.5), GaussianOptions(report_delta=1e-3)),
+        (MaxAttackAccuracy(0.6), GaussianOptions(report_delta=1e-3)),
     ):
-        a = make_mechanism("DauM-G", **typed).calibrate(model)
-        b = make_mechanism("DauM-G", **loose).calibrate(model)
+        a = make_mechanism(MechanismSpec("DauM-G", target, options)).calibrate(model)
+        b = DauM(target, options).calibrate(model)
         np.testing.assert_array_equal(a.noise_covariance, b.noise_covariance)
-        assert a.guarantee == b.guarantee and met_by(typed["target"], a.guarantee)
-    with pytest.raises(DistPrivacyError, match="give the target once"):
-        make_mechanism("DauM-G", 1.0, 1e-3, target=GDP(0.5))
-    with pytest.raises(DistPrivacyError, match="target must be"):
-        make_mechanism("DauM-G", target=0.5, delta=1e-3)
+        assert a.guarantee == b.guarantee
+        met = met_by(target, a.guarantee)
+        assert met or (isinstance(target, GDP) and a.guarantee.curve != "gdp")
+    with pytest.raises(DistPrivacyError, match="carries its target"):
+        make_mechanism(MechanismSpec("DauM-G", GDP(0.5)), GDP(0.5))
+    # The loose API before issue 32: one line naming the new call.
+    with pytest.raises(DistPrivacyError, match=r"make_mechanism\('DauM-G', EpsDelta"):
+        make_mechanism("DauM-G", 1.0, 1e-3)
+    with pytest.raises(DistPrivacyError, match=r"DauM takes a privacy target"):
+        DauM(1.0, 1e-3)
 
-    assert Budget.of(GDP(0.5)).target == GDP(0.5)
-    assert Budget.of(EpsDelta(2.0, 1e-5)).target == EpsDelta(2.0, 1e-5)
-    assert Budget.of(MaxAttackAccuracy(0.6)).target == MaxAttackAccuracy(0.6).to_gdp()
+    for budget in (GDP(0.5), EpsDelta(2.0, 1e-5), MaxAttackAccuracy(0.6)):
+        assert budget_from_dict(budget_to_dict(budget)) == budget
     steward = StewardKey.generate(tmp_path / "steward.key")
     kw = dict(steward=steward, secret="s", protect="income==>50K", population=adult_dir)
     led = Ledger.init(tmp_path / "l.db", budget=MaxAttackAccuracy(0.6), **kw)
     (secret,) = led.registry.secrets.values()
-    assert secret.budget.target == MaxAttackAccuracy(0.6).to_gdp()
+    assert secret.budget == MaxAttackAccuracy(0.6)
     led.close()
     with pytest.raises(DistPrivacyError, match="budget"):
         Ledger.init(tmp_path / "m.db", budget=0.5, **kw)  # a number is not a target

@@ -23,6 +23,7 @@ from distprivacy.guarantee import Calibrated, Release
 from distprivacy.mechanisms import MECHANISMS, Calibration, Mechanism, make_mechanism
 from distprivacy.models import GaussianModel
 from distprivacy.protocols import CalibratingMechanism, LocalRandomizer
+from distprivacy.targets import EpsDelta
 
 
 def _classes(module) -> dict[str, type]:
@@ -106,7 +107,7 @@ def test_every_local_mechanism_is_a_randomizer_and_calibrates_to_the_protocol():
 @pytest.mark.parametrize("name", list(MECHANISMS))
 def test_every_core_mechanism_follows_the_same_protocol(name):
     """One calibrate for all (the base class's), returning a Calibration: a Calibrated."""
-    mech = make_mechanism(name, 1.0, 1e-3)
+    mech = make_mechanism(name, EpsDelta(1.0, 1e-3))
     assert isinstance(mech, CalibratingMechanism)
     assert type(mech).calibrate is Mechanism.calibrate
     model = GaussianModel(["a", "b"], [[0.0, 0.0], [1.0, 0.5]], [np.eye(2), np.eye(2)],

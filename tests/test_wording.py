@@ -61,8 +61,8 @@ def test_the_cli_opens_with_the_words(capsys, adult_dir, command):
 def test_audit_and_ledger_statements_say_what_happened():
     from types import SimpleNamespace as Result
 
-    from distprivacy.ledger import Budget
     from distprivacy.spec import ProtectionSpec
+    from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
     from distprivacy.wording import audit_statement, ledger_statement
 
     spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
@@ -84,7 +84,9 @@ def test_audit_and_ledger_statements_say_what_happened():
     assert "above the 56.2 % its guarantee allows though not significantly" in text
     assert "55.7 % to 58.8 %" in text and "no attack came above" not in text
     assert "kept its promise" not in text and "no promise was refuted" in text
-    text = ledger_statement(Budget("mu", mu=0.5), 3, 1)
+    text = ledger_statement(GDP(0.5), 3, 1)
     assert "3 releases of 1 dataset;" in text and "59.9 % accuracy (μ = 0.5)" in text
-    text = ledger_statement(Budget("epsilon-delta", epsilon=2.0, delta=1e-5), 1, 2)
+    text = ledger_statement(EpsDelta(2.0, 1e-5), 1, 2)
     assert "1 release of 2 datasets" in text and "(2, 1e-05)" in text
+    text = ledger_statement(MaxAttackAccuracy(0.6), 1, 2)
+    assert "more than 60.0 % accuracy" in text

@@ -11,6 +11,7 @@ import numpy as np
 import distprivacy as dp
 from distprivacy.composition import joint_accounting
 from distprivacy.query import ADULT_DEFAULT_STATISTICS
+from distprivacy.targets import EpsDelta
 
 EPS, DELTA = 0.5, 1e-3
 
@@ -19,7 +20,7 @@ def main() -> None:
     data = dp.load_adult(sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else None)
     spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     model = dp.fit_model(data, spec, dp.Query.parse(ADULT_DEFAULT_STATISTICS), method="exact")
-    cal = dp.DauM(EPS, DELTA).calibrate(model)
+    cal = dp.DauM(EpsDelta(EPS, DELTA)).calibrate(model)
     everything, Z = list(range(model.dim)), cal.noise_covariance
     print(f"DauM-G at ε = {EPS}: μ = {cal.mu:.5f}")
     print("releases | μ | μ/μ1 | naive | δ at ε = 0.5 | ε at δ = 1e-3 | attack bound")
@@ -44,7 +45,8 @@ def main() -> None:
     for i, j in ((0, 2), (1, 2), (1, 3)):
         sub = [dp.Query.parse(ADULT_DEFAULT_STATISTICS.split(",")[k]) for k in (i, j)]
         own = [
-            dp.DauM(EPS, DELTA).calibrate(dp.fit_model(data, spec, q, method="exact")) for q in sub
+            dp.DauM(EpsDelta(EPS, DELTA)).calibrate(dp.fit_model(data, spec, q, method="exact"))
+            for q in sub
         ]
         a = joint_accounting(
             model, [([i], own[0].noise_covariance), ([j], own[1].noise_covariance)], epsilon=EPS

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The numbers of docs/ledger.md, with a ledger of secrets (issue 30): a DauM-G plan at ε = 0.5
 # on Adult (n = 100); the steward makes a key, declares the secret income (income==>50K, over
-# the Adult population, budget 1.6 × μ), registers 100 records and approves the plan; a
+# the Adult population, budget (ε, δ) = (0.85, 0.001): room for two releases, not three — a μ
+# budget would refuse the plan, whose fitted Gaussians are not μ-GDP), registers 100 records
+# and approves the plan; a
 # releaser releases them twice by name, the third release is refused; show and verify; then
 # what is refused: a tampered plan, a target without a column, the old calls (seal, a plan
 # file with --target). Run from anywhere: bash docs/examples/ledger.sh (the Adult data is
@@ -31,13 +33,12 @@ from distprivacy.mechanisms.plans import Plan
 dp.load_adult().sample(n=100, random_state=1).to_csv("records.csv", index=False)
 plan = Plan.load("plan.json")
 print("plan:", plan)
-open("budget.txt", "w").write(repr(1.6 * plan.guarantee.mu))
 PY
 population=${DISTPRIVACY_DATA:-adult}
 echo "# the steward"
 expect 0 distprivacy ledger keygen steward.key
 expect 0 distprivacy ledger init ledger.db --steward-key steward.key --secret income \
-    --protect 'income==>50K' --population "$population" --budget-mu "$(cat budget.txt)"
+    --protect 'income==>50K' --population "$population" --budget-epsilon 0.85 --budget-delta 0.001
 expect 0 distprivacy ledger register ledger.db wave1 --steward-key steward.key --data records.csv
 expect 0 distprivacy ledger approve ledger.db plan.json --name means --steward-key steward.key
 echo "# the releaser (no key of the steward's, no file handed in)"

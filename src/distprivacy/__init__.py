@@ -9,8 +9,12 @@ The front door: ``import distprivacy as dp`` gives the public API::
     spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     query = dp.Query.parse("mean:age,count:sex==Female")
     model = dp.fit_model(data, spec, query, method="exact")
-    cal = dp.DauM(epsilon=0.5, delta=1e-3).calibrate(model)
+    cal = dp.DauM(dp.EpsDelta(0.5, 1e-3)).calibrate(model)
     print(cal.summary())
+
+    # Or the typed request through the one hinge: a plan, released later without refitting.
+    plan = dp.plan(data, spec, query, dp.MechanismSpec("DauM-G", dp.GDP(0.5)))
+    out = dp.release(plan, target=data.sample(n=100, random_state=1))
 
 Mechanisms also go by their command-line names, by one rule: ``-`` becomes ``_``
 (``dp.DirM_G``, ``dp.ExpM_L``, ``dp.GroupDP_G``), and a Gaussian mechanism of Chen & Ohrimenko
@@ -105,11 +109,18 @@ _LAZY: dict[str, str] = {
     "GDP": "distprivacy.targets",
     "MaxAttackAccuracy": "distprivacy.targets",
     "Rule": "distprivacy.targets",
+    # the typed request (issue 32)
+    "MechanismSpec": "distprivacy.request",
+    "GaussianOptions": "distprivacy.request",
+    "Modelling": "distprivacy.request",
     # the privacy ledger and plans
     "Ledger": "distprivacy.ledger",
     # one release, start to finish
     "release": "distprivacy.workflow",
     "ReleaseOutcome": "distprivacy.workflow",
+    "plan": "distprivacy.workflow",
+    "plan_all": "distprivacy.workflow",
+    "Planned": "distprivacy.workflow",
     "Plan": "distprivacy.mechanisms.plans",
     # checking a release
     "audit_model": "distprivacy.mechanism_audit",
@@ -173,6 +184,7 @@ __all__ = [
     "ExpectedValueLaplace",
     "GaussianMechanism",
     "GaussianModel",
+    "GaussianOptions",
     "GroupDPGaussian",
     "GroupDPLaplace",
     "GroupDP_G",
@@ -183,8 +195,10 @@ __all__ = [
     "MaxAttackAccuracy",
     "Mean",
     "Mechanism",
+    "MechanismSpec",
     "MetaClassifierAttack",
     "MissingExtraError",
+    "Modelling",
     "MonteCarloModel",
     "MoreNoiseWarning",
     "NoNoise",
@@ -194,6 +208,7 @@ __all__ = [
     "OptM_G",
     "OptimalGaussian",
     "Plan",
+    "Planned",
     "Predicate",
     "Proportion",
     "Proposal",
@@ -221,6 +236,8 @@ __all__ = [
     "load_model_file",
     "load_table",
     "make_mechanism",
+    "plan",
+    "plan_all",
     "register_mechanism",
     "release",
 ]

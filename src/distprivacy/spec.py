@@ -16,13 +16,16 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from distprivacy.checks import check_instance, check_int, check_number, check_text
 from distprivacy.checks import shown as _shown
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
+
+if TYPE_CHECKING:  # pandas is imported where a table is read: `ledger init` parses a predicate
+    import pandas as pd
 
 _OPS = ("==", "!=", "<=", ">=", "<", ">")
 _PRED_RE = re.compile(r"^\s*([^=!<>]+?)\s*(==|!=|<=|>=|<|>)\s*(.*?)\s*$")
@@ -116,7 +119,9 @@ class Predicate:
                 f"column {self.column!r} has {missing} missing values; the predicate "
                 f"{self} cannot be decided for them — drop or impute those records"
             )
-        if pd.api.types.is_numeric_dtype(col):
+        from pandas.api.types import is_numeric_dtype
+
+        if is_numeric_dtype(col):
             try:
                 rhs: object = float(self.value)
             except (TypeError, ValueError):

@@ -22,9 +22,11 @@ Conversions:
   one point of a curve), so there is no ``EpsDelta`` → μ equivalence, only this sufficient μ;
 * ``MaxAttackAccuracy(a).to_gdp()`` and ``GDP(μ).max_attack_accuracy`` are exact inverses.
 
-:func:`as_target` is the one place that turns the loose arguments of the command line and the
-older Python API (``epsilon``, ``delta``, ``mu``, ``max_accuracy``) into a target, and
-:func:`met_by` tells whether a guarantee meets a target.
+:func:`as_target` is the one place that turns loose arguments (a command line's ``--epsilon``,
+``--delta``, ``--target-mu``, ``--max-attack-accuracy``) into a target, :func:`target_mu` the μ
+a Gaussian calibration aims at for a μ or accuracy target (checked), and :func:`met_by` tells
+whether a guarantee meets a target. Nothing outside this module and :mod:`distprivacy.request`
+takes a target as loose arguments (``tests/test_architecture.py``).
 """
 
 from __future__ import annotations
@@ -34,11 +36,9 @@ from dataclasses import dataclass
 from enum import EnumType, StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from scipy import special
-
 from distprivacy.checks import check_delta, check_instance, check_number, check_text, shown
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
-from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon, gdp_mu
+from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon, gdp_mu, mu_for_accuracy
 
 __all__ = [
     "GDP",
@@ -49,6 +49,7 @@ __all__ = [
     "Target",
     "as_target",
     "met_by",
+    "target_mu",
 ]
 
 #: Relative slack allowed when comparing a verified figure with its target (float rounding of
@@ -125,6 +126,8 @@ class GDP:
         reaches), it is the first float above 0.5. A bound of 1.0 is not a valid target
         (``MaxAttackAccuracy(1.0)`` is refused) and has no finite μ
         (:meth:`MaxAttackAccuracy.to_gdp` says so in one line)."""
+        from scipy import special  # (lazy: `import distprivacy.targets` stays light)
+
         a = 1.0 - float(special.ndtr(-self.mu / 2.0))  # Φ(−μ/2): tiny, exact for large μ
         return MaxAttackAccuracy._bound(max(a, math.nextafter(0.5, 1.0)))
 
@@ -224,6 +227,8 @@ class MaxAttackAccuracy:
                 "an attack accuracy of 1 (no protection, e.g. the bound of a huge μ) has no "
                 "finite μ; state a target below 1, e.g. max_accuracy=0.55"
             )
+        from scipy import special
+
         return GDP(2.0 * float(special.ndtri(self.accuracy)))
 
     def describe(self) -> str:
@@ -267,6 +272,49 @@ def as_target(
     return EpsDelta(epsilon, delta)
 
 
+#: The smallest target μ accepted: below it the noise a calibration needs overflows (μ = 1e-6 is
+#: an attack accuracy of 0.5000004).
+MIN_TARGET_MU = 1e-6
+
+
+def target_mu(
+    mu: float | None, max_accuracy: float | None, calibration: str = "exact"
+) -> float | None:
+    """The μ a Gaussian mechanism is calibrated to when the target is a μ or a maximum attack
+    accuracy (None when it is ε), checked: one of the two, the exact rule, and a μ no noise
+    in double precision fails to reach (1e-6 ≤ μ ≤ 1e6; accuracy a ↔ μ = 2Φ⁻¹(a))."""
+    if mu is not None and max_accuracy is not None:
+        raise DistPrivacyError("give a target μ or a target maximum accuracy, not both")
+    if mu is None and max_accuracy is None:
+        return None
+    if calibration != "exact":
+        raise DistPrivacyError(
+            "targets given as μ or as a maximum attack accuracy need `calibration='exact'`"
+        )
+    if mu is not None:
+        # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.
+        out = check_number(mu, "target μ", low=0, low_open=True)
+        if out > 1e6:
+            raise DistPrivacyError(
+                f"target μ must be at most 1e6, got {mu!r}: beyond that nothing is "
+                "hidden (attack accuracy Φ(μ/2) = 1) and ε(δ) overflows"
+            )
+    else:
+        out = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
+        if out <= 0:
+            raise DistPrivacyError(
+                "a maximum attack accuracy of 0.5 allows no information at all; no "
+                "finite noise achieves it — choose an accuracy above 0.5"
+            )
+    if out < MIN_TARGET_MU:
+        raise DistPrivacyError(
+            f"target μ = {out:.3g} is below {MIN_TARGET_MU:g} (attack accuracy "
+            f"{0.5 + out / 5.013:.9f}): the noise it needs is beyond double "
+            "precision; choose μ ≥ 1e-6 (or an accuracy ≥ 0.5000004)"
+        )
+    return out
+
+
 @runtime_checkable
 class GuaranteeLike(Protocol):
     """What :func:`met_by` reads of a guarantee (e.g. :class:`distprivacy.guarantee.Guarantee`)."""
@@ -278,10 +326,16 @@ class GuaranteeLike(Protocol):
 
 
 def met_by(target: Target, guarantee: GuaranteeLike) -> bool:
-    """Whether ``guarantee`` meets ``target``: its δ(ε) at the target's ε is at most δ; its μ
-    at most the target's μ (and its attack bound at most Φ(μ/2), which covers guarantees with
-    unequal covariances whose μ alone does not bound the attack); its attack bound at most the
-    target's accuracy. A figure the guarantee lacks (None, NaN) does not meet anything.
+    """Whether ``guarantee`` meets ``target``: its δ(ε) at the target's ε is at most δ; it is
+    μ-GDP (its curve the GDP one) with μ at most the target's (and its attack bound at most
+    Φ(μ/2)); its attack bound at most the target's accuracy. A figure the guarantee lacks
+    (None, NaN) does not meet anything. One relative tolerance, ``_REL``, for every form.
+
+    A ``GDP`` target is met only by a μ-GDP guarantee (``curve == "gdp"``): a guarantee whose
+    fitted Gaussians have unequal covariances carries a μ *label* (the shared-covariance μ it
+    was calibrated for), but its exact privacy profile has exponential tails and rises above
+    every GDP curve at large ε (:mod:`distprivacy.ledger._budget` gives the argument); a point
+    guarantee with δ > 0 keeps δ(ε′) = δ for every ε′ ≥ ε. Neither is μ-GDP for any μ.
 
     Raises
     ------
@@ -302,7 +356,18 @@ def met_by(target: Target, guarantee: GuaranteeLike) -> bool:
         mu, acc = guarantee.mu, guarantee.max_attack_accuracy
         if mu is None or acc is None or not (math.isfinite(mu) and math.isfinite(acc)):
             return False
+        if _curve(guarantee) != "gdp":
+            return False
         cap = float(gdp_accuracy(target.mu))  # Φ(μ/2); 1.0 in floating point for μ ≳ 17
         return mu <= target.mu * (1 + _REL) and acc <= cap * (1 + _REL)
     acc = guarantee.max_attack_accuracy
     return bool(acc is not None and math.isfinite(acc) and acc <= target.accuracy * (1 + _REL))
+
+
+def _curve(guarantee: Any) -> str | None:
+    """The guarantee's curve (``"gdp"`` or ``"point"``), or its ``.guarantee``'s (a
+    calibration); None when it states none (then it is not known to be μ-GDP)."""
+    curve = getattr(guarantee, "curve", None)
+    if curve is None:
+        curve = getattr(getattr(guarantee, "guarantee", None), "curve", None)
+    return curve if isinstance(curve, str) else None

@@ -173,10 +173,15 @@ def above_not_significantly(result: Any) -> str | None:
 
 def ledger_statement(budget: Any, releases: int, datasets: int) -> str:
     """A ledger in words: what it has recorded and what its budget promises for each dataset
-    (``budget``: the ledger's :class:`~distprivacy.ledger.Budget`)."""
+    (``budget``: a target, :mod:`distprivacy.targets`)."""
     from distprivacy.profiles import gdp_accuracy
 
-    if getattr(budget, "kind", None) == "mu":
+    if hasattr(budget, "accuracy"):
+        promise = (
+            f"all releases of one dataset together let no one guess its protected share with "
+            f"more than {100 * budget.accuracy:.1f} % accuracy"
+        )
+    elif hasattr(budget, "mu"):
         acc = float(gdp_accuracy(budget.mu))
         promise = (
             f"all releases of one dataset together let no one guess its protected share with "

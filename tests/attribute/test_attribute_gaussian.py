@@ -42,6 +42,8 @@ from distprivacy.experiments.attribute_privacy import (
     paper_rows,
 )
 from distprivacy.profiles import gdp_delta, gdp_mu
+from distprivacy.request import GaussianOptions
+from distprivacy.targets import EpsDelta
 
 EPS, DELTA = 1.0, 1e-3
 ALPHA = 1e-6  # significance of the statistical tests: a false alarm once in a million runs
@@ -133,7 +135,9 @@ def test_apgm_equals_eigm_g_on_the_translated_problem(rule: str) -> None:
     model = GaussianModel(["a", "b"], [[0.0], [2.5]], [[[2.0]], [[2.0]]], [("a", "b")])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ours = make_mechanism("EigM-G", EPS, DELTA, rule).calibrate(model)
+        ours = make_mechanism("EigM-G", EpsDelta(EPS, DELTA), GaussianOptions(rule=rule)).calibrate(
+            model
+        )
     assert cal.noise_variance == pytest.approx(float(ours.noise_covariance[0, 0]), rel=1e-9)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from distprivacy.commands._flags import FLAGS, to_flags
+from distprivacy.targets import EpsDelta
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "distprivacy"
 #: Layers that print for the command line (flags are theirs to name).
@@ -84,7 +85,7 @@ def test_the_same_refusal_in_python_and_on_the_command_line(tmp_path):
 
     cov = np.eye(1)
     model = GaussianModel(["a", "b"], [[0.0], [1.0]], [cov, cov], [("a", "b")])
-    cal = make_mechanism("ExpM-L", 1e300).calibrate(model)
+    cal = make_mechanism("ExpM-L", EpsDelta(1e300, 0.0)).calibrate(model)
     with pytest.raises(ExactReleaseError, match="`allow_exact=True`") as err:
         cal.release(np.array([3.0]), random_state=0)
     assert "--allow-exact" not in str(err.value)

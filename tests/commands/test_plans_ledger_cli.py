@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
-from ledger_world import cli_ledger
+from ledger_world import ROOMY, cli_ledger, room_for
 
 from distprivacy.cli import main
 from distprivacy.mechanisms.plans import Plan
@@ -72,8 +72,7 @@ def test_plan_holds_what_a_reviewer_needs(scenario):
 def test_two_releases_then_the_budget_refuses_a_third(scenario, capsys, adult_dir):
     root, plan_path, target, plan = scenario
     mu = plan.guarantee.mu
-    ledger, key = cli_ledger(root, adult_dir, ["--budget-mu", f"{1.6 * mu!r}"],
-                             {"wave1": target})  # fmt: skip
+    ledger, key = cli_ledger(root, adult_dir, room_for(plan, 2), {"wave1": target})
     capsys.readouterr()
     rel = ["release", "--ledger", ledger, "--dataset", "wave1", "--plan", "means"]
     # A plan the steward has not approved is refused; the steward approves it after review.
@@ -97,7 +96,7 @@ def test_two_releases_then_the_budget_refuses_a_third(scenario, capsys, adult_di
         assert cum[key_] is not None
     before = ledger.read_bytes()
     rc, out, err = run(capsys, *rel)
-    one_line_error(rc, err, "budget", "μ")
+    one_line_error(rc, err, "budget", "cumulative δ")
     assert out == ""  # nothing revealed
     assert ledger.read_bytes() == before
     shown = json.loads(run(capsys, "ledger", "show", ledger, "--json")[1])
@@ -225,7 +224,7 @@ def two_plans(tmp_path_factory, adult):
 def _approved_ledger(root: Path, tmp_path: Path, capsys) -> tuple[Path, Path]:
     """A ledger whose secret's population is the 2,000-record table, the 50-record target
     registered as ``target`` and the plans p1 and p2 approved; returns (ledger, steward key)."""
-    led = cli_ledger(tmp_path, root / "data.csv", ["--budget-mu", "100"],
+    led = cli_ledger(tmp_path, root / "data.csv", ROOMY,
                      {"target": root / "target.csv"},
                      {"p1": root / "p1.json", "p2": root / "p2.json"})  # fmt: skip
     capsys.readouterr()

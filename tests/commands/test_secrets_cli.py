@@ -58,6 +58,16 @@ def test_the_whole_flow(flow, capsys):
     rc, out, err = run(capsys, "ledger", "register", led, "wave1", "--steward-key", key,
                        "--data", flow["root"] / "records.csv")  # fmt: skip
     assert rc == 0 and "registered wave1 version 1" in out, err
+    # A μ budget cannot hold DauM-G's fitted Gaussians (not μ-GDP): the approval says so and
+    # names the budget to give instead; the steward gives an (ε, δ) budget. ε at δ = 0.001:
+    # 0.50 after one release, 0.75 after two, above 0.85 after three.
+    rc, out, err = run(capsys, "ledger", "approve", led, flow["plan"], "--name", "means",
+                       "--steward-key", key)  # fmt: skip
+    refused(rc, err, "has a μ budget", "is not μ-GDP", "--budget-epsilon E --budget-delta D")
+    rc, out, err = run(capsys, "ledger", "budget", led, "--steward-key", key, "--reason",
+                       "the plan is not μ-GDP", "--budget-epsilon", "0.85", "--budget-delta",
+                       "0.001")  # fmt: skip
+    assert rc == 0 and "(ε, δ) = (0.85, 0.001)" in out, err
     rc, out, err = run(capsys, "ledger", "approve", led, flow["plan"], "--name", "means",
                        "--steward-key", key)  # fmt: skip
     assert rc == 0 and "approved" in out, err
@@ -68,7 +78,7 @@ def test_the_whole_flow(flow, capsys):
         shown = json.loads(out)
         assert shown["ledger"]["release_id"] == k
     rc, out, err = run(capsys, "release", "--ledger", led, "--dataset", "wave1", "--plan", "means")
-    refused(rc, err, "cumulative μ", "would exceed the budget", "nothing was recorded")
+    refused(rc, err, "cumulative δ", "would exceed the budget", "nothing was recorded")
     rc, out, err = run(capsys, "ledger", "show", led, "--json")
     assert rc == 0, err
     shown = json.loads(out)
@@ -88,7 +98,7 @@ def test_what_a_releaser_can_no_longer_do(flow, capsys):
     assert main(["ledger", "keygen", str(other)]) == 0
     assert main(["ledger", "init", str(led), "--steward-key", str(key), "--secret", "income",
                  "--protect", "income==>50K", "--population", str(flow["adult_dir"]),
-                 "--budget-mu", "1.0"]) == 0  # fmt: skip
+                 "--budget-epsilon", "1", "--budget-delta", "0.001"]) == 0  # fmt: skip
     capsys.readouterr()
     # R0: no calibrate-and-release, no file handed in.
     rc, _, err = run(capsys, "release", "--ledger", led, "--target", flow["root"] / "records.csv",

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from distprivacy.commands._common import common_options
 from distprivacy.commands._settings import Settings
 from distprivacy.exceptions import DistPrivacyError
+from distprivacy.request import GaussianOptions, MechanismSpec
 from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
 
 
@@ -32,10 +33,9 @@ def test_defaults_are_typed_and_not_given():
     assert s.target() == EpsDelta(1.0, 1e-3)
     assert s.given == frozenset() and not s.was_given("epsilon")
     assert s.seed is None and s.model_seed == 0 and s.show
-    assert s.mechanism_options() == {
-        "calibration": "exact", "covariances": "fitted", "utility": "scaled",
-    }  # fmt: skip
-    assert s.modelling() == {
+    assert s.options() == GaussianOptions("exact", "fitted", "scaled")
+    assert s.spec("DauM-G") == MechanismSpec("DauM-G", EpsDelta(1.0, 1e-3), s.options())
+    assert {**s.modelling().to_dict(), **s.options().to_dict()} == {
         "requested": "auto", "samples": 1000, "seed": 0, "engine": "auto",
         "calibration": "exact", "covariances": "fitted", "utility": "scaled",
     }  # fmt: skip
@@ -44,8 +44,8 @@ def test_defaults_are_typed_and_not_given():
 def test_targets_options_and_what_the_user_gave():
     s = _settings("--target-mu", "0.5", "--delta", "1e-5", "--seed", "3", "--json",
                   "--covariances", "POOLED", "--values", "0.4,0.6")  # fmt: skip
-    assert s.target() == GDP(0.5) and s.epsilon_or_none is None
-    assert s.mechanism_options()["delta"] == 1e-5  # the point at which ε is reported
+    assert s.target() == GDP(0.5)
+    assert s.options().report_delta == 1e-5  # the point at which ε is reported
     assert s.covariances == "pooled" and s.values == "0.4,0.6"
     assert s.model_seed == 3 and not s.show
     assert {"target_mu", "delta", "seed", "as_json", "covariances", "values_"} <= s.given

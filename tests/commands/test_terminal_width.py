@@ -12,7 +12,7 @@ import click
 import numpy as np
 import pandas as pd
 import pytest
-from ledger_world import cli_ledger
+from ledger_world import ROOMY, cli_ledger
 from rich.cells import cell_len
 
 from distprivacy.cli import cli, main
@@ -155,7 +155,7 @@ def files(tmp_path_factory, adult_dir, adult):
     try:
         plan = d / "plan.json"
         assert main(["calibrate", "--mechanism", "DauM-G", "--save", str(plan), "--json"]) == 0
-        ledger, _ = cli_ledger(d, adult_dir, ["--budget-mu", "2"], {"target": target},
+        ledger, _ = cli_ledger(d, adult_dir, ROOMY, {"target": target},
                                {"plan": plan}, name="ledger.db")  # fmt: skip
         rel = ["release", "--ledger", str(ledger), "--dataset", "target", "--plan", "plan"]
         assert main([*rel, "--json"]) == 0

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 import pytest
-from ledger_world import cli_ledger
+from ledger_world import ROOMY, cli_ledger
 
 from distprivacy.cli import main
 
@@ -154,7 +154,7 @@ def test_a_ledger_names_why_it_needs_the_property_column(adult, adult_dir, tmp_p
     path = tmp_path / "t.csv"
     cols = ["age", "education_num", "marital_status", "sex", "hours_per_week"]
     adult[cols].head(100).to_csv(path, index=False)
-    ledger, _ = cli_ledger(tmp_path, adult_dir, ["--budget-mu", "3"], {"t": path}, {"p": plan})
+    ledger, _ = cli_ledger(tmp_path, adult_dir, ROOMY, {"t": path}, {"p": plan})
     capsys.readouterr()
     line = _error(capsys, "release", "--ledger", str(ledger), "--dataset", "t", "--plan", "p")
     assert "lacks column income, the protected property's" in line
@@ -169,7 +169,7 @@ def test_a_ledger_release_from_a_toml_config(adult, adult_dir, tmp_path, capsys)
     )
     path = tmp_path / "t.csv"
     adult.head(100).to_csv(path, index=False)
-    ledger, _ = cli_ledger(tmp_path, adult_dir, ["--budget-mu", "3"], {"t": path}, {"p": plan})
+    ledger, _ = cli_ledger(tmp_path, adult_dir, ROOMY, {"t": path}, {"p": plan})
     config = tmp_path / "c.toml"
     config.write_text(f'ledger = "{ledger}"\ndataset = "t"\nplan = "p"\njson = true\n')
     capsys.readouterr()

@@ -16,6 +16,7 @@ from distprivacy.exceptions import SwampedWarning
 from distprivacy.mechanisms import make_mechanism
 from distprivacy.mechanisms._swamped import statistic_ranges, swamped_statistics
 from distprivacy.models import GaussianModel
+from distprivacy.targets import EpsDelta
 
 #: The caveat's opening words.
 SWAMPED = SwampedWarning.prefix
@@ -38,7 +39,9 @@ def _one_statistic(epsilon: float):
     """ExpM-G on one statistic whose mean moves by 1 between the two θ, sampling SD 1: the
     Gaussian noise must bring the Mahalanobis distance 1/√(1 + σ²) down to μ*(ε, δ)."""
     model = GaussianModel([0.4, 0.6], [[0.0], [1.0]], [[[1.0]], [[1.0]]], [(0.4, 0.6)], ["x"])
-    return make_mechanism("ExpM-G", epsilon, 1e-3).calibrate(model)  # the library flags it
+    return make_mechanism("ExpM-G", EpsDelta(epsilon, 1e-3)).calibrate(
+        model
+    )  # the library flags it
 
 
 def test_swamped_when_the_noise_reaches_the_spread():
@@ -81,7 +84,7 @@ def test_every_mechanism_is_judged_by_the_same_rule(capsys):
 
 def test_ranges_follow_the_statistics():
     model = GaussianModel([0.4, 0.6], [[0.0], [1.0]], [[[1.0]], [[1.0]]], [(0.4, 0.6)], ["x"])
-    cal = make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(model)
+    cal = make_mechanism("ExpM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     assert statistic_ranges(cal) == [None]  # a model file: the kind is unknown
     clip = clip_release(np.array([-5.0]), cal)
     assert clip.values.tolist() == [-5.0] and clip.moved == []
@@ -162,10 +165,10 @@ def test_the_library_flags_swamping_by_spread_whatever_the_units():
         ["a", "b"], [[10000.0, 0.30], [10100.0, 0.35]], [np.diag([4e4, 0.01])] * 2, [("a", "b")]
     )
     for name in ("ExpM-G", "DauM-G", "EigM-G"):
-        cal = make_mechanism(name, 1.0, 1e-3).calibrate(model)
+        cal = make_mechanism(name, EpsDelta(1.0, 1e-3)).calibrate(model)
         assert _swamped(cal) and all(s.startswith(SWAMPED) for s in _swamped(cal))
         if name == "DauM-G":  # unit-free noise (ExpM-G/EigM-G are the paper's raw-unit shapes)
-            big = make_mechanism(name, 1.0, 1e-3).calibrate(scaled)
+            big = make_mechanism(name, EpsDelta(1.0, 1e-3)).calibrate(scaled)
             assert swamped_statistics(cal) == swamped_statistics(big), name
         loaded = Plan.from_dict(Plan.from_calibration(cal, model).to_dict()).calibration
         assert _swamped(loaded) == _swamped(cal)

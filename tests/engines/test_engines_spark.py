@@ -20,7 +20,9 @@ from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import ExactModel, MonteCarloModel, fit_model
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, CallableStatistic, Query
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support:FutureWarning"),
@@ -76,7 +78,9 @@ def test_daum_noise_covariance_spark_equals_embedded(adult, adult_parquet, spark
     """What `calibrate --engine spark --modeling exact --mechanism DauM-G` computes on Adult
     (ε = 1, δ = 0.001, exact rule, fitted covariances) equals DuckDB's to 1e-6 relative."""
     query = Query.parse(ADULT_DEFAULT_STATISTICS)
-    mech = make_mechanism("DauM-G", 1.0, 1e-3, "exact", covariances="fitted")
+    mech = make_mechanism(
+        "DauM-G", EpsDelta(1.0, 1e-3), GaussianOptions(rule="exact", covariances="fitted")
+    )
     duck = mech.calibrate(fit_model(adult_parquet, spec, query, method="exact"))
     spk = mech.calibrate(fit_model(adult_parquet, spec, query, method="exact", engine="spark"))
     Zd, Zs = np.asarray(duck.noise_covariance), np.asarray(spk.noise_covariance)

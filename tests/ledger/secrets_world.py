@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from distprivacy.ledger import Ledger, StewardKey
-from distprivacy.targets import GDP, Target
+from distprivacy.targets import EpsDelta, Target
 
 #: Records per registered dataset (the plans' n).
 N = 100
@@ -25,17 +25,23 @@ def make_plan(
     protect: str = PROTECT,
     values: tuple[float, float] = (0.45, 0.55),
     query: str = "mean:age,mean:hours_per_week",
+    covariances: str = "fitted",
 ) -> Any:
-    """A DauM-G plan (ε = 0.5, δ = 1e-3) of ``query`` on ``data``, n = 100."""
+    """A DauM-G plan (ε = 0.5, δ = 1e-3) of ``query`` on ``data``, n = 100. With
+    ``covariances="pooled"`` its guarantee is μ-GDP (a μ budget can hold it); fitted
+    (unequal) covariances are not (:mod:`distprivacy.ledger._budget`)."""
     from distprivacy.mechanisms import make_mechanism
     from distprivacy.mechanisms.plans import Plan
     from distprivacy.models import ExactModel
     from distprivacy.query import Query
+    from distprivacy.request import GaussianOptions
     from distprivacy.spec import ProtectionSpec
 
     spec = ProtectionSpec(protect, N, list(values))
     model = ExactModel().fit(data, spec, Query.parse(query))
-    cal = make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model)
+    cal = make_mechanism(
+        "DauM-G", EpsDelta(0.5, 1e-3), GaussianOptions(covariances=covariances)
+    ).calibrate(model)
     return Plan.from_calibration(cal, model, data=data)
 
 
@@ -54,23 +60,27 @@ def new_ledger(
     *,
     seed: int = 1,
 ) -> StewardKey:
-    """Create a ledger at ``path`` (secret ``income`` of ``world['population']``, budget
-    ``budget``, default μ = 100), its steward key beside it (``<path>.steward``), dataset
-    ``wave1`` (100 records of the population, ``<path>.wave1.csv``) registered and
-    ``world['plan']`` approved as ``means``; closed. Returns the steward key."""
+    """Create a ledger at ``path`` (secret ``income`` of ``world['population']``), its steward
+    key beside it (``<path>.steward``), dataset ``wave1`` (100 records of the population,
+    ``<path>.wave1.csv``) registered and ``world['plan']`` approved as ``means``, then the
+    budget set to ``budget`` (default (ε, δ) = (50, 0.5): room for every test's releases; set
+    after the approval, so that a μ budget can be tested with hand-made μ-GDP releases — the
+    plan's own fitted Gaussians are not μ-GDP); closed. Returns the steward key."""
     steward = StewardKey.generate(steward_path(path))
     led = Ledger.init(
         path,
         steward=steward,
         secret=SECRET,
         protect=PROTECT,
-        budget=GDP(100.0) if budget is None else budget,
+        budget=EpsDelta(50.0, 0.5),
         population=world["population"],
     )
     try:
         world["data"].sample(n=N, random_state=seed).to_csv(records_path(path), index=False)
         led.register(steward, "wave1", records_path(path))
         led.approve(steward, world["plan"], "means")
+        if budget is not None:
+            led.set_budget(steward, None, budget, "the test's budget")
     finally:
         led.close()
     return steward

@@ -26,13 +26,14 @@ from pathlib import Path
 import pytest
 from secrets_world import PROTECT, SECRET, SECRET_KEY, WAVE1, new_ledger, release, steward_path
 
-import distprivacy.ledger as ledger_module
+import distprivacy.ledger._record as recording
+import distprivacy.ledger._store as store
 from distprivacy.cli import main
 from distprivacy.composition import compose_guarantees
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger import BudgetExceededError, Ledger, LedgerEntry, LedgerError, StewardKey
 from distprivacy.ledger._anchor import anchor_path, read_anchor
-from distprivacy.ledger._chain import _head_mac
+from distprivacy.ledger._chain import head_mac
 from distprivacy.ledger._registry import read_events
 from distprivacy.profiles import gdp_delta
 from distprivacy.targets import GDP
@@ -98,7 +99,7 @@ def test_a_reader_holding_the_wal_back_makes_the_release_unrevealed_and_the_anch
     caller, and deleting -wal/-shm then leaves a ledger its anchor refuses."""
     path = tmp_path / "L.db"
     new_ledger(path, ledger_world)
-    monkeypatch.setattr(ledger_module, "BUSY_TIMEOUT", 0.3)
+    monkeypatch.setattr(store, "BUSY_TIMEOUT", 0.3)  # the checkpoint's bound
     reader = _reader(path, in_transaction=True)
     try:
         with Ledger(path) as led, pytest.raises(LedgerError) as err:
@@ -241,7 +242,7 @@ def test_a_crash_before_the_anchor_leaves_it_behind_which_verifies(
     def crash(*a, **k):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(ledger_module, "write_anchor", crash)
+    monkeypatch.setattr(recording, "write_anchor", crash)
     with Ledger(path) as led, pytest.raises(LedgerError) as err:
         led.release("means", "wave1")
     assert "release 2 was recorded" in str(err.value) and "must not be revealed" in str(err.value)
@@ -266,7 +267,7 @@ def test_a_ledger_without_its_anchor_record_is_anchored_again(ledger_world, tmp_
     con = sqlite3.connect(path)
     (last,) = con.execute("SELECT chain FROM releases").fetchone()
     con.execute("DELETE FROM ledger_meta WHERE key = 'anchored'")
-    head = _head_mac(key, 1, last, None, anchored=False, events=events)
+    head = head_mac(key, 1, last, None, anchored=False, events=events)
     con.execute("UPDATE ledger_meta SET value = ? WHERE key = 'head'", (head,))
     con.commit()
     con.close()
@@ -438,7 +439,7 @@ def test_concurrent_releasers_get_exactly_the_budget_and_no_spurious_refusal(
 def test_each_earlier_plan_is_decrypted_once_outside_the_write_lock(
     ledger_world, tmp_path, monkeypatch
 ):
-    import distprivacy.ledger._maintenance as maintenance
+    import distprivacy.ledger._read as reading
 
     path = tmp_path / "l.db"
     new_ledger(path, ledger_world)
@@ -446,22 +447,20 @@ def test_each_earlier_plan_is_decrypted_once_outside_the_write_lock(
         release(path)
     locked = [False]
     calls: list[bool] = []  # whether the write lock was held, per decryption of a release
-    real_decrypt = maintenance.decrypt
-    monkeypatch.setattr(
-        maintenance, "decrypt", lambda *a: calls.append(locked[0]) or real_decrypt(*a)
-    )
-    real_immediate = Ledger._immediate
+    real_decrypt = reading.decrypt
+    monkeypatch.setattr(reading, "decrypt", lambda *a: calls.append(locked[0]) or real_decrypt(*a))
+    real_immediate = recording.immediate
 
     @contextlib.contextmanager
-    def watched(self):
-        with real_immediate(self) as con:
+    def watched(ledger):
+        with real_immediate(ledger) as con:
             locked[0] = True
             try:
                 yield con
             finally:
                 locked[0] = False
 
-    monkeypatch.setattr(Ledger, "_immediate", watched)
+    monkeypatch.setattr(recording, "immediate", watched)
     with Ledger(path) as led:
         led.release("means", "wave1")
         assert len(calls) == 5  # the four earlier plans, then the new one (counted), once each

@@ -29,7 +29,7 @@ from distprivacy.ledger import (
     data_fingerprint,
     plan_composer,
 )
-from distprivacy.ledger._maintenance import secret_composer
+from distprivacy.ledger._verify import secret_composer
 from distprivacy.profiles import gdp_delta
 from distprivacy.targets import GDP, EpsDelta
 
@@ -77,7 +77,9 @@ def _snapshot(path: Path) -> dict[str, bytes | None]:
 def test_two_releases_then_the_budget_refuses_a_third(tmp_path, ledger_world):
     mu = ledger_world["plan"].guarantee.mu
     path = tmp_path / "ledger.db"
-    new_ledger(path, ledger_world, GDP(1.6 * mu))
+    # ε at δ = 0.001: 0.50 after one release, 0.75 after two, above 0.85 after three. (A μ
+    # budget would refuse the plan: its fitted Gaussians are not μ-GDP.)
+    new_ledger(path, ledger_world, EpsDelta(0.85, DELTA))
     with Ledger(path) as led:
         first = led.release("means", "wave1").cumulative
         assert first.mu == pytest.approx(mu, rel=1e-9)
@@ -91,7 +93,8 @@ def test_two_releases_then_the_budget_refuses_a_third(tmp_path, ledger_world):
         with pytest.raises(BudgetExceededError) as err:
             led.release("means", "wave1")
         msg = str(err.value)
-        assert "cumulative μ = " in msg and "budget μ = " in msg and "\n" not in msg
+        assert "cumulative δ = " in msg and "budget (ε, δ) = (0.85, 0.001)" in msg
+        assert "\n" not in msg
         assert "2 earlier releases of this secret" in msg and "nothing was recorded" in msg
         assert len(led.releases()) == 2
         assert led.integrity_check() == "ok"
@@ -123,7 +126,7 @@ def adult_plan(adult):
     spec = ProtectionSpec(*SPEC)
     query = Query.parse(ADULT_DEFAULT_STATISTICS)
     model = ExactModel().fit(adult, spec, query)
-    cal = DauM(EPS, DELTA).calibrate(model)
+    cal = DauM(EpsDelta(EPS, DELTA)).calibrate(model)
     plan = {
         "spec": spec.to_dict(),
         "query": ADULT_DEFAULT_STATISTICS,
@@ -168,7 +171,7 @@ def test_releases_of_different_statistics_need_one_joint_model(tmp_path, adult, 
     cal, plan, _, fp = adult_plan
     sub_text = "mean(age)"  # the name; the query text is mean:age
     sub_model = ExactModel().fit(adult, ProtectionSpec(*SPEC), Query.parse("mean:age"))
-    sub_cal = DauM(EPS, DELTA).calibrate(sub_model)
+    sub_cal = DauM(EpsDelta(EPS, DELTA)).calibrate(sub_model)
     sub_plan = {**plan, "query": "mean:age", "model": model_to_dict(sub_model)}
     sub = LedgerEntry(
         fingerprint=fp,
@@ -183,7 +186,7 @@ def test_releases_of_different_statistics_need_one_joint_model(tmp_path, adult, 
     )
     full = _plan_entry(adult_plan, np.zeros(5))
     # The full plan's model covers mean(age) and agrees with the sub-plan's moments.
-    joint = plan_composer(delta=DELTA)([full, sub])
+    joint = plan_composer(at_delta=DELTA)([full, sub])
     assert joint.mu > cal.mu
     # Different statistics not covered by one model: refused without the data, refitted with.
     other_model = ExactModel().fit(adult, ProtectionSpec(*SPEC), Query.parse("mean:capital_gain"))
@@ -195,14 +198,14 @@ def test_releases_of_different_statistics_need_one_joint_model(tmp_path, adult, 
         }
     )
     with pytest.raises(CompositionError, match="different statistics"):
-        plan_composer(delta=DELTA)([sub, other])
+        plan_composer(at_delta=DELTA)([sub, other])
     texts = []
 
     def fit(text):
         texts.append(text)
         return ExactModel().fit(adult, ProtectionSpec(*SPEC), Query.parse(text))
 
-    refit = plan_composer(delta=DELTA, fit=fit)([sub, other])
+    refit = plan_composer(at_delta=DELTA, fit=fit)([sub, other])
     assert texts == ["mean:age,mean:capital_gain"] and refit.mu > sub_cal.mu
 
 
@@ -212,7 +215,7 @@ def test_releases_of_different_statistics_need_one_joint_model(tmp_path, adult, 
 def test_epsilon_delta_budget_and_refusals_leave_the_file_unchanged(tmp_path, ledger_world):
     path = tmp_path / "l.db"
     point = Guarantee(0.4, 1e-4, "group DP", verified=True, holds_for_every_input=True)
-    compose = plan_composer(delta=1e-3)
+    compose = plan_composer(at_delta=1e-3)
     steward = new_ledger(path, ledger_world, EpsDelta(1.0, 1e-3))
     with Ledger(path) as led:
         led.record(_entry(point), compose)
@@ -276,7 +279,7 @@ def test_init_and_open_refuse_what_is_not_a_ledger(tmp_path, ledger_world):
         Ledger(other)
     with Ledger(path) as led:
         assert not led.read_only
-        assert led.budget.kind == "mu" and led.budget.mu == 1.0
+        assert led.budget == GDP(1.0)
         assert "0 releases" in repr(led) and f"secret {SECRET}" in repr(led)
 
 
@@ -390,12 +393,16 @@ def test_sigkill_never_leaves_a_printed_release_unrecorded(tmp_path, ledger_worl
 
 def test_a_mu_budget_also_bounds_the_attack(tmp_path, ledger_world):
     """A cumulative guarantee whose exact profile failed closed (attack bound 1) is refused
-    under a μ budget even when its μ fits."""
-    failed = Guarantee(1.0, 1.0, "joint", mu=0.1, max_attack_accuracy=1.0)
+    under a μ budget even when its μ fits; one stated at a point (not μ-GDP) is refused
+    whatever its μ label."""
+    failed = Guarantee(1.0, 1.0, "joint", mu=0.1, curve="gdp", max_attack_accuracy=1.0)
+    point = Guarantee(1.0, 1e-3, "joint", mu=0.1)
     new_ledger(tmp_path / "l.db", ledger_world, GDP(1.0))
     with Ledger(tmp_path / "l.db") as led:
         with pytest.raises(BudgetExceededError, match=r"attack bound = 100\.00%"):
             led.record(_entry(failed), _first)
+        with pytest.raises(BudgetExceededError, match=r"is not μ-GDP.*\(ε, δ\) budget"):
+            led.record(_entry(point), _first)
         assert led.releases() == []
 
 

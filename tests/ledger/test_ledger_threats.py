@@ -11,8 +11,8 @@ import pytest
 from test_secrets import N, make_plan
 
 from distprivacy.ledger import Ledger, LedgerError, StewardKey
-from distprivacy.ledger._identity import read_identity
-from distprivacy.targets import GDP
+from distprivacy.ledger._schema2 import read_identity
+from distprivacy.targets import GDP, EpsDelta
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def world(tmp_path, adult, adult_dir):
         steward=steward,
         secret="income",
         protect="income==>50K",
-        budget=GDP(1.0),
+        budget=EpsDelta(1.0, 1e-3),
         population=adult_dir,
     )
     a = adult.sample(n=N, random_state=1)
@@ -103,10 +103,10 @@ def test_a_trailing_budget_lowering_can_be_truncated_by_a_key_holder(world, plan
     led, steward = world["ledger"], world["steward"]
     led.approve(steward, plan, "means")
     led.release("means", "wave1")
-    led.set_budget(steward, None, GDP(0.01), "stop releasing")
+    led.set_budget(steward, None, EpsDelta(0.01, 1e-3), "stop releasing")
     _drop_last_event(led)
     path = led.path
     led.close()
     with Ledger(path) as again:
         assert again.verify().ok
-        assert again.registry.secret("income").budget.mu == 1.0
+        assert again.registry.secret("income").budget == EpsDelta(1.0, 1e-3)

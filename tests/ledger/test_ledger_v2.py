@@ -28,6 +28,7 @@ from secrets_world import (
     steward_path,
 )
 
+import distprivacy.ledger._record as recording
 from distprivacy.composition import compose_gaussian
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.ledger import (
@@ -59,7 +60,7 @@ def equal_cov_plan():
     number of its releases is the μ-GDP curve, so the closed form applies."""
     cov = np.array([[2.2, -0.6], [-0.6, 1.3]])  # small: the noise, not the data, hides θ
     model = GaussianModel(["a", "b"], [[100.0, 101.0], [99.0, 102.0]], [cov, cov], [("a", "b")])
-    cal = DauM(epsilon=1.0, delta=1e-3).calibrate(model)
+    cal = DauM(EpsDelta(1.0, 1e-3)).calibrate(model)
     return Plan.from_calibration(cal, model), model
 
 
@@ -75,7 +76,7 @@ def test_refusals_and_show_state_the_exact_numbers(equal_cov_plan, ledger_world,
     path = tmp_path / "l.db"
     # A budget (ε = 1, δ) that one release meets and two do not.
     budget_delta = 0.5 * (_closed_delta(1.0, cal.mu) + _closed_delta(1.0, two.mu))
-    compose = plan_composer(delta=budget_delta)
+    compose = plan_composer(at_delta=budget_delta)
     new_ledger(path, ledger_world, EpsDelta(1.0, budget_delta))
     with Ledger(path) as led:
         led.record(_entry(plan), compose)
@@ -110,7 +111,7 @@ def test_an_exact_release_is_never_recorded(equal_cov_plan, ledger_world, tmp_pa
     ledger refuses it (BudgetExceededError, one line) and the file is byte for byte as it was."""
     plan, _ = equal_cov_plan
     path = tmp_path / "l.db"
-    new_ledger(path, ledger_world, GDP(1e6))
+    new_ledger(path, ledger_world, EpsDelta(1e6, 0.9))
     release(path)
     before = path.read_bytes()
     with Ledger(path) as led:
@@ -118,7 +119,7 @@ def test_an_exact_release_is_never_recorded(equal_cov_plan, ledger_world, tmp_pa
             led.release("means", "wave1", allow_exact=True)
         assert "\n" not in str(e.value) and "add noise" in str(e.value)
         with pytest.raises(BudgetExceededError, match="a ledger does not record one"):
-            led.record(_entry(plan, unbounded=True), plan_composer(delta=1e-3))
+            led.record(_entry(plan, unbounded=True), plan_composer(at_delta=1e-3))
         # dp.release with a ledger is refused whatever it asks: the ledger names what it releases.
         records = pd.DataFrame({"a": [1.0], "b": [2.0]})
         with pytest.raises(DistPrivacyError, match=r"ledger\.release\('PLAN', 'DATASET'\)"):
@@ -147,7 +148,7 @@ def test_faults_are_one_line_and_leave_the_ledger_unchanged(
     def fail(*a, **k):
         raise sqlite3.OperationalError(message)
 
-    monkeypatch.setattr(Ledger, "_insert", lambda self, con, *a: fail())
+    monkeypatch.setattr(recording, "move_head", lambda *a, **k: fail())  # inside the insert
     with Ledger(path) as led:
         with pytest.raises(LedgerError) as e:
             led.release("means", "wave1")
@@ -299,7 +300,7 @@ def test_bad_arguments_are_library_errors(equal_cov_plan, ledger_world, tmp_path
     new_ledger(tmp_path / "l.db", ledger_world, GDP(1.0))
     with Ledger(tmp_path / "l.db") as led:
         with pytest.raises(LedgerError):
-            led.record("not an entry", plan_composer(delta=1e-3))  # type: ignore[arg-type]
+            led.record("not an entry", plan_composer(at_delta=1e-3))  # type: ignore[arg-type]
         with pytest.raises(LedgerError):
             led.record(_entry(plan), "not a function")  # type: ignore[arg-type]
         # A plan and records handed in (the schema-2 way) are refused: both are named.

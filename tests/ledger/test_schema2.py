@@ -37,8 +37,12 @@ def test_it_opens_read_only_verifies_and_shows(old):
         json.dumps(shown, allow_nan=False)
         assert len(shown["releases"]) == 2 and len(led.releases()) == 2
         (c,) = shown["cumulative"]
-        assert c["releases"] == 2 and c["within_budget"]
-        assert c["mu"] <= shown["budget"]["mu"]
+        # Its μ budget held the μ label; the exact profile of DauM-G's fitted Gaussians
+        # (unequal covariances) is not μ-GDP, so the budget is now shown not to hold it.
+        assert c["releases"] == 2 and c["mu"] <= shown["budget"]["mu"]
+        assert not c["within_budget"]
+        # Stated at the releases' own δ (their plan's 0.001), not at a constant.
+        assert c["at_delta"] == 1e-3
         assert "schema 2, read-only" in repr(led)
     assert old.read_bytes() == before
 

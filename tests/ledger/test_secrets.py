@@ -16,7 +16,7 @@ from secrets_world import N, make_plan
 from distprivacy.composition import compose_gaussian
 from distprivacy.ledger import BudgetExceededError, Ledger, LedgerError, StewardKey
 from distprivacy.ledger._compose import merge_repeats
-from distprivacy.targets import GDP
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +27,20 @@ def plan(adult):
 @pytest.fixture
 def world(tmp_path, adult, adult_dir, plan):
     """A steward key, a ledger whose secret's budget fits two releases of ``plan``, and two
-    registered datasets: 100 Adult records, and 100 others."""
+    registered datasets: 100 Adult records, and 100 others. The budget is an attack accuracy
+    (the plan's fitted Gaussians are not μ-GDP: a μ budget would refuse it)."""
     steward = StewardKey.generate(tmp_path / "steward.key")
     mu = plan.guarantee.mu
     everything = list(range(plan.model.dim))
     noise = plan.calibration.noise_covariance
-    two = compose_gaussian(plan.model, merge_repeats([(everything, noise)] * 2), delta=1e-3).mu
+    joint = compose_gaussian(plan.model, merge_repeats([(everything, noise)] * 2), delta=1e-3)
+    two, acc2 = joint.mu, joint.max_attack_accuracy
     led = Ledger.init(
         tmp_path / "l.db",
         steward=steward,
         secret="income",
         protect="income==>50K",
-        budget=GDP(two * 1.01),
+        budget=MaxAttackAccuracy(0.5 + (acc2 - 0.5) * 1.01),
         population=adult_dir,
     )
     a = adult.sample(n=N, random_state=1)
@@ -68,11 +70,13 @@ def test_another_sample_shares_the_secrets_budget(world):
     both compose as independent samples of θ (μ √2 × one dataset's)."""
     led, steward = world["ledger"], world["steward"]
     led.register(steward, "wave2", world["dir"] / "b.csv")
-    room = np.sqrt(2) * world["mu"] * 1.05  # > two releases of one dataset
-    assert led.set_budget(steward, None, GDP(room), "two samples").budget.mu == room
+    room = EpsDelta(50.0, 0.5)
+    assert led.set_budget(steward, None, room, "two samples").budget == room
     led.release("means", "wave1")
     r = led.release("means", "wave2")
     assert r.cumulative.mu == pytest.approx(np.sqrt(2) * world["mu"], rel=1e-9)
+    spent = MaxAttackAccuracy(r.cumulative.max_attack_accuracy)  # exactly what is spent
+    led.set_budget(steward, None, spent, "no more")
     with pytest.raises(BudgetExceededError):
         led.release("means", "wave2")
 
@@ -122,7 +126,7 @@ def test_a_plan_for_another_property_is_not_approved(world, adult):
     spec = ProtectionSpec("sex==Female", N, [0.3, 0.5])
     model = ExactModel().fit(adult, spec, Query.parse("mean:age"))
     other = Plan.from_calibration(
-        make_mechanism("DauM-G", 0.5, 1e-3).calibrate(model), model, data=adult
+        make_mechanism("DauM-G", EpsDelta(0.5, 1e-3)).calibrate(model), model, data=adult
     )
     with pytest.raises(LedgerError, match="protects sex==Female"):
         world["ledger"].approve(world["steward"], other, "sex")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from distprivacy.mechanisms.plans import Plan
+from distprivacy.targets import EpsDelta
 
 SPEC = ("income==>50K", 100, [0.45, 0.55])
 STATISTICS = "mean:age,mean:hours_per_week"
@@ -20,5 +21,5 @@ def make_plan(adult: pd.DataFrame, mechanism: str = "DauM-G") -> Plan:
     spec = ProtectionSpec(*SPEC)
     query = Query.parse(STATISTICS)
     model = ExactModel().fit(adult, spec, query)
-    cal = make_mechanism(mechanism, 0.5, 1e-3).calibrate(model)
+    cal = make_mechanism(mechanism, EpsDelta(0.5, 1e-3)).calibrate(model)
     return Plan.from_calibration(cal, model, data=adult)

@@ -48,6 +48,7 @@ from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import GaussianModel, fit_model
 from distprivacy.query import CallableStatistic, Mean, Query
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 MECHANISMS = ("ExpM-G", "DirM-G", "EigM-G", "DauM-G", "OptM-G", "NoNoise")
 REL_SLACK = 1e-6
@@ -149,7 +150,7 @@ def check_calibrations(case: Case, mechanisms: tuple[str, ...] = MECHANISMS) -> 
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cal = make_mechanism(name, case.epsilon, case.delta).calibrate(model)
+                cal = make_mechanism(name, EpsDelta(case.epsilon, case.delta)).calibrate(model)
         except DistPrivacyError:
             continue
         except Exception as exc:  # anything else is neither a refusal nor a guarantee
@@ -257,7 +258,7 @@ def test_a_nan_producing_statistic_is_refused_naming_it(adult) -> None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cal = make_mechanism(name, 1.0, 1e-3).calibrate(model)
+                cal = make_mechanism(name, EpsDelta(1.0, 1e-3)).calibrate(model)
         except DistPrivacyError as exc:
             if stat.name not in str(exc):
                 problems.append(f"{name}: refused without naming the statistic: {exc}")

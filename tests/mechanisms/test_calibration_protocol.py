@@ -31,7 +31,9 @@ from distprivacy.mechanisms import (
 )
 from distprivacy.models import fit_model
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 N = 100
 DELTA = 1e-3
@@ -40,7 +42,7 @@ EPSILON = {"NoNoise": 10.0}
 #: Variants beyond the defaults: the classic rule, and the pooled rule without the
 #: unequal-covariance profile (its curve is then the whole μ-GDP one).
 VARIANTS = {
-    "DauM-G classic": ("DauM-G", {"calibration": "classic"}),
+    "DauM-G classic": ("DauM-G", {"rule": "classic"}),
     "ExpM-G pooled": ("ExpM-G", {"covariances": "pooled", "check_profile": False}),
 }
 CASES = [*MECHANISMS, *VARIANTS]
@@ -63,9 +65,12 @@ def calibrations(setting) -> dict[str, Calibration]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in MECHANISMS:
-            out[name] = make_mechanism(name, EPSILON.get(name, 1.0), DELTA).calibrate(model)
+            out[name] = make_mechanism(name, EpsDelta(EPSILON.get(name, 1.0), DELTA)).calibrate(
+                model
+            )
         for label, (name, kw) in VARIANTS.items():
-            out[label] = MECHANISMS[name](1.0, DELTA, **kw).calibrate(model)
+            options = GaussianOptions(**kw)
+            out[label] = MECHANISMS[name](EpsDelta(1.0, DELTA), options).calibrate(model)
     return out
 
 
@@ -128,7 +133,7 @@ def test_group_dp_over_fewer_records_does_not_hold_for_every_input(calibrations)
     from distprivacy.mechanisms import GroupDPLaplace
 
     cal = calibrations["GroupDP-L"]
-    small = GroupDPLaplace(1.0, group_size=cal.n - 1).calibrate(cal.model_)
+    small = GroupDPLaplace(EpsDelta(1.0, 0.0), group_size=cal.n - 1).calibrate(cal.model_)
     assert small.details["group_size"] == cal.n - 1
     assert not small.guarantee.holds_for_every_input
 
@@ -235,7 +240,9 @@ def test_warnings_are_typed(calibrations, name):
 
 def test_classic_rule_caveats_are_issued_by_category(setting):
     with pytest.warns(DistPrivacyWarning) as record:
-        cal = make_mechanism("GroupDP-G", 10.0, DELTA, "classic").calibrate(setting[0])
+        cal = make_mechanism(
+            "GroupDP-G", EpsDelta(10.0, DELTA), GaussianOptions(rule="classic")
+        ).calibrate(setting[0])
     assert {ClassicRuleWarning, ClassicShortfallWarning} == {w.category for w in record}
     assert all(w.filename == __file__ for w in record)  # issued at the caller's line
     assert {ClassicRuleWarning, ClassicShortfallWarning} <= {w.category for w in cal.warnings}
@@ -244,7 +251,9 @@ def test_classic_rule_caveats_are_issued_by_category(setting):
     with warnings.catch_warnings():
         warnings.simplefilter("error", DistPrivacyWarning)
         warnings.filterwarnings("ignore", category=ClassicRuleWarning)
-        make_mechanism("GroupDP-G", 10.0, DELTA, "classic").calibrate(setting[0])
+        make_mechanism(
+            "GroupDP-G", EpsDelta(10.0, DELTA), GaussianOptions(rule="classic")
+        ).calibrate(setting[0])
 
 
 def test_from_dict_is_strict(calibrations):

@@ -24,6 +24,8 @@ from distprivacy.mechanisms.calibration import (
 )
 from distprivacy.models import GaussianModel
 from distprivacy.noise import NoiseDistribution
+from distprivacy.request import GaussianOptions
+from distprivacy.targets import EpsDelta
 
 EXACT_FITTED = calib.CalibrationOptions("exact", "fitted", True, "average")
 EXACT_POOLED = calib.CalibrationOptions("exact", "pooled", True, "average")
@@ -110,7 +112,7 @@ def _model(cov_b: float = 1.0) -> GaussianModel:
 
 def test_a_declared_mechanism_gets_its_steps_and_a_verified_calibration():
     model = _model()
-    mech = _Declared(1.0, 1e-3)
+    mech = _Declared(EpsDelta(1.0, 1e-3))
     assert _types(mech.calibrator(model).steps) == [
         "RequireInvertible", "Propose", "EnforceFitted", "VerifyFitted", "AccountTheoremMu",
         "ShortfallNotice", "SetBasis",
@@ -121,7 +123,9 @@ def test_a_declared_mechanism_gets_its_steps_and_a_verified_calibration():
     assert cal.mu == pytest.approx(mech.target_mu(), rel=1e-12)
     assert cal.delta_achieved <= 1e-3 * (1 + 1e-9)
     assert cal.details["sigma"] == pytest.approx(1.25**0.5 / mech.target_mu(), rel=1e-12)
-    pooled = _Declared(1.0, 1e-3, covariances="pooled", check_profile=False)
+    pooled = _Declared(
+        EpsDelta(1.0, 1e-3), GaussianOptions(covariances="pooled", check_profile=False)
+    )
     assert _types(pooled.calibrator(model).steps) == [
         "RequireInvertible", "Propose", "AccountTheoremMu", "ShortfallNotice", "SetBasis",
     ]  # fmt: skip
@@ -132,12 +136,12 @@ def test_require_invertible_runs_before_anything_is_proposed():
         ["a", "b"], [[0.0, 0.0], [1.0, 0.0]], [np.diag([1.0, 0.0])] * 2, [("a", "b")]
     )
     with pytest.raises(dp.DistPrivacyError):
-        _Declared(1.0, 1e-3).calibrate(singular)
+        _Declared(EpsDelta(1.0, 1e-3)).calibrate(singular)
 
 
 def test_unequal_covariances_are_fixed_with_more_noise_and_verified():
     model = _model(cov_b=3.0)
-    mech = _Declared(1.0, 1e-3)
+    mech = _Declared(EpsDelta(1.0, 1e-3))
     cal = mech.calibrate(model)
     assert any(w.category is MoreNoiseWarning for w in cal.warnings)
     assert cal.verified and cal.accounting.unequal["delta_at_epsilon"] <= 1e-3 * (1 + 1e-9)
@@ -151,10 +155,10 @@ def test_nonoise_is_refused_never_fixed():
         ["a", "b"], [[0.0, 0.0], [0.0, 0.0]], [np.eye(2), 4 * np.eye(2)], [("a", "b")]
     )
     with pytest.raises(NotApplicableError, match=r"no noise of its form meets the target .*δ = "):
-        make_mechanism("NoNoise", 1.0, 1e-3).calibrate(model)
+        make_mechanism("NoNoise", EpsDelta(1.0, 1e-3)).calibrate(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cal = make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(model)
+        cal = make_mechanism("ExpM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     assert cal.verified and cal.details["unequal_covariance_top_up"] > 0
 
 

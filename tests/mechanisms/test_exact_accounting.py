@@ -33,7 +33,9 @@ from distprivacy.mechanisms.gaussian import max_mahalanobis, pair_covariances
 from distprivacy.models import ExactModel, GaussianModel
 from distprivacy.profiles import gdp_mu
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
 
 DELTA = 1e-3
 GAUSSIAN = ("ExpM-G", "DirM-G", "EigM-G", "DauM-G", "OptM-G", "GroupDP-G")
@@ -146,14 +148,16 @@ def test_exact_rule_meets_target_with_no_more_noise_than_classic(seed, T, eps):
     # One direction cannot mask three pairwise differences of random means.
     names = [n for n in GAUSSIAN if not (T > 2 and n == "DauM-G")]
     for name in names:
-        cal = make_mechanism(name, eps, DELTA).calibrate(model)
+        cal = make_mechanism(name, EpsDelta(eps, DELTA)).calibrate(model)
         assert cal.rule == "exact"
         mus = pair_mus(model, cal.noise_covariance)
         assert mus.max() <= mu_star * (1 + 1e-6), name
         assert closed_form_delta(eps, mus.max()) <= DELTA * (1 + 1e-6), name
         assert cal.delta_achieved <= DELTA * (1 + 1e-6), name
         assert cal.mu <= mu_star * (1 + 1e-6), name
-        classic = make_mechanism(name, eps, DELTA, "classic").calibrate(model)
+        classic = make_mechanism(
+            name, EpsDelta(eps, DELTA), GaussianOptions(rule="classic")
+        ).calibrate(model)
         assert np.trace(cal.noise_covariance) <= np.trace(classic.noise_covariance) * (1 + 1e-6), (
             name
         )
@@ -173,7 +177,7 @@ def test_translation_mechanisms_state_the_mu_of_their_noise_not_the_target(name)
     from distprivacy.composition import joint_accounting
 
     model = random_model(0)
-    cal = make_mechanism(name, 1.0, DELTA).calibrate(model)
+    cal = make_mechanism(name, EpsDelta(1.0, DELTA)).calibrate(model)
     target = cal.accounting.target_mu
     assert target == pytest.approx(gdp_mu(1.0, DELTA), rel=1e-12)
     assert cal.mu == pytest.approx(pair_mus(model, cal.noise_covariance).max(), rel=1e-9)
@@ -193,7 +197,9 @@ def test_classic_rule_at_eps_10_falls_short_and_says_so(name):
     model = random_model(0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cal = make_mechanism(name, eps, DELTA, "classic").calibrate(model)
+        cal = make_mechanism(name, EpsDelta(eps, DELTA), GaussianOptions(rule="classic")).calibrate(
+            model
+        )
     # DauM-G meets μ* = ε/c with equality (the closed form of Cor. A.1), so the achieved δ is
     # exactly the profile at μ*.
     assert pair_mus(model, cal.noise_covariance).max() <= mu_classic * (1 + 1e-9)
@@ -215,7 +221,7 @@ def test_classic_rule_at_eps_10_falls_short_and_says_so(name):
 
 def test_target_mu():
     model = random_model(0)
-    cal = make_mechanism("DauM-G", None, DELTA, mu=0.5).calibrate(model)
+    cal = make_mechanism("DauM-G", GDP(0.5), GaussianOptions(report_delta=DELTA)).calibrate(model)
     assert cal.mu <= 0.5 * (1 + 1e-9)
     assert cal.mu == pytest.approx(0.5, rel=1e-6)
     assert pair_mus(model, cal.noise_covariance).max() <= 0.5 * (1 + 1e-9)
@@ -228,7 +234,9 @@ def test_target_mu():
 
 def test_target_max_accuracy():
     model = random_model(1)
-    cal = make_mechanism("DauM-G", None, DELTA, max_accuracy=0.55).calibrate(model)
+    cal = make_mechanism(
+        "DauM-G", MaxAttackAccuracy(0.55), GaussianOptions(report_delta=DELTA)
+    ).calibrate(model)
     assert cal.max_attack_accuracy <= 0.55 + 1e-9
     # Φ(μ/2) = 0.55 ⇔ μ = 2Φ⁻¹(0.55).
     assert cal.mu == pytest.approx(2 * stats.norm.ppf(0.55), rel=1e-6)
@@ -240,20 +248,20 @@ def test_target_max_accuracy():
 @pytest.mark.parametrize("name", NON_GAUSSIAN)
 def test_pure_epsilon_mechanisms_refuse_targets(name):
     with pytest.raises(NotApplicableError):
-        make_mechanism(name, None, DELTA, mu=0.5)
+        make_mechanism(name, GDP(0.5), GaussianOptions(report_delta=DELTA))
     with pytest.raises(NotApplicableError):
-        make_mechanism(name, None, DELTA, max_accuracy=0.6)
+        make_mechanism(name, MaxAttackAccuracy(0.6), GaussianOptions(report_delta=DELTA))
 
 
 def test_bad_targets():
-    with pytest.raises(DistPrivacyError, match="not both"):
-        make_mechanism("DauM-G", None, DELTA, mu=0.5, max_accuracy=0.6)
-    with pytest.raises(DistPrivacyError, match=r"above 0\.5"):
-        make_mechanism("DauM-G", None, DELTA, max_accuracy=0.5)
+    with pytest.raises(DistPrivacyError, match="make_mechanism takes a MechanismSpec"):
+        make_mechanism("DauM-G", None, DELTA, mu=0.5, max_accuracy=0.6)  # the loose API
+    with pytest.raises(DistPrivacyError, match=r"\(0\.5, 1\)"):
+        make_mechanism("DauM-G", MaxAttackAccuracy(0.5), GaussianOptions(report_delta=DELTA))
     with pytest.raises(DistPrivacyError):
         make_mechanism("DauM-G", 1.0, DELTA, mu=0.5)  # ε and a target
     with pytest.raises(DistPrivacyError):
-        make_mechanism("DauM-G", None, DELTA, "classic", mu=0.5)
+        make_mechanism("DauM-G", GDP(0.5), GaussianOptions(rule="classic", report_delta=DELTA))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,7 +271,9 @@ def test_bad_targets():
 
 def _check_optimality(model: GaussianModel, eps: float, others: tuple[str, ...]) -> None:
     mu_star = gdp_mu(eps, DELTA)
-    opt = make_mechanism("OptM-G", eps, DELTA, covariances="pooled").calibrate(model)
+    opt = make_mechanism(
+        "OptM-G", EpsDelta(eps, DELTA), GaussianOptions(covariances="pooled")
+    ).calibrate(model)
     # Certificate: the solution meets every pair's constraint, recomputed here.
     mus = pair_mus(model, opt.noise_covariance)
     assert mus.max() <= mu_star * (1 + 1e-9), eps
@@ -271,7 +281,9 @@ def _check_optimality(model: GaussianModel, eps: float, others: tuple[str, ...])
         assert opt.details["certified_max_mu"] == pytest.approx(mus.max(), rel=1e-6, abs=1e-12)
     tr_opt = np.trace(opt.noise_covariance)
     for name in others:
-        cal = make_mechanism(name, eps, DELTA, covariances="pooled").calibrate(model)
+        cal = make_mechanism(
+            name, EpsDelta(eps, DELTA), GaussianOptions(covariances="pooled")
+        ).calibrate(model)
         # The other mechanism is a feasible point of OptM-G's program.
         assert pair_mus(model, cal.noise_covariance).max() <= mu_star * (1 + 1e-6)
         tr = np.trace(cal.noise_covariance)
@@ -302,13 +314,19 @@ def test_optm_weighted_objective(adult_model, eps):
     w = np.array([1.0, 10.0, 0.1, 0.01, 3.0])
     W = np.diag(w)
     mu_star = gdp_mu(eps, DELTA)
-    weighted = OptimalGaussian(eps, DELTA, weights=w, covariances="pooled").calibrate(adult_model)
-    plain = OptimalGaussian(eps, DELTA, covariances="pooled").calibrate(adult_model)
+    weighted = OptimalGaussian(
+        EpsDelta(eps, DELTA), GaussianOptions(covariances="pooled"), weights=w
+    ).calibrate(adult_model)
+    plain = OptimalGaussian(EpsDelta(eps, DELTA), GaussianOptions(covariances="pooled")).calibrate(
+        adult_model
+    )
     assert pair_mus(adult_model, weighted.noise_covariance).max() <= mu_star * (1 + 1e-9)
     obj = np.trace(W @ weighted.noise_covariance)
     assert weighted.details["objective"] == pytest.approx(obj, rel=1e-6)
     for name in ("DauM-G", "EigM-G"):
-        other = make_mechanism(name, eps, DELTA, covariances="pooled").calibrate(adult_model)
+        other = make_mechanism(
+            name, EpsDelta(eps, DELTA), GaussianOptions(covariances="pooled")
+        ).calibrate(adult_model)
         assert obj <= np.trace(W @ other.noise_covariance) * (1 + 1e-4)
     assert obj <= np.trace(W @ plain.noise_covariance) * (1 + 1e-4)
     assert np.trace(plain.noise_covariance) <= np.trace(weighted.noise_covariance) * (1 + 1e-4)
@@ -325,7 +343,9 @@ def test_optm_weighted_objective(adult_model, eps):
 def test_adult_acceptance(adult_model, eps, bound):
     errors = {}
     for name in GAUSSIAN:
-        cal = make_mechanism(name, eps, DELTA, covariances="pooled").calibrate(adult_model)
+        cal = make_mechanism(
+            name, EpsDelta(eps, DELTA), GaussianOptions(covariances="pooled")
+        ).calibrate(adult_model)
         # Pooled: the paper's assumption (one covariance per pair), met exactly.
         assert pair_mus(adult_model, cal.noise_covariance).max() <= gdp_mu(eps, DELTA) * (1 + 1e-6)
         errors[name] = cal.expected_l2_error
@@ -359,7 +379,7 @@ def test_unequal_covariances_fitted_meets_delta(seed):
     assert model.covariance_mismatch() > 0.1
     eps = 1.0
     for name in ("DauM-G", "EigM-G", "OptM-G"):
-        cal = make_mechanism(name, eps, DELTA).calibrate(model)
+        cal = make_mechanism(name, EpsDelta(eps, DELTA)).calibrate(model)
         reported = _check_against_mc(model, cal, eps)
         assert reported <= DELTA * (1 + 1e-6), name
         assert cal.delta_achieved <= DELTA * (1 + 1e-6), name
@@ -374,7 +394,9 @@ def test_unequal_covariances_pooled_reports_shortfall(seed):
     mu_star = gdp_mu(eps, DELTA)
     exceeded = 0
     for name in ("DauM-G", "EigM-G", "OptM-G"):
-        cal = make_mechanism(name, eps, DELTA, covariances="pooled").calibrate(model)
+        cal = make_mechanism(
+            name, EpsDelta(eps, DELTA), GaussianOptions(covariances="pooled")
+        ).calibrate(model)
         # Pooled meets the paper's constraint with the average covariance ...
         assert pair_mus(model, cal.noise_covariance).max() <= mu_star * (1 + 1e-6)
         # ... and reports the true profile of the unequal fits.
@@ -399,7 +421,7 @@ def test_halved_noise_scale_is_caught(seed):
     model = random_model(seed)
     eps = 0.5
     mu_star = gdp_mu(eps, DELTA)
-    cal = make_mechanism("DauM-G", eps, DELTA).calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(eps, DELTA)).calibrate(model)
     v = np.asarray(cal.details["direction"])
     sigma = math.sqrt(cal.details["sigma2"])
     assert sigma > 0
@@ -427,7 +449,7 @@ def test_equal_covariances_need_no_unequal_covariance_fix(name):
     S = np.array([[2.0, 0.3], [0.3, 1.0]])
     model = GaussianModel(["a", "b"], [[0.0, 0.0], [3.0, 1.0]], [S, S], [("a", "b")])
     assert model.covariance_mismatch() == 0.0
-    cal = make_mechanism(name, 0.5, DELTA).calibrate(model)
+    cal = make_mechanism(name, EpsDelta(0.5, DELTA)).calibrate(model)
     assert not any(w.category is MoreNoiseWarning for w in cal.warnings)
     assert "unequal_covariance_top_up" not in cal.details
 
@@ -437,18 +459,25 @@ def test_optm_no_worse_than_daum_for_large_mean_differences():
     A = rng.normal(size=(4, 4))
     S = A @ A.T + 0.5 * np.eye(4)
     model = GaussianModel(["a", "b"], rng.normal(size=(2, 4)) * 300, [S, S], [("a", "b")])
-    opt = make_mechanism("OptM-G", 0.1, DELTA, covariances="pooled").calibrate(model)
-    dau = make_mechanism("DauM-G", 0.1, DELTA, covariances="pooled").calibrate(model)
+    opt = make_mechanism(
+        "OptM-G", EpsDelta(0.1, DELTA), GaussianOptions(covariances="pooled")
+    ).calibrate(model)
+    dau = make_mechanism(
+        "DauM-G", EpsDelta(0.1, DELTA), GaussianOptions(covariances="pooled")
+    ).calibrate(model)
     assert np.trace(opt.noise_covariance) <= np.trace(dau.noise_covariance) * (1 + 1e-4)
 
 
 def test_bad_covariance_mode_and_profile_switch():
     with pytest.raises(DistPrivacyError, match="unknown covariances mode 'average'"):
-        make_mechanism("DauM-G", 1.0, DELTA, covariances="average")
+        make_mechanism("DauM-G", EpsDelta(1.0, DELTA), GaussianOptions(covariances="average"))
     with pytest.raises(DistPrivacyError, match="needs the unequal-covariance profile"):
-        DauM(1.0, DELTA, "exact", check_profile=False)
+        DauM(EpsDelta(1.0, DELTA), GaussianOptions(rule="exact", check_profile=False))
     # Allowed where nothing is enforced: the calibration then reports no unequal profile.
     S = np.eye(2)
     model = GaussianModel(["a", "b"], [[0.0, 0.0], [1.0, 0.0]], [S, 2 * S], [("a", "b")])
-    cal = DauM(1.0, DELTA, "exact", covariances="pooled", check_profile=False).calibrate(model)
+    cal = DauM(
+        EpsDelta(1.0, DELTA),
+        GaussianOptions(rule="exact", covariances="pooled", check_profile=False),
+    ).calibrate(model)
     assert cal.accounting.unequal is None

@@ -29,8 +29,9 @@ from distprivacy.mechanisms.plans import Plan
 from distprivacy.models import GaussianModel, fit_model
 from distprivacy.noise import NoiseDistribution
 from distprivacy.query import CallableStatistic, Count, Mean, Proportion, Query, Sum
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import Predicate, ProtectionSpec
-from distprivacy.targets import GDP
+from distprivacy.targets import GDP, EpsDelta
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "distprivacy"
 STATS = "mean:x,count:c==1"
@@ -60,8 +61,8 @@ def model(population):
 def _huge(name: str):
     """The mechanism at μ = 10⁶ (Gaussian) or ε = 10⁶ (pure-ε), by what the registry says."""
     if issubclass(MECHANISMS[name], GaussianMechanism):
-        return make_mechanism(name, mu=1e6, delta=1e-3)
-    return make_mechanism(name, 1e6, 1e-3)
+        return make_mechanism(name, GDP(1e6), GaussianOptions(report_delta=1e-3))
+    return make_mechanism(name, EpsDelta(1e6, 1e-3))
 
 
 @pytest.mark.parametrize("name", list(MECHANISMS))
@@ -88,7 +89,7 @@ def test_the_gate_agrees_with_the_mechanisms_own_noise_at_a_usual_target(model, 
     """At ε = 1 the same rule lets every mechanism release on this model (its noise is far
     above each statistic's resolution)."""
     try:
-        cal = make_mechanism(name, 1.0, 1e-3).calibrate(model)
+        cal = make_mechanism(name, EpsDelta(1.0, 1e-3)).calibrate(model)
     except dp.NotApplicableError as e:  # NoNoise: its no-noise test fails at ε = 1
         assert name == "NoNoise", e
         return
@@ -102,7 +103,7 @@ def test_the_gate_agrees_with_the_mechanisms_own_noise_at_a_usual_target(model, 
 def test_a_count_just_below_or_above_half_a_count(model, factor):
     """Noise SD 0.5 · (1 ∓ 10⁻⁶) on a count whose mean moves by 12: refused just below half
     a count, released just above (the same calibration otherwise)."""
-    cal = make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(model)
+    cal = make_mechanism("ExpM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     sd = 0.5 * factor
     cal = dataclasses.replace(cal, noise=NoiseDistribution.isotropic("gaussian", 2, sd))
     value = model.means_[0]
@@ -119,14 +120,16 @@ def test_a_count_just_below_or_above_half_a_count(model, factor):
 
 def test_the_attack_bound_alone_refuses(model):
     """Noise above every resolution, but a guarantee whose attack bound rounds to 1."""
-    cal = make_mechanism("ExpM-L", 25.0).calibrate(model)  # (e^25 + 0)/(1 + e^25) > 1 − 1e-9
+    cal = make_mechanism("ExpM-L", EpsDelta(25.0, 0.0)).calibrate(
+        model
+    )  # (e^25 + 0)/(1 + e^25) > 1 − 1e-9
     assert cal.max_attack_accuracy >= ATTACK_BOUND_LIMIT
     cal = dataclasses.replace(cal, noise=NoiseDistribution.isotropic("laplace", 2, 5.0))
     found = cal.exactness()
     assert found.statistics == () and found.bounds_nothing and found.refused
     with pytest.raises(ExactReleaseError, match="nothing is hidden"):
         cal.release(model.means_[0], random_state=0)
-    ok = make_mechanism("ExpM-L", 20.0).calibrate(model)  # 1 − 2.1e-9: still a bound
+    ok = make_mechanism("ExpM-L", EpsDelta(20.0, 0.0)).calibrate(model)  # 1 − 2.1e-9: still a bound
     assert not ok.exactness().bounds_nothing
 
 
@@ -160,7 +163,7 @@ def _directional_model() -> GaussianModel:
 
 @pytest.mark.parametrize("name", ["DirM-G", "DirM-L"])
 def test_a_directional_mechanism_says_which_statistic_is_released_without_noise(name):
-    cal = make_mechanism(name, 1.0, 1e-3).calibrate(_directional_model())
+    cal = make_mechanism(name, EpsDelta(1.0, 1e-3)).calibrate(_directional_model())
     # No noise on mean(x) (up to the float rounding of the directions' SVD).
     assert cal.noise_sd[0] < 1e-12 and 0 < cal.noise_sd[1] < 0.5 and cal.noise_sd[2] > 0.1
     rel = cal.release([40.2, 11.0, 0.4], random_state=0)  # no allow_exact needed
@@ -181,7 +184,7 @@ def test_a_directional_mechanism_says_which_statistic_is_released_without_noise(
 def test_without_the_model_nothing_is_justified():
     """A calibration read back without its model cannot show that mean(x) does not move:
     fail closed (a plan keeps its model and releases as before)."""
-    cal = make_mechanism("DirM-G", 1.0, 1e-3).calibrate(_directional_model())
+    cal = make_mechanism("DirM-G", EpsDelta(1.0, 1e-3)).calibrate(_directional_model())
     bare = Calibration.from_dict(cal.to_dict())
     with pytest.raises(ExactReleaseError, match=r"mean\(x\) has noise SD 0"):
         bare.release([40.2, 11.0, 0.4], random_state=0)
@@ -191,7 +194,7 @@ def test_without_the_model_nothing_is_justified():
 def test_a_moving_statistic_without_noise_to_speak_of_needs_consent():
     """Noise below 10⁻³ of a mean's spread while its mean moves: EigM-G's case on Adult's
     mean(fnlwgt). The same rule, another mechanism: refused, with the figures."""
-    cal = make_mechanism("ExpM-G", 1.0, 1e-3).calibrate(_directional_model())
+    cal = make_mechanism("ExpM-G", EpsDelta(1.0, 1e-3)).calibrate(_directional_model())
     tiny = 0.5 * NEAR_EXACT_TOLERANCE  # × the spread 1 of mean(y)
     noise = NoiseDistribution.gaussian_from_covariance(np.diag([1.0, 1.0, tiny**2]))
     cal = dataclasses.replace(cal, noise=noise)
@@ -218,7 +221,7 @@ def _spy(monkeypatch) -> list[str]:
 
 def test_every_release_path_goes_through_the_one_gate(population, model, tmp_path, monkeypatch):
     calls = _spy(monkeypatch)
-    cal = make_mechanism("DirM-G", 1.0, 1e-3).calibrate(model)
+    cal = make_mechanism("DirM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     cal.release(model.means_[0], random_state=0)
     assert calls == ["DirM-G"]
     plan = Plan.from_calibration(cal, model, data=population)
@@ -237,14 +240,15 @@ def test_every_release_path_goes_through_the_one_gate(population, model, tmp_pat
 
 
 def _ledger(population, target, tmp_path, cal, model):
-    """A ledger of secrets (budget μ = 1) over ``population`` (written to a file) with
+    """A ledger of secrets (budget (ε, δ) = (50, 0.5)) over ``population`` (written to a file) with
     ``target`` registered as ``w`` and the plan of ``cal`` approved as ``p``."""
     from ledger_world import lib_ledger
 
     population.to_csv(tmp_path / "population.csv", index=False)
     target.to_csv(tmp_path / "w.csv", index=False)
     plan = Plan.from_calibration(cal, model, data=tmp_path / "population.csv")
-    led, _ = lib_ledger(tmp_path, tmp_path / "population.csv", GDP(1.0), {"w": tmp_path / "w.csv"},
+    roomy = dp.EpsDelta(50.0, 0.5)
+    led, _ = lib_ledger(tmp_path, tmp_path / "population.csv", roomy, {"w": tmp_path / "w.csv"},
                         {"p": plan}, secret="g", protect="g==a")  # fmt: skip
     return led
 

@@ -52,7 +52,7 @@ def test_the_worked_example_runs(registry, adult_dir, monkeypatch, capsys):
         [(str(model.thetas_[i]), str(model.thetas_[j])) for i, j in model.pair_indices_],
         list(model.statistic_names_),
     )
-    again = make_mechanism("ScaledExpM-G", epsilon=0.5, delta=1e-3).calibrate(scaled)
+    again = make_mechanism("ScaledExpM-G", EpsDelta(0.5, 1e-3)).calibrate(scaled)
     ratio = np.asarray(again.noise_sd) / np.asarray(cal.noise_sd)
     assert ratio == pytest.approx([1000.0, 1.0, 1.0], rel=1e-6)
     assert again.guarantee.mu == pytest.approx(cal.guarantee.mu, rel=1e-9)
@@ -99,7 +99,7 @@ def test_registry_refuses_clashes_and_incomplete_mechanisms(registry):
     ):
         with pytest.raises(DistPrivacyError, match=msg):
             dp.register_mechanism(cls)
-    assert make_mechanism("half-g", 1.0, 1e-3).name == "Half-G"
+    assert make_mechanism("half-g", EpsDelta(1.0, 1e-3)).name == "Half-G"
 
 
 def test_builtin_listing_order_is_unchanged():

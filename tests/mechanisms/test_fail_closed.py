@@ -23,7 +23,9 @@ from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import GaussianModel, fit_model
 from distprivacy.query import CallableStatistic, Query
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 GAUSSIAN = ("ExpM-G", "DirM-G", "EigM-G", "DauM-G", "OptM-G", "NoNoise")
 EPS, DELTA = 1.0, 1e-3
@@ -45,7 +47,7 @@ def verified_or_refused(model: GaussianModel, name: str) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cal = make_mechanism(name, EPS, DELTA).calibrate(model)
+            cal = make_mechanism(name, EpsDelta(EPS, DELTA)).calibrate(model)
     except NotApplicableError as exc:
         assert str(exc) and "\n" not in str(exc)
         return "refused"
@@ -88,7 +90,9 @@ def test_pooled_mode_never_claims_an_infinite_mu():
         ["a", "b"], [[0, 0], [1, 1]], [np.diag([1.0, 0]), np.diag([1.0, 0])], [("a", "b")]
     )
     with pytest.raises(NotApplicableError, match=r"singular|not applicable"):
-        make_mechanism("NoNoise", EPS, DELTA, covariances="pooled").calibrate(model)
+        make_mechanism(
+            "NoNoise", EpsDelta(EPS, DELTA), GaussianOptions(covariances="pooled")
+        ).calibrate(model)
 
 
 def test_nan_statistic_refused_at_modelling_time(adult):
@@ -135,7 +139,7 @@ def _noise_sd(data: pd.DataFrame, name: str, values=(0.3, 0.4, 0.5)) -> np.ndarr
     model = fit_model(data, spec, Query.parse(STATISTICS), method="exact")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cal = make_mechanism(name, 0.5, DELTA).calibrate(model)
+        cal = make_mechanism(name, EpsDelta(0.5, DELTA)).calibrate(model)
     return cal.noise_sd
 
 
@@ -164,18 +168,18 @@ def test_a_deliberately_wrong_scale_is_caught():
     scaled = GaussianModel(
         ["a", "b"], [[0, 0], [1, 10.0]], [np.diag([4.0, 100.0])] * 2, [("a", "b")]
     )
-    sd = make_mechanism("ExpM-G", 0.5, DELTA).calibrate(model).noise_sd
-    sd2 = make_mechanism("ExpM-G", 0.5, DELTA).calibrate(scaled).noise_sd
+    sd = make_mechanism("ExpM-G", EpsDelta(0.5, DELTA)).calibrate(model).noise_sd
+    sd2 = make_mechanism("ExpM-G", EpsDelta(0.5, DELTA)).calibrate(scaled).noise_sd
     assert not np.allclose(sd2, sd * np.array([1.0, 1000.0]), rtol=0.01)
-    good = make_mechanism("OptM-G", 0.5, DELTA).calibrate(model).noise_sd
-    good2 = make_mechanism("OptM-G", 0.5, DELTA).calibrate(scaled).noise_sd
+    good = make_mechanism("OptM-G", EpsDelta(0.5, DELTA)).calibrate(model).noise_sd
+    good2 = make_mechanism("OptM-G", EpsDelta(0.5, DELTA)).calibrate(scaled).noise_sd
     np.testing.assert_allclose(good2, good * np.array([1.0, 1000.0]), rtol=0.01)
 
 
 def test_per_statistic_output(adult):
     spec = ProtectionSpec("income==>50K", 300, [0.3, 0.4, 0.5])
     model = fit_model(adult, spec, Query.parse(STATISTICS), method="exact")
-    cal = make_mechanism("OptM-G", 0.5, DELTA).calibrate(model)
+    cal = make_mechanism("OptM-G", EpsDelta(0.5, DELTA)).calibrate(model)
     rows = cal.to_dict()["per_statistic"]
     assert [r["statistic"] for r in rows] == list(model.statistic_names_)
     np.testing.assert_allclose(
@@ -193,7 +197,7 @@ def test_short_repr_and_summary(adult):
     every statistic's noise SD."""
     spec = ProtectionSpec("income==>50K", 300, [0.3, 0.4, 0.5])
     model = fit_model(adult, spec, Query.parse(STATISTICS), method="exact")
-    cal = make_mechanism("DauM-G", 0.5, DELTA).calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(0.5, DELTA)).calibrate(model)
     assert "\n" not in repr(cal) and len(repr(cal)) < 120 and "verified" in repr(cal)
     text = cal.summary()
     assert all(name in text for name in model.statistic_names_) and cal.basis in text

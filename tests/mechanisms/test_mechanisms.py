@@ -25,7 +25,9 @@ from distprivacy.mechanisms import (
 )
 from distprivacy.models import ExactModel, GaussianModel, MonteCarloModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 S43 = np.array([[22.0, -6.0], [-6.0, 13.0]])
 DELTA = 1e-3
@@ -44,7 +46,9 @@ def example_43() -> GaussianModel:
 
 
 def test_section_4_3_worked_example():
-    cal = make_mechanism("EigM-G", 1.0, DELTA, "classic").calibrate(example_43())
+    cal = make_mechanism("EigM-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")).calibrate(
+        example_43()
+    )
     T = cal.details["target_variance"]
     assert T == pytest.approx(28.52, abs=0.005)
     v1 = np.array([1, 2]) / math.sqrt(5)
@@ -58,7 +62,9 @@ def test_section_4_3_worked_example():
     )
     assert cal.details["top_up"] == 0.0
     # Without adversarial uncertainty: 28.52 in both directions (ExpM-G).
-    exp = make_mechanism("ExpM-G", 1.0, DELTA, "classic").calibrate(example_43())
+    exp = make_mechanism("ExpM-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")).calibrate(
+        example_43()
+    )
     np.testing.assert_allclose(exp.noise_covariance, T * np.eye(2))
 
 
@@ -66,9 +72,13 @@ def test_classic_c_and_the_eps_ge_1_caveat():
     assert classic_c(1e-3) == pytest.approx(math.sqrt(2 * math.log(1250)))
     with pytest.warns(ClassicRuleWarning, match="proven only for ε < 1"):
         warnings.simplefilter("always")
-        cal = make_mechanism("ExpM-G", 1.0, DELTA, "classic").calibrate(example_43())
+        cal = make_mechanism(
+            "ExpM-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")
+        ).calibrate(example_43())
     assert any(w.category is ClassicRuleWarning and "ε < 1" in w for w in cal.warnings)
-    cal = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(example_43())
+    cal = make_mechanism("ExpM-G", EpsDelta(0.5, DELTA), GaussianOptions(rule="classic")).calibrate(
+        example_43()
+    )
     assert not any(w.category is ClassicRuleWarning for w in cal.warnings)
 
 
@@ -99,7 +109,9 @@ def test_gaussian_mechanisms_satisfy_corollary_a2_and_a1(seed, equal_cov, name):
     which meets Cor. A.2 (which implies Cor. A.1)."""
     model = random_model(seed, equal_cov=equal_cov)
     eps = 0.5
-    cal = make_mechanism(name, eps, DELTA, "classic").calibrate(model)
+    cal = make_mechanism(name, EpsDelta(eps, DELTA), GaussianOptions(rule="classic")).calibrate(
+        model
+    )
     d2 = float(np.linalg.norm(model.mean_differences(), axis=1).max())
     if name == "EigM-G":
         if equal_cov:
@@ -130,7 +142,7 @@ def test_daum_meets_corollary_a1_with_equality_and_less_noise_fails(seed, equal_
     # Make the pair's difference large enough that noise is needed.
     model.means_[1] = model.means_[0] + rng.normal(size=m) * 5
     eps = 0.7
-    cal = DauM(eps, DELTA, "classic").calibrate(model)
+    cal = DauM(EpsDelta(eps, DELTA), GaussianOptions(rule="classic")).calibrate(model)
     s2 = cal.details["sigma2"]
     assert s2 > 0
     v = cal.details["direction"]
@@ -158,7 +170,7 @@ def test_daum_closed_form_equals_algorithm_1_determinant_root():
     )
     closed = (alpha * c / eps) ** 2 - 1 / (v @ np.linalg.solve(S43, v))
     assert closed == pytest.approx(root, rel=1e-10)
-    cal = DauM(eps, DELTA, "classic").calibrate(model)
+    cal = DauM(EpsDelta(eps, DELTA), GaussianOptions(rule="classic")).calibrate(model)
     assert cal.details["sigma2"] == pytest.approx(closed, rel=1e-12)
     assert daum_variance(d, S43, v, (eps / c) ** 2) == pytest.approx(closed, rel=1e-12)
 
@@ -170,12 +182,12 @@ def test_daum_non_parallel_pairs_and_refusal():
         ["a", "b", "c"], [[0, 0], [3, 0], [0, 3]], [S, S, S], [("a", "b"), ("a", "c")]
     )
     with pytest.raises(NotApplicableError, match="too far from the direction"):
-        DauM(1.0, DELTA, "classic").calibrate(m)
+        DauM(EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")).calibrate(m)
     # A nearly parallel second pair is covered exactly by Cor. A.1.
     m2 = GaussianModel(
         ["a", "b", "c"], [[0, 0], [3, 0], [6, 0.01]], [S, S, S], [("a", "b"), ("b", "c")]
     )
-    cal = DauM(1.0, DELTA, "classic").calibrate(m2)
+    cal = DauM(EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")).calibrate(m2)
     v = cal.details["direction"]
     assert corollary_a1_holds(
         m2.means_,
@@ -190,26 +202,30 @@ def test_daum_non_parallel_pairs_and_refusal():
 def test_daum_needs_invertible_covariance():
     m = GaussianModel(["a", "b"], [[0, 0], [1, 1]], [np.diag([1.0, 0.0])] * 2, [("a", "b")])
     with pytest.raises(DistPrivacyError, match="singular"):
-        DauM(1.0, DELTA, "classic").calibrate(m)
+        DauM(EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")).calibrate(m)
 
 
 def test_no_noise_test_thm_4_4():
     S = np.eye(2) * 100.0
     close = GaussianModel(["a", "b"], [[0, 0], [0.1, 0]], [S, S], [("a", "b")])
-    cal = make_mechanism("NoNoise", 0.5, DELTA, "classic").calibrate(close)
+    cal = make_mechanism(
+        "NoNoise", EpsDelta(0.5, DELTA), GaussianOptions(rule="classic")
+    ).calibrate(close)
     assert cal.noise.family == "none" and cal.expected_l2_error == 0.0
     # √(dᵀ S⁻¹ d) = 0.1 / 10; the classic bound is μ* = ε/c.
     assert cal.details["max_mahalanobis"] == pytest.approx(0.01)
     assert cal.details["bound"] == pytest.approx(0.5 / math.sqrt(2 * math.log(1.25 / DELTA)))
     far = GaussianModel(["a", "b"], [[0, 0], [30, 0]], [S, S], [("a", "b")])
     with pytest.raises(NotApplicableError, match="no-noise test fails"):
-        make_mechanism("NoNoise", 0.5, DELTA, "classic").calibrate(far)
+        make_mechanism("NoNoise", EpsDelta(0.5, DELTA), GaussianOptions(rule="classic")).calibrate(
+            far
+        )
 
 
 def test_directional_one_and_several_directions():
     S = np.eye(3)
     one = GaussianModel(["a", "b"], [[0, 0, 0], [3, 4, 0]], [S, S], [("a", "b")])
-    lap = make_mechanism("DirM-L", 2.0).calibrate(one)
+    lap = make_mechanism("DirM-L", EpsDelta(2.0, 0.0)).calibrate(one)
     assert lap.noise.scales == pytest.approx([2.5])  # Δ_E,2/ε = 5/2 (Thm 4.3)
     np.testing.assert_allclose(np.abs(lap.noise.basis[:, 0]), [0.6, 0.8, 0.0])
     assert lap.delta == 0.0 and lap.expected_l2_error == pytest.approx(2.5)
@@ -219,13 +235,15 @@ def test_directional_one_and_several_directions():
         [S] * 3,
         [("a", "b"), ("a", "c"), ("b", "c")],
     )
-    lap2 = make_mechanism("DirM-L", 1.0).calibrate(two)
+    lap2 = make_mechanism("DirM-L", EpsDelta(1.0, 0.0)).calibrate(two)
     V = lap2.noise.basis
     assert V.shape == (3, 2)
     sens = np.abs(two.mean_differences() @ V).sum(axis=1).max()
     assert lap2.noise.scales == pytest.approx([sens, sens])
     assert lap2.sensitivity == pytest.approx(sens)
-    g = make_mechanism("DirM-G", 1.0, DELTA, "classic").calibrate(two)
+    g = make_mechanism("DirM-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")).calibrate(
+        two
+    )
     # Unit-free DirM-G: Cov(Z) = (cΔ'/ε)² s P s with P the projection on the scaled span; here
     # the differences span the coordinates 0 and 2, so noise acts there only.
     assert np.count_nonzero(g.noise.scales > 1e-9) == 2
@@ -235,9 +253,9 @@ def test_directional_one_and_several_directions():
 
 def test_expected_value_mechanisms_scales():
     m = example_43()
-    lap = make_mechanism("ExpM-L", 0.5).calibrate(m)
+    lap = make_mechanism("ExpM-L", EpsDelta(0.5, 0.0)).calibrate(m)
     assert lap.noise.scales == pytest.approx([2 / 0.5] * 2)  # Δ_E,1 = 2
-    g = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(m)
+    g = make_mechanism("ExpM-G", EpsDelta(0.5, DELTA), GaussianOptions(rule="classic")).calibrate(m)
     assert g.noise.scales == pytest.approx([classic_c(DELTA) * math.sqrt(2) / 0.5] * 2)
 
 
@@ -250,12 +268,12 @@ def test_wasserstein_mechanisms_on_translated_samples():
     m = GaussianModel(
         ["a", "b"], [X.mean(0), X.mean(0) + shift], [S, S], [("a", "b")], samples=[X, X + shift]
     )
-    w = make_mechanism("Wasserstein", 2.0).calibrate(m)
+    w = make_mechanism("Wasserstein", EpsDelta(2.0, 0.0)).calibrate(m)
     assert w.sensitivity == pytest.approx(1.75)
     assert w.noise.scales == pytest.approx([1.75 / 2.0] * 3)
-    aw = make_mechanism("ApproxWasserstein", 2.0, 0.1).calibrate(m)
+    aw = make_mechanism("ApproxWasserstein", EpsDelta(2.0, 0.1)).calibrate(m)
     assert aw.sensitivity <= w.sensitivity + 1e-12
-    b = make_mechanism("ApproxWasserstein-Bounded", 2.0, 0.1).calibrate(m)
+    b = make_mechanism("ApproxWasserstein-Bounded", EpsDelta(2.0, 0.1)).calibrate(m)
     c = max(
         np.quantile(np.abs(x - mu).sum(1), 0.95, method="higher")
         for x, mu in zip(m.samples_, m.means_, strict=True)
@@ -263,7 +281,7 @@ def test_wasserstein_mechanisms_on_translated_samples():
     assert b.sensitivity == pytest.approx(1.75 + 2 * c)
     no_samples = example_43()
     with pytest.raises(NotApplicableError, match="needs samples"):
-        make_mechanism("Wasserstein", 1.0).calibrate(no_samples)
+        make_mechanism("Wasserstein", EpsDelta(1.0, 0.0)).calibrate(no_samples)
 
 
 def test_group_dp_baselines(adult):
@@ -276,13 +294,17 @@ def test_group_dp_baselines(adult):
     sens = model.record_sensitivities_
     np.testing.assert_allclose(sens[:2], ranges / 100)
     np.testing.assert_allclose(sens[2:4], [1.0, 1.0])
-    lap = make_mechanism("GroupDP-L", 1.0).calibrate(model)
+    lap = make_mechanism("GroupDP-L", EpsDelta(1.0, 0.0)).calibrate(model)
     assert lap.noise.scales[0] == pytest.approx(100 * sens.sum())
-    g = make_mechanism("GroupDP-G", 1.0, DELTA, "classic").calibrate(model)
+    g = make_mechanism(
+        "GroupDP-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")
+    ).calibrate(model)
     assert g.noise.scales[0] == pytest.approx(classic_c(DELTA) * 100 * np.linalg.norm(sens))
     user = example_43()
     with pytest.raises(NotApplicableError, match="group size"):
-        make_mechanism("GroupDP-G", 1.0, DELTA, "classic").calibrate(user)
+        make_mechanism(
+            "GroupDP-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="classic")
+        ).calibrate(user)
 
 
 TABLE_2 = {  # Chen & Ohrimenko (2023), Table 2: L2 error, income Δp = 0.1, δ = 0.001
@@ -305,7 +327,11 @@ def test_table_2_on_adult(adult, modeling):
     )
     for eps, row in TABLE_2.items():
         for name, paper in row.items():
-            ours = make_mechanism(name, eps, DELTA, "classic").calibrate(model).expected_l2_error
+            ours = (
+                make_mechanism(name, EpsDelta(eps, DELTA), GaussianOptions(rule="classic"))
+                .calibrate(model)
+                .expected_l2_error
+            )
             tol = 0.10 if eps < 5 else 0.5
             assert abs(ours / paper - 1) <= tol, (name, eps, ours, paper)
 
@@ -318,7 +344,9 @@ def test_released_noise_has_the_calibrated_covariance(adult):
     spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
     model = ExactModel().fit(adult, spec, Query.parse(ADULT_DEFAULT_STATISTICS))
     for name in ("ExpM-G", "DirM-G", "EigM-G", "DauM-G", "GroupDP-G"):
-        cal = make_mechanism(name, 0.5, DELTA, "classic").calibrate(model)
+        cal = make_mechanism(name, EpsDelta(0.5, DELTA), GaussianOptions(rule="classic")).calibrate(
+            model
+        )
         Z = cal.sample_noise(50_000, random_state=1)
         y = Z @ cal.noise.basis
         R = y.shape[0]
@@ -328,7 +356,9 @@ def test_released_noise_has_the_calibrated_covariance(adult):
 
 
 def test_release_api():
-    cal = make_mechanism("ExpM-G", 0.5, DELTA, "classic").calibrate(example_43())
+    cal = make_mechanism("ExpM-G", EpsDelta(0.5, DELTA), GaussianOptions(rule="classic")).calibrate(
+        example_43()
+    )
     r1 = cal.release([100.0, 101.0], random_state=3)
     r2 = cal.release([100.0, 101.0], random_state=3)
     assert np.array_equal(r1.values, r2.values) and not r1.secure
@@ -346,7 +376,7 @@ def test_calibrate_all_and_registry(adult):
     model = MonteCarloModel(200, random_state=0, moments="exact").fit(
         adult, spec, Query.parse(ADULT_DEFAULT_STATISTICS)
     )
-    cals, skipped = calibrate_all(model, 1.0, DELTA)
+    cals, skipped = calibrate_all(model, EpsDelta(1.0, DELTA))
     assert {c.mechanism for c in cals} | set(skipped) == set(MECHANISMS)
     assert "NoNoise" in skipped
     for c in cals:
@@ -354,26 +384,26 @@ def test_calibrate_all_and_registry(adult):
         assert np.asarray(d["noise_covariance"]).shape == (5, 5)
         assert d["expected_l2_error"] > 0
     with pytest.raises(DistPrivacyError, match="unknown mechanism"):
-        make_mechanism("FooM", 1.0, DELTA, "classic")
+        make_mechanism("FooM", EpsDelta(1.0, DELTA), GaussianOptions(rule="classic"))
 
 
 @pytest.mark.parametrize("eps", [0, -1, float("nan"), float("inf")])
 def test_bad_epsilon(eps):
     with pytest.raises(DistPrivacyError, match="epsilon"):
-        make_mechanism("ExpM-G", eps, DELTA, "classic")
+        make_mechanism("ExpM-G", EpsDelta(eps, DELTA), GaussianOptions(rule="classic"))
 
 
 @pytest.mark.parametrize("delta", [0, 1, 1.5, -0.1])
 def test_bad_delta_for_gaussian_but_ignored_for_pure_laplace(delta):
     with pytest.raises(DistPrivacyError, match="delta"):
-        make_mechanism("DauM-G", 1.0, delta)
+        make_mechanism("DauM-G", EpsDelta(1.0, delta))
     if 0 <= delta < 1:  # a pure-ε mechanism ignores δ (reports 0) ...
-        assert make_mechanism("ExpM-L", 1.0, delta).delta == 0.0
+        assert make_mechanism("ExpM-L", EpsDelta(1.0, delta)).delta == 0.0
     else:  # ... but a δ outside [0, 1) is still a mistake (issue 13)
         with pytest.raises(DistPrivacyError, match=r"delta must lie in \[0, 1\)"):
-            make_mechanism("ExpM-L", 1.0, delta)
+            make_mechanism("ExpM-L", EpsDelta(1.0, delta))
 
 
 def test_unknown_calibration_rule():
     with pytest.raises(DistPrivacyError, match="calibration rule"):
-        make_mechanism("ExpM-G", 1.0, DELTA, calibration="exact-ish")
+        make_mechanism("ExpM-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="exact-ish"))

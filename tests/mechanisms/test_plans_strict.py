@@ -14,6 +14,7 @@ from plan_fixtures import make_plan
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.plans import Plan, PlanError, _digest
+from distprivacy.targets import EpsDelta
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +151,7 @@ def test_a_nonoise_plan_round_trips_and_a_noisy_one_cannot_claim_nonoise(plan):
         pairs=[("a", "b")],
         statistic_names=["s1", "s2"],
     )
-    cal = make_mechanism("NoNoise", 0.5, 1e-3).calibrate(model)
+    cal = make_mechanism("NoNoise", EpsDelta(0.5, 1e-3)).calibrate(model)
     plan = Plan.from_calibration(cal, model)
     assert Plan.from_dict(plan.to_dict()).calibration.mechanism == "NoNoise"
 

@@ -17,6 +17,7 @@ from distprivacy.models import fit_model
 from distprivacy.query import Query
 from distprivacy.randomness import check_random_state
 from distprivacy.spec import ProtectionSpec
+from distprivacy.targets import EpsDelta
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def test_a_statistic_the_model_holds_constant_is_never_released_exactly(adult):
     spec = ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
     query = Query.parse("mean:age,mean:tenure")
     model = fit_model(population, spec, query, method="exact")
-    cal = DirectionalGaussian(epsilon=1.0, delta=1e-3).calibrate(model)
+    cal = DirectionalGaussian(EpsDelta(1.0, 1e-3)).calibrate(model)
     assert cal.noise_sd[1] == 0  # by the model, mean(tenure) says nothing about θ
     target = adult.sample(n=100, random_state=2).assign(tenure=38.5)
     for allow in (False, True):
@@ -50,7 +51,7 @@ def test_a_target_from_another_table_is_refused(cps_model):
     from public_data import load as load_public
 
     model, _, _ = cps_model
-    cal = make_mechanism("DauM-G", 1.0, 1e-3).calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     women = load_public("cps91").dropna(subset=["earns"])
     other = pd.DataFrame(
         {
@@ -76,7 +77,7 @@ def test_genuine_samples_are_accepted_at_the_documented_rate(cps, cps_model):
     from distprivacy.engines import resolve_engine
 
     model, spec, query = cps_model
-    cal = make_mechanism("DauM-G", 1.0, 1e-3).calibrate(model)
+    cal = make_mechanism("DauM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     engine = resolve_engine("pandas", cps)
     gen = check_random_state(11, secure=False)
     samples = engine.subset_statistics(spec, query, list(spec.counts), 2000, gen)
@@ -94,7 +95,7 @@ def test_genuine_samples_are_accepted_at_the_documented_rate(cps, cps_model):
 @pytest.mark.parametrize("name", ["ExpM-L", "DirM-L", "GroupDP-L"])
 def test_noise_below_float_resolution_is_no_noise(cps_model, name):
     model, _, _ = cps_model
-    cal = make_mechanism(name, 1e20, 1e-3).calibrate(model)
+    cal = make_mechanism(name, EpsDelta(1e20, 1e-3)).calibrate(model)
     typical = model.means_[0]
     # Refused by the one exactness gate (issue 31): noise far below each statistic's spread.
     with pytest.raises(ExactReleaseError, match=r"mean\(wage\) has noise SD .*below"):

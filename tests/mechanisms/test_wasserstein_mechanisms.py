@@ -11,6 +11,7 @@ import pytest
 from distprivacy.distances import closeness_radius, wasserstein_inf
 from distprivacy.mechanisms import make_mechanism
 from distprivacy.models import GaussianModel
+from distprivacy.targets import EpsDelta
 
 
 def _model(n_theta: int = 5, n: int = 120, m: int = 3) -> GaussianModel:
@@ -29,7 +30,7 @@ def _model(n_theta: int = 5, n: int = 120, m: int = 3) -> GaussianModel:
 @pytest.mark.parametrize(("name", "delta"), [("Wasserstein", 0.0), ("ApproxWasserstein", 0.05)])
 def test_sup_over_unordered_pairs_with_progress(name: str, delta: float) -> None:
     model = _model()
-    mech = make_mechanism(name, 1.0, delta)
+    mech = make_mechanism(name, EpsDelta(1.0, delta))
     calls: list[tuple[int, int]] = []
     mech.progress = lambda done, total: calls.append((done, total))
     with warnings.catch_warnings():

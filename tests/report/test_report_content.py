@@ -204,13 +204,14 @@ def test_epsilon_grid_and_sweep_contain_the_chosen_point(adult):
     from distprivacy.query import Query
     from distprivacy.report import epsilon_grid, sweep
     from distprivacy.spec import ProtectionSpec
+    from distprivacy.targets import EpsDelta
 
     grid = epsilon_grid(0.5)
     assert len(grid) == 8 and math.isclose(grid[0], 0.05) and math.isclose(grid[-1], 5.0)
     assert np.allclose(np.diff(np.log(grid)), np.log(100) / 7)
     spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
     model = fit_model(adult, spec, Query.parse("mean:age,mean:hours_per_week"), method="exact")
-    cals, _ = calibrate_all(model, 0.5, 1e-3, names=["ExpM-L", "DauM-G"])
+    cals, _ = calibrate_all(model, EpsDelta(0.5, 1e-3), names=["ExpM-L", "DauM-G"])
     sw = sweep(model, cals, delta=1e-3, grid=grid)
     for c in cals:
         e, err = sw.epsilon[c.mechanism], sw.error[c.mechanism]

@@ -1,6 +1,7 @@
 """What ``calibrate``, ``release`` and ``audit`` share: their options (one decorator, read
-into :class:`~distprivacy.commands._settings.Settings`), the progress bar, loading the data and
-fitting the model, and the mechanisms asked for."""
+into :class:`~distprivacy.commands._settings.Settings`), the progress bar, the flags turned into
+the library's request (the data named, the spec, the query, the mechanisms asked for), and the
+one call that plans them (:func:`distprivacy.workflow.plan_all`)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:  # the library is imported when a command runs, not for its --help
     from distprivacy.engines import Engine
-    from distprivacy.mechanisms import Calibration, Mechanism
     from distprivacy.models import FModel
     from distprivacy.query import Query
+    from distprivacy.request import MechanismSpec
     from distprivacy.spec import ProtectionSpec
+    from distprivacy.workflow import Planned
 
 DEFAULT_PROPERTY = "income==>50K"
 DEFAULT_VALUES = "0.45,0.55"
@@ -332,6 +334,16 @@ def _columns(data: Any) -> list[tuple[str, bool]]:
     return [(n, comp.kind(n) == "numeric") for n in names]
 
 
+def _example(cols: list[tuple[str, bool]]) -> str:
+    """The flags of an example choice among ``cols`` (name, numeric): a text column's property
+    and a numeric column's mean."""
+    names = [c for c, _ in cols]
+    numeric = [c for c, num in cols if num] or names[1:] or names or ["COLUMN"]
+    other = [c for c, num in cols if not num] or [c for c in names if c != numeric[0]]
+    other = other or ["COLUMN"]
+    return f"--protect '{other[0]}==VALUE' --statistics mean:{numeric[0]}"
+
+
 def _require_choices(s: Settings, data: Any) -> None:
     """A user's file has no default property or statistics (those of Adult would name columns
     it may not have): refuse, listing its columns, unless both are given."""
@@ -343,13 +355,10 @@ def _require_choices(s: Settings, data: Any) -> None:
     names = [c for c, _ in cols]
     shown = ", ".join(names[:20]) + (", …" if len(names) > 20 else "")
     listing = f" (columns: {shown})" if names else ""
-    numeric = [c for c, num in cols if num] or names[1:] or names or ["COLUMN"]
-    other = [c for c, num in cols if not num] or [c for c in names if c != numeric[0]]
-    other = other or ["COLUMN"]
-    example = f"--protect '{other[0]}==VALUE' --statistics mean:{numeric[0]}"
     need = " and ".join(missing)
     raise DistPrivacyError(
-        f"--data {s.data} needs {need}: the defaults are the Adult data's{listing}; e.g. {example}"
+        f"--data {s.data} needs {need}: the defaults are the Adult data's{listing}; e.g. "
+        f"{_example(cols)}"
     )
 
 
@@ -361,10 +370,11 @@ def check_model_file(s: Settings) -> None:
         raise DistPrivacyError(f"--model replaces the data options; drop {flags}")
 
 
-def inputs(s: Settings) -> tuple[Engine, ProtectionSpec, Query]:
-    """The data (on its engine), what to protect and the statistics, checked against each
-    other before any model is fitted."""
-    from distprivacy.engines import load_source, resolve_engine
+def inputs(s: Settings) -> tuple[Any, ProtectionSpec, Query]:
+    """What ``--data`` names (:func:`~distprivacy.engines.load_source`: the Adult data loaded,
+    a user's file by its path), what to protect and the statistics, from the flags; the engine
+    is made, and the data checked against them, by :func:`distprivacy.workflow.plan`."""
+    from distprivacy.engines import load_source
     from distprivacy.query import Query
     from distprivacy.spec import ProtectionSpec
 
@@ -376,12 +386,21 @@ def inputs(s: Settings) -> tuple[Engine, ProtectionSpec, Query]:
         pairs_within=s.pairs_within,
     )
     query = Query.parse(s.statistics)
-    source = load_source(s.data)
-    data = resolve_engine(s.engine, source, spark_master=s.spark_master)
-    if isinstance(source, str):
-        _require_choices(s, data)
-    data.validate(query, spec)
-    return data, spec, query
+    return load_source(s.data), spec, query
+
+
+def on_engine(s: Settings, source: Any, bar: LazyProgress, seen: list[Any]) -> Callable:
+    """What the command does with the data's engine once :func:`~distprivacy.workflow.plan`
+    made it: refuse a user's file without ``--protect`` and ``--statistics`` (the defaults are
+    the Adult data's), report long scans on ``bar``, and keep the engine in ``seen``."""
+
+    def hook(engine: Engine) -> None:
+        if isinstance(source, str):
+            _require_choices(s, engine)
+        engine.progress = bar  # long scans and draws on the engine report here
+        seen.append(engine)
+
+    return hook
 
 
 def data_info(
@@ -397,40 +416,42 @@ def data_info(
     }
 
 
-def build(s: Settings) -> tuple[FModel, dict[str, Any], Any]:
-    """Load the data and fit the model (or read ``--model``).
+def plan_all(
+    s: Settings, specs: list[MechanismSpec], *, fingerprint: bool = True
+) -> tuple[Planned, dict[str, Any], tuple[ProtectionSpec, Query] | None]:
+    """Fit the model (or read ``--model``) and plan every mechanism asked for
+    (:func:`distprivacy.workflow.plan_all`); one that fails is listed as not applicable with
+    the reason. Each one's caveats are printed from its calibration (their warnings are not
+    shown twice).
 
     Returns
     -------
-    model : FModel
+    planned : Planned
     info : dict
         Where the model came from, for the output.
-    built : tuple or None
-        ``(data, spec, query)`` when fitted from data; None for ``--model``.
+    inputs : tuple or None
+        ``(spec, query)`` when fitted from data; None for ``--model``.
     """
-    from distprivacy.models import fit_model, load_model_file
+    from distprivacy.workflow import plan_all as plan_every
 
-    if s.model_file is not None:
-        check_model_file(s)
-        model = load_model_file(s.model_file)
-        return model, {"model_file": str(s.model_file)}, None
-    data, spec, query = inputs(s)
     bar = LazyProgress("modelling f_θ", enabled=s.show)
-    data.progress = bar  # long scans and draws on the engine report here
     try:
-        model = fit_model(
-            data,
-            spec,
-            query,
-            engine=data,
-            method=s.modeling,
-            n_samples=s.samples,
-            random_state=s.model_seed,
-            progress=bar,
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
+            if s.model_file is not None:
+                check_model_file(s)
+                planned = plan_every(mechanisms=specs, modelling=s.modelling(),
+                                     model=s.model_file, progress=bar, on_step=bar.describe,
+                                     fingerprint=fingerprint)  # fmt: skip
+                return planned, {"model_file": str(s.model_file)}, None
+            source, spec, query = inputs(s)
+            planned = plan_every(source, spec, query, specs, s.modelling(),
+                                 on_engine=on_engine(s, source, bar, []), progress=bar,
+                                 on_step=bar.describe, fingerprint=fingerprint)  # fmt: skip
     finally:
         bar.close()
-    return model, data_info(s, data, spec, query, model), (data, spec, query)
+    info = data_info(s, planned.data, spec, query, planned.model)
+    return planned, info, (spec, query)
 
 
 def released_size(model: Any) -> int | None:
@@ -460,52 +481,16 @@ def warn_large_delta(delta: float, n: int | None) -> None:
     )
 
 
-def mechanism_names(mechanisms: tuple[str, ...], s: Settings) -> list[str]:
-    """The mechanisms asked for (default: all), with δ validated for them; one asked for by
-    name whose optional dependency is missing is refused (MissingExtraError; the default run
-    lists it as not applicable, naming the extra)."""
-    from distprivacy.mechanisms import MECHANISMS, make_mechanism
+def mechanism_specs(mechanisms: tuple[str, ...], s: Settings) -> list[MechanismSpec]:
+    """The mechanisms asked for (default: all), each a request with the settings' target and
+    options, δ validated for them; one asked for by name whose optional dependency is missing
+    is refused (MissingExtraError; the default run lists it as not applicable, naming the
+    extra)."""
+    from distprivacy.mechanisms import MECHANISMS, mechanism_class
 
-    names = [make_mechanism(m, 1.0, 0.5).name for m in mechanisms] or list(MECHANISMS)
+    names = [mechanism_class(m).name for m in mechanisms] or list(MECHANISMS)
     for name in names if mechanisms else ():
         MECHANISMS[name].require_extras()
     # δ ∈ (0, 1) for (ε, δ) mechanisms; pure-ε ones ignore it but it must still lie in [0, 1).
     check_delta(s.delta, allow_zero=not any(MECHANISMS[n].uses_delta for n in names))
-    return names
-
-
-def mechanism(name: str, s: Settings) -> Mechanism:
-    """The mechanism ``name`` with the settings' target, δ, rule, covariances and utility (δ
-    validated for it first, as for :func:`mechanism_names`)."""
-    from distprivacy.mechanisms import make_mechanism
-
-    (known,) = mechanism_names((name,), s)
-    return make_mechanism(known, target=s.target(), **s.mechanism_options())
-
-
-def calibrate_many(
-    model: FModel, names: list[str], s: Settings
-) -> tuple[list[Calibration], dict[str, str]]:
-    """Every mechanism asked for; one that fails (hypotheses, or overflow at these parameters)
-    is listed as not applicable with the reason (:func:`calibrate_all`). Each one's "swamped"
-    caveat is the library's (:mod:`distprivacy.mechanisms._swamped`)."""
-    from distprivacy.mechanisms import calibrate_all
-
-    options = s.mechanism_options()
-    bar = LazyProgress("calibrating", enabled=s.show)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the caveats are printed from the calibrations
-            cals, skipped = calibrate_all(
-                model,
-                None,
-                options.pop("delta", s.delta),
-                options.pop("calibration"),
-                names,
-                progress=bar,
-                target=s.target(),
-                **options,
-            )
-    finally:
-        bar.close()
-    return cals, skipped
+    return [s.spec(n) for n in names]

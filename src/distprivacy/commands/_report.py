@@ -137,15 +137,16 @@ def _calibrate_others(
     names = [n for n in names if n != cal.mechanism]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return calibrate_all(
-            model,
-            float(cal.epsilon),
-            float(cal.delta),
+        from distprivacy.request import GaussianOptions
+        from distprivacy.targets import EpsDelta
+
+        options = GaussianOptions(
             str(settings.get("calibration") or "exact"),
-            names,
-            covariances=str(settings.get("covariances") or "fitted").lower(),
-            utility=str(settings.get("utility") or "scaled").lower(),
+            str(settings.get("covariances") or "fitted").lower(),
+            str(settings.get("utility") or "scaled").lower(),
         )
+        target = EpsDelta(float(cal.epsilon), float(cal.delta))
+        return calibrate_all(model, target, options, names)
 
 
 def write_audit(

@@ -4,8 +4,9 @@ Click hands a command its options as loose keyword arguments; :meth:`Settings.fr
 them into one frozen value at the command's first line, checks what can be checked without data
 (ε, the calibration rule, a μ or accuracy target and its clash with ``--epsilon``), and records
 which options the user set (on the command line or in a ``--config`` file). Everything after
-reads typed fields: the privacy target as a :mod:`distprivacy.targets` value, the seed the
-model is fitted with, the modelling a plan records.
+reads typed values: the privacy target (:mod:`distprivacy.targets`), the request of a
+mechanism and the modelling (:mod:`distprivacy.request`) — the flags become the library's
+request here, at the command's boundary.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from distprivacy.checks import check_epsilon, check_rule
 from distprivacy.exceptions import DistPrivacyError
 
 if TYPE_CHECKING:  # the library is imported when a command runs, not for its --help
+    from distprivacy.request import GaussianOptions, MechanismSpec, Modelling
     from distprivacy.targets import Target
 
 __all__ = ["Settings"]
@@ -107,7 +109,7 @@ class Settings:
                 raise DistPrivacyError("targets given as μ or accuracy need --calibration exact")
             # The values themselves, before any data is read, as every Gaussian mechanism
             # checks them.
-            from distprivacy.mechanisms.gaussian import target_mu
+            from distprivacy.targets import target_mu
 
             target_mu(self.target_mu, self.max_attack_accuracy, self.rule)
 
@@ -130,50 +132,35 @@ class Settings:
         """Whether the target is a μ or an attack accuracy (instead of ε)."""
         return self.target_mu is not None or self.max_attack_accuracy is not None
 
-    @property
-    def target_options(self) -> dict[str, float | None]:
-        """``mu`` and ``max_accuracy`` as :func:`~distprivacy.mechanisms.make_mechanism` takes
-        them."""
-        return {"mu": self.target_mu, "max_accuracy": self.max_attack_accuracy}
-
-    @property
-    def epsilon_or_none(self) -> float | None:
-        """ε, or None when a μ or accuracy target replaces it."""
-        return None if self.targets_gdp else self.epsilon
-
     def target(self) -> Target:
         """The privacy target as one typed value (δ, for a μ or accuracy target, is only the
-        point at which ε is reported: :meth:`mechanism_options`)."""
-        from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
+        point at which ε is reported: :meth:`options`)."""
+        from distprivacy.targets import as_target
 
-        if self.target_mu is not None:
-            return GDP(self.target_mu)
-        if self.max_attack_accuracy is not None:
-            return MaxAttackAccuracy(self.max_attack_accuracy)
-        return EpsDelta(self.epsilon, self.delta)
+        if self.targets_gdp:
+            return as_target(mu=self.target_mu, max_accuracy=self.max_attack_accuracy)
+        return as_target(self.epsilon, self.delta)
 
-    def mechanism_options(self) -> dict[str, Any]:
+    def options(self) -> GaussianOptions:
         """What a Gaussian mechanism takes besides its target: the rule, the covariances, the
-        utility (and δ where the target does not carry it)."""
-        extra = {"delta": self.delta} if self.targets_gdp else {}
-        return {
-            **extra,
-            "calibration": self.rule,
-            "covariances": self.covariances,
-            "utility": self.utility,
-        }
+        utility (and the reported δ where the target does not carry it)."""
+        from distprivacy.request import GaussianOptions
 
-    def modelling(self) -> dict[str, Any]:
-        """The modelling choices a plan records."""
-        return {
-            "requested": self.modeling,
-            "samples": self.samples,
-            "seed": self.model_seed,
-            "engine": self.engine,
-            "calibration": self.rule,
-            "covariances": self.covariances,
-            "utility": self.utility,
-        }
+        report = self.delta if self.targets_gdp else None
+        return GaussianOptions(self.rule, self.covariances, self.utility, report_delta=report)
+
+    def spec(self, name: str) -> MechanismSpec:
+        """The request for mechanism ``name``: the settings' target and options."""
+        from distprivacy.request import MechanismSpec
+
+        return MechanismSpec(name, self.target(), self.options())
+
+    def modelling(self) -> Modelling:
+        """How the model of f_θ is fitted (a plan records it)."""
+        from distprivacy.request import Modelling
+
+        return Modelling(self.modeling, self.samples, self.engine, self.model_seed,
+                         self.spark_master)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """The calibration settings, for ``--json`` output and reports."""

@@ -11,10 +11,10 @@ from rich.table import Table
 from distprivacy.commands import PROBABILITY_OPEN, Number, dumps_json
 from distprivacy.commands._common import (
     LazyProgress,
-    build,
-    calibrate_many,
+    check_model_file,
     common_options,
-    mechanism_names,
+    mechanism_specs,
+    plan_all,
     warn_large_delta,
 )
 from distprivacy.commands._display import (
@@ -160,19 +160,21 @@ def audit(
         [("--report", report)],
     )
     s = Settings.from_click(ctx, p)
-    names = mechanism_names(mechanisms, s)
-    model, info, built = build(s)
-    if built is None:
+    specs = mechanism_specs(mechanisms, s)
+    if s.model_file is not None:
+        check_model_file(s)
         raise DistPrivacyError(
             "the audit needs real samples of F: give the data options (--data …) instead of --model"
         )
-    data, spec, query = built
+    planned, info, (spec, query) = plan_all(s, specs, fingerprint=False)  # type: ignore[misc]
+    cals, skipped, model, data = (
+        planned.calibrations, planned.not_applicable, planned.model, planned.data
+    )  # fmt: skip
     from distprivacy.mechanisms import MECHANISMS  # not for --help: lazy
 
-    if any(MECHANISMS[n].uses_delta for n in names):
+    if any(MECHANISMS[m.name].uses_delta for m in specs):
         warn_large_delta(s.delta, spec.n)
     seed = s.model_seed
-    cals, skipped = calibrate_many(model, names, s)
     chosen = [a.lower() for a in attacks] or list(DEFAULT_ATTACKS)
     total = len(cals) * (1 + len(chosen))  # per mechanism: its datasets, then each attack
     bar = LazyProgress("auditing", enabled=s.show, delay=0.0)  # minutes, not seconds

@@ -10,11 +10,10 @@ from rich.table import Table
 
 from distprivacy.commands import dumps_json
 from distprivacy.commands._common import (
-    build,
-    calibrate_many,
     common_options,
     err_console,
-    mechanism_names,
+    mechanism_specs,
+    plan_all,
     released_size,
     warn_large_delta,
 )
@@ -43,6 +42,7 @@ from distprivacy.outputs import check_output_file
 
 if TYPE_CHECKING:  # the library is imported when the command runs, not for its --help
     from distprivacy.mechanisms import Calibration
+    from distprivacy.mechanisms.plans import Plan
 
 #: ``model`` of ``calibrate --json`` without ``--include-model`` (issue 30): the fitted θ-means
 #: and covariances are exact statistics of the population, which a plan keeps 0600.
@@ -96,12 +96,8 @@ def _print_warnings(console: Console, cals: list[Calibration]) -> None:
             console.print(f"  {line}")
 
 
-def _save_plan(path: str, cal: Calibration, model: Any, built: Any, s: Settings) -> dict[str, str]:
-    """Write the plan of ``cal`` (one mechanism) and say where."""
-    from distprivacy.mechanisms.plans import Plan
-
-    data = built[0] if built is not None else s.model_file
-    plan = Plan.from_calibration(cal, model, data=data, modelling=s.modelling())
+def _save_plan(path: str, plan: Plan) -> dict[str, str]:
+    """Write ``plan`` (one mechanism's) and say where."""
     plan.save(path)
     return {
         "path": str(path),
@@ -227,52 +223,80 @@ def calibrate(
          *config_file(ctx)],
         [("--save", save), ("--report", report)],
     )  # fmt: skip
+    _check_save(mechanisms, save)
+    s = Settings.from_click(ctx, p)
+    specs = mechanism_specs(mechanisms, s)
+    names = [m.name for m in specs]
+    _check_gdp_target(names, s)  # before the model is fitted
+    planned, info, _ = plan_all(s, specs, fingerprint=save is not None)
+    cals, skipped, model = planned.calibrations, planned.not_applicable, planned.model
+    from distprivacy.mechanisms import MECHANISMS
+
+    if any(MECHANISMS[n].uses_delta for n in names):
+        warn_large_delta(s.delta, released_size(model))
+    if not cals:  # never a table without a row and exit 0
+        raise DistPrivacyError(f"no mechanism could be calibrated: {'; '.join(skipped.values())}")
+    if save is not None:
+        info["plan"] = _save_plan(save, planned.plans[0])
+    context = {**info, **s.to_dict()}
+    write_calibrate(report, cals, skipped, model, context, _best(cals, s.utility), not s.as_json)
+    if s.as_json:
+        _print_json(cals, skipped, model, info, s, include_model)
+    else:
+        _print_text(Console(), cals, skipped, model, info, s)
+
+
+def _check_save(mechanisms: tuple[str, ...], save: str | None) -> None:
+    """``--save`` writes one mechanism's plan, to a file it may write."""
     if save is not None:
         if len(mechanisms) != 1:
             raise DistPrivacyError(
                 "--save writes one mechanism's plan: give exactly one --mechanism NAME"
             )
         check_output_file(save, option="--save")
-    s = Settings.from_click(ctx, p)
-    names = mechanism_names(mechanisms, s)
-    _check_gdp_target(names, s)  # before the model is fitted
-    model, info, built = build(s)
-    from distprivacy.mechanisms import MECHANISMS
 
-    if any(MECHANISMS[n].uses_delta for n in names):
-        warn_large_delta(s.delta, released_size(model))
-    cals, skipped = calibrate_many(model, names, s)
-    if not cals:  # never a table without a row and exit 0
-        raise DistPrivacyError(f"no mechanism could be calibrated: {'; '.join(skipped.values())}")
-    if save is not None:
-        if not cals:
-            raise DistPrivacyError(f"no plan saved: {'; '.join(skipped.values())}")
-        info["plan"] = _save_plan(save, cals[0], model, built, s)
-    context = {**info, **s.to_dict()}
-    write_calibrate(report, cals, skipped, model, context, _best(cals, s.utility), not s.as_json)
-    if s.as_json:
-        click.echo(
-            dumps_json(
-                {
-                    **info,
-                    **s.to_dict(),
-                    "model": model_dict(model) if include_model else MODEL_OMITTED,
-                    "mechanisms": [c.to_dict() for c in cals],
-                    "best": _best(cals, s.utility),
-                    "not_applicable": skipped,
-                }
-            )
+
+def _print_json(
+    cals: list[Calibration],
+    skipped: dict[str, str],
+    model: Any,
+    info: dict[str, Any],
+    s: Settings,
+    include_model: bool,
+) -> None:
+    """``--json``: the calibrations, the best, the others and (with --include-model) the
+    model."""
+    click.echo(
+        dumps_json(
+            {
+                **info,
+                **s.to_dict(),
+                "model": model_dict(model) if include_model else MODEL_OMITTED,
+                "mechanisms": [c.to_dict() for c in cals],
+                "best": _best(cals, s.utility),
+                "not_applicable": skipped,
+            }
         )
-        if include_model:
-            err_console.print(
-                "note: stdout holds exact population statistics (the fitted θ-means and "
-                "covariances, --include-model): keep it as private as a plan (mode 0600)",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,  # one line, whatever the terminal's width
-            )
-        return
-    console = Console()
+    )
+    if include_model:
+        err_console.print(
+            "note: stdout holds exact population statistics (the fitted θ-means and "
+            "covariances, --include-model): keep it as private as a plan (mode 0600)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,  # one line, whatever the terminal's width
+        )
+
+
+def _print_text(
+    console: Console,
+    cals: list[Calibration],
+    skipped: dict[str, str],
+    model: Any,
+    info: dict[str, Any],
+    s: Settings,
+) -> None:
+    """The calibrations for a person: the statement, the tables, the best, the caveats."""
     if cals:
         from distprivacy.wording import statement
 
@@ -295,22 +319,7 @@ def calibrate(
         "Gaussians); max acc.: the best any attacker can do between two equally likely θ."
     )
     if cals:
-        for t in per_statistic_tables(cals, console.width, abbreviate):
-            console.print(t)
-        if abbreviate and (words := legend(c.mechanism for c in cals)):
-            console.print(words)
-        best = _best(cals, s.utility)
-        if best is not None:
-            console.print(
-                f"Best utility among the {best['among']} calibrations ({best['objective']}): "
-                f"[bold]{best['mechanism']}[/]"
-            )
-        unverified = sorted({c.basis for c in cals if not c.verified})
-        if unverified:
-            console.print("Guarantees resting on an assumption (not verified):")
-            for b in unverified:
-                who = ", ".join(c.mechanism for c in cals if c.basis == b and not c.verified)
-                console.print(f"  {who}: {b}")
+        _print_best(console, cals, s, abbreviate)
     _print_warnings(console, cals)
     print_not_applicable(console, skipped)
     if "plan" in info:
@@ -319,3 +328,24 @@ def calibrate(
             f"release it with: distprivacy release --plan {info['plan']['path']} "
             f"{info['plan']['reads']}"
         )
+
+
+def _print_best(console: Console, cals: list[Calibration], s: Settings, abbreviate: bool) -> None:
+    """Each statistic's noise, the legend, the best mechanism and what rests on an
+    assumption."""
+    for t in per_statistic_tables(cals, console.width, abbreviate):
+        console.print(t)
+    if abbreviate and (words := legend(c.mechanism for c in cals)):
+        console.print(words)
+    best = _best(cals, s.utility)
+    if best is not None:
+        console.print(
+            f"Best utility among the {best['among']} calibrations ({best['objective']}): "
+            f"[bold]{best['mechanism']}[/]"
+        )
+    unverified = sorted({c.basis for c in cals if not c.verified})
+    if unverified:
+        console.print("Guarantees resting on an assumption (not verified):")
+        for b in unverified:
+            who = ", ".join(c.mechanism for c in cals if c.basis == b and not c.verified)
+            console.print(f"  {who}: {b}")

@@ -108,29 +108,8 @@ def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
     p = Path(path)
     if not isinstance(command, click.Command):
         raise DistPrivacyError(f"read_config takes a click command, got {type(command).__name__}")
-    if not p.is_file():
-        raise DistPrivacyError(f"--config: {str(p)!r} does not exist or is not a regular file")
-    if p.stat().st_size > MAX_CONFIG_BYTES:
-        raise DistPrivacyError(f"--config: {p.name!r} is larger than 1 MiB")
-    try:
-        text = p.read_text(encoding="utf-8")
-        if _depth(text) > MAX_CONFIG_DEPTH:
-            raise DistPrivacyError(
-                f"--config: {p.name!r} nests deeper than {MAX_CONFIG_DEPTH} levels; a release "
-                "file is a flat list of options"
-            )
-        raw = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise DistPrivacyError(f"--config: {p.name!r} is not valid TOML ({e})") from None
     name = command.name or ""
-    if name in raw and isinstance(raw[name], dict):
-        others = sorted(k for k in raw if k != name)
-        if others:
-            raise DistPrivacyError(
-                f"--config: {p.name!r} has a [{name}] table and other keys ({', '.join(others)});"
-                f" put every setting in [{name}]"
-            )
-        raw = raw[name]
+    raw = _section(_load(p), name, p)
     known = _names(command)
     unknown = sorted(k for k in raw if k not in known)
     if unknown:
@@ -142,26 +121,68 @@ def read_config(path: str | Path, command: click.Command) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     for key, value in raw.items():
         param = known[key]
-        if param.name in FLAG_ONLY:
-            raise DistPrivacyError(
-                f"--config: {key} cannot come from a file: showing exact statistics is a "
-                f"command-line flag only (--{key.replace('_', '-')}), typed each time"
-            )
-        if isinstance(value, dict):
-            raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a value, not a table")
+        _allowed(param, key, value, p)
         if param.name in settings:
             raise DistPrivacyError(f"--config: {p.name!r} sets {key} twice (two spellings)")
-        items = value if isinstance(value, list) else [value]
-        if any(isinstance(v, str) and "\0" in v for v in items):  # no path or name holds one
-            raise DistPrivacyError(f"--config: {key} in {p.name!r} holds a NUL character")
-        if isinstance(value, list) and not param.multiple:
-            if any(isinstance(v, list | dict) for v in value):
-                raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a flat list")
-            value = ",".join(str(v) for v in value)
-        else:
-            _check_type(param, key, value, p.name)
-        settings[param.name] = value  # type: ignore[index]
+        settings[param.name] = _setting(param, key, value, p)  # type: ignore[index]
     return settings
+
+
+def _load(p: Path) -> dict[str, Any]:
+    """The TOML of ``p``: a regular file of at most 1 MiB, nested no deeper than a release
+    file's, valid TOML."""
+    if not p.is_file():
+        raise DistPrivacyError(f"--config: {str(p)!r} does not exist or is not a regular file")
+    if p.stat().st_size > MAX_CONFIG_BYTES:
+        raise DistPrivacyError(f"--config: {p.name!r} is larger than 1 MiB")
+    try:
+        text = p.read_text(encoding="utf-8")
+        if _depth(text) > MAX_CONFIG_DEPTH:
+            raise DistPrivacyError(
+                f"--config: {p.name!r} nests deeper than {MAX_CONFIG_DEPTH} levels; a release "
+                "file is a flat list of options"
+            )
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise DistPrivacyError(f"--config: {p.name!r} is not valid TOML ({e})") from None
+
+
+def _section(raw: dict[str, Any], name: str, p: Path) -> dict[str, Any]:
+    """The command's settings: the ``[name]`` table, alone, or the whole file."""
+    if name in raw and isinstance(raw[name], dict):
+        others = sorted(k for k in raw if k != name)
+        if others:
+            raise DistPrivacyError(
+                f"--config: {p.name!r} has a [{name}] table and other keys ({', '.join(others)});"
+                f" put every setting in [{name}]"
+            )
+        return raw[name]
+    return raw
+
+
+def _allowed(param: click.Parameter, key: str, value: Any, p: Path) -> None:
+    """Refuse a flag-only option, and a table where a value belongs."""
+    if param.name in FLAG_ONLY:
+        raise DistPrivacyError(
+            f"--config: {key} cannot come from a file: showing exact statistics is a "
+            f"command-line flag only (--{key.replace('_', '-')}), typed each time"
+        )
+    if isinstance(value, dict):
+        raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a value, not a table")
+
+
+def _setting(param: click.Parameter, key: str, value: Any, p: Path) -> Any:
+    """One setting's value for ``param``, checked (a list of a single-valued option joined
+    with commas, as typed on the command line)."""
+    items = value if isinstance(value, list) else [value]
+    if any(isinstance(v, str) and "\0" in v for v in items):  # no path or name holds one
+        raise DistPrivacyError(f"--config: {key} in {p.name!r} holds a NUL character")
+    if isinstance(value, list) and not param.multiple:
+        if any(isinstance(v, list | dict) for v in value):
+            raise DistPrivacyError(f"--config: {key} in {p.name!r} must be a flat list")
+        return ",".join(str(v) for v in value)
+    _check_type(param, key, value, p.name)
+    return value
 
 
 def _apply(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
-from rich.console import Console
 
 from distprivacy.commands import dumps_json
 from distprivacy.commands._files import check_apart, ledger_files
@@ -11,7 +12,7 @@ from distprivacy.commands._report import report_option, write_ledger
 from distprivacy.commands.ledger_steward import (
     STEWARD_COMMANDS,
     budget_options,
-    budget_target,
+    mu_budget_note,
     steward_key_option,
 )
 
@@ -46,17 +47,14 @@ def init(
     secret_name: str,
     protect: str,
     population: str | None,
-    budget_mu: float | None,
-    budget_epsilon: float | None,
-    budget_delta: float | None,
-    budget_accuracy: float | None,
+    budget: Any,
 ) -> None:
     """Create a ledger with its first secret: a protected property of a population, with its
     budget. Every release under the secret composes with every other, whatever registered
     dataset it reads. The steward's key (`ledger keygen`) signs every decision."""
     from distprivacy.ledger import Ledger
 
-    target = budget_target(budget_mu, budget_epsilon, budget_delta, budget_accuracy)
+    target = budget
     with Ledger.init(
         path,
         steward=steward_key,
@@ -74,6 +72,7 @@ def init(
         f"its key is {path}.key and its anchor {path}.anchor (mode 0600): releasers need the "
         "key, never the steward's; back all three up with `distprivacy ledger backup`"
     )
+    mu_budget_note(target)
 
 
 for _command in STEWARD_COMMANDS:
@@ -115,6 +114,8 @@ def verify(path: str, as_json: bool, steward_public: str | None) -> None:
     if as_json:
         click.echo(dumps_json(dict(report.__dict__)))
     elif report.ok:
+        from rich.console import Console  # (not for init: lazy)
+
         Console(highlight=False).print(
             f"verified {report.releases} release(s) of {path}: chain, anchor, guarantees and "
             f"running totals hold; head {report.head[:16]}… (keep it elsewhere to notice a "
@@ -192,6 +193,8 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     if as_json:
         click.echo(dumps_json(shown))
         return
+    from rich.console import Console
+
     from distprivacy.commands._display import print_columns  # (not for --help: lazy)
     from distprivacy.wording import ledger_statement
 
@@ -248,6 +251,8 @@ def show(path: str, as_json: bool, report: str | None) -> None:
 
 def _show_secrets(path: str, shown: dict) -> None:
     """``ledger show`` of a ledger of secrets, in words then tables."""
+    from rich.console import Console
+
     from distprivacy.commands._display import print_columns  # (not for --help: lazy)
 
     console = Console(highlight=False)

@@ -3,7 +3,8 @@ approved plans and budgets (each signed with the steward's key; a releaser canno
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -23,7 +24,19 @@ def steward_key_option(f: Callable) -> Callable:
     )(f)
 
 
+_BUDGET_FLAGS = ("budget_mu", "budget_epsilon", "budget_delta", "budget_accuracy")
+
+
 def budget_options(f: Callable) -> Callable:
+    """The budget flags (`--budget-mu`, `--budget-epsilon` with `--budget-delta`,
+    `--budget-accuracy`), handed to the command as one typed target, ``budget``
+    (:func:`budget_target`)."""
+
+    @functools.wraps(f)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        flags = {k: kwargs.pop(k) for k in _BUDGET_FLAGS}
+        return f(*args, budget=budget_target(flags), **kwargs)
+
     for opt in reversed(
         [
             click.option("--budget-mu", type=POSITIVE, default=None, help="Budget as μ (μ-GDP)."),
@@ -44,17 +57,17 @@ def budget_options(f: Callable) -> Callable:
             ),
         ]
     ):
-        f = opt(f)
-    return f
+        command = opt(command)
+    return command
 
 
-def budget_target(
-    mu: float | None, epsilon: float | None, delta: float | None, accuracy: float | None
-) -> Any:
-    """The budget options as one typed target (exactly one kind given)."""
+def budget_target(flags: Mapping[str, float | None]) -> Any:
+    """The budget flags (by their parameter names) as one typed target (exactly one kind
+    given)."""
     from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy
 
-    kinds = [mu is not None, epsilon is not None or delta is not None, accuracy is not None]
+    mu, eps, dlt, acc = (flags.get(k) for k in _BUDGET_FLAGS)
+    kinds = [mu is not None, eps is not None or dlt is not None, acc is not None]
     if sum(kinds) != 1:
         raise DistPrivacyError(
             "give one budget: --budget-mu MU, or --budget-epsilon E with --budget-delta D, or "
@@ -62,11 +75,24 @@ def budget_target(
         )
     if mu is not None:
         return GDP(mu)
-    if accuracy is not None:
-        return MaxAttackAccuracy(accuracy)
-    if epsilon is None or delta is None:
+    if acc is not None:
+        return MaxAttackAccuracy(acc)
+    if eps is None or dlt is None:
         raise DistPrivacyError("an (ε, δ) budget needs both --budget-epsilon and --budget-delta")
-    return EpsDelta(epsilon, delta)
+    return EpsDelta(eps, dlt)
+
+
+def mu_budget_note(target: Any) -> None:
+    """Under a μ budget, say on stderr what it holds: μ-GDP releases only."""
+    from distprivacy.targets import GDP
+
+    if isinstance(target, GDP):
+        click.echo(
+            "note: a μ budget holds only μ-GDP releases; plans whose fitted Gaussians have "
+            "unequal covariances (Adult's, most real data's) are refused under it — give "
+            "--budget-epsilon E --budget-delta D or --budget-accuracy A for them",
+            err=True,
+        )
 
 
 @click.command("keygen")
@@ -102,19 +128,17 @@ def secret(
     steward_key: str,
     protect: str,
     population: str | None,
-    budget_mu: float | None,
-    budget_epsilon: float | None,
-    budget_delta: float | None,
-    budget_accuracy: float | None,
+    budget: Any,
 ) -> None:
     """Declare another secret of this ledger: a protected property of a population, with its
     own budget."""
     from distprivacy.ledger import Ledger
 
-    target = budget_target(budget_mu, budget_epsilon, budget_delta, budget_accuracy)
+    target = budget
     with Ledger(path) as led:
         s = led.add_secret(steward_key, name, protect, target, population=population)
     click.echo(f"secret {s.name}: protects {s.property}, budget {s.budget.describe()}")
+    mu_budget_note(target)
 
 
 @click.command("register")
@@ -210,18 +234,16 @@ def budget(
     steward_key: str,
     secret_name: str | None,
     reason: str,
-    budget_mu: float | None,
-    budget_epsilon: float | None,
-    budget_delta: float | None,
-    budget_accuracy: float | None,
+    budget: Any,
 ) -> None:
     """Set a secret's budget anew (raise or lower it), with the reason (recorded)."""
     from distprivacy.ledger import Ledger
 
-    target = budget_target(budget_mu, budget_epsilon, budget_delta, budget_accuracy)
+    target = budget
     with Ledger(path) as led:
         s = led.set_budget(steward_key, secret_name, target, reason)
     click.echo(f"secret {s.name}: budget now {s.budget.describe()} ({reason.strip()})")
+    mu_budget_note(target)
 
 
 STEWARD_COMMANDS = (keygen, secret, register, approve, budget)

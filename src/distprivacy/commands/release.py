@@ -20,7 +20,8 @@ from distprivacy.commands._common import (
     data_info,
     given,
     inputs,
-    mechanism,
+    mechanism_specs,
+    on_engine,
     option_flag,
     warn_large_delta,
 )
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # the library is imported when the command runs, not for its 
     from distprivacy.ledger import Ledger
     from distprivacy.mechanisms import Calibration, Release
     from distprivacy.mechanisms.plans import Plan
+    from distprivacy.workflow import ReleaseOutcome
 
 
 def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
@@ -221,8 +223,6 @@ def release(
     """Release the statistics of a dataset with the chosen mechanism (or a saved plan), or,
     with --ledger, a registered dataset with an approved plan (both named)."""
     from distprivacy.datasets import load_table
-    from distprivacy.mechanisms.plans import Plan
-    from distprivacy.workflow import release as release_workflow
 
     if ledger_path is not None or dataset_name is not None:
         _release_registered(
@@ -238,59 +238,12 @@ def release(
     )  # fmt: skip
     s = Settings.from_click(ctx, p)
     target_df = None if target is None else load_table(target)
-    kwargs: dict[str, Any]
     if plan_path is not None:
-        fixed = [k for k in PLAN_FIXES if s.was_given(k)]
-        fixed += ["mechanism_name"] if given(ctx, "mechanism_name") else []
-        if fixed:
-            flags = ", ".join(map(option_flag, fixed))
-            raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}")
-        plan = Plan.load(plan_path)
-        if (target_df is None) == (value_text is None):
-            raise DistPrivacyError("--plan needs the dataset (--target DATA.csv) or --value a,b,…")
-        warn_large_delta(plan.calibration.delta, plan.n)
-        values = None if value_text is None else _plan_values(value_text, plan)
-        kwargs = {"plan": plan, "values": values}
-        info: dict[str, Any] = {
-            "plan": str(plan_path),
-            "plan_digest": plan.digest,
-            "target": str(target) if target is not None else "values given with --value",
-        }
+        plan, out, info = _with_plan(ctx, s, plan_path, target, target_df, value_text,
+                                     allow_exact)  # fmt: skip
     else:
-        if value_text is not None:
-            raise DistPrivacyError("--value needs --plan (without a plan, give --target)")
-        mech = mechanism(mechanism_name, s)
-        if s.model_file is not None:
-            check_model_file(s)
-            if target_df is not None:
-                raise DistPrivacyError("--target needs the data options, not --model")
-            raise DistPrivacyError(
-                "with --model, save a plan (calibrate --model FILE --mechanism NAME --save "
-                "PLAN.json) and release it with --plan PLAN.json --value a,b,…"
-            )
-        data, spec, query = inputs(s)
-        if mech.uses_delta:
-            warn_large_delta(s.delta, spec.n)
-        kwargs = {"data": data, "spec": spec, "query": query, "mechanism": mech,
-                  "engine": s.engine, "modeling": s.modeling, "n_samples": s.samples,
-                  "model_seed": s.model_seed}  # fmt: skip
-    bar = LazyProgress("releasing", enabled=s.show)
-    if "data" in kwargs:
-        kwargs["data"].progress = bar  # long scans and draws on the engine report here
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the caveats are printed from the calibration
-            out = release_workflow(
-                **kwargs, target=target_df, allow_exact=allow_exact,
-                random_state=s.seed, progress=bar, on_step=bar.describe,
-            )  # fmt: skip
-    finally:
-        bar.close()
+        plan, out, info = _fresh(s, mechanism_name, target, target_df, value_text, allow_exact)
     cal, rel, model = out.calibration, out.release, out.model
-    if plan_path is None:
-        info = {**data_info(s, data, spec, query, model), "target": out.target}
-        if target is not None:
-            info["target"] = str(target)
     plan_spec = plan.spec if plan_path is not None else None
     context = {**info, **(plan.modelling if plan_path is not None else s.to_dict())}
     rel = rel.unclipped() if no_clip else rel
@@ -316,6 +269,94 @@ def release(
     console.print(f"Released dataset: {info['target']}")
     _print_release(console, cal, rel)
     write_release(report, cal, rel, model, plan_spec, context, show=True)
+
+
+def _with_plan(
+    ctx: click.Context,
+    s: Settings,
+    plan_path: str,
+    target: str | None,
+    target_df: Any,
+    value_text: str | None,
+    allow_exact: bool,
+) -> tuple[Plan, ReleaseOutcome, dict[str, Any]]:
+    """``release --plan PLAN``: nothing is refitted."""
+    from distprivacy.mechanisms.plans import Plan
+    from distprivacy.workflow import release as release_plan
+
+    fixed = [k for k in PLAN_FIXES if s.was_given(k)]
+    fixed += ["mechanism_name"] if given(ctx, "mechanism_name") else []
+    if fixed:
+        flags = ", ".join(map(option_flag, fixed))
+        raise DistPrivacyError(f"--plan fixes the model and the mechanism; drop {flags}")
+    plan = Plan.load(plan_path)
+    if (target_df is None) == (value_text is None):
+        raise DistPrivacyError("--plan needs the dataset (--target DATA.csv) or --value a,b,…")
+    warn_large_delta(plan.calibration.delta, plan.n)
+    values = None if value_text is None else _plan_values(value_text, plan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the caveats are printed from the calibration
+        out = release_plan(plan, target=target_df, values=values, allow_exact=allow_exact,
+                           random_state=s.seed)  # fmt: skip
+    info: dict[str, Any] = {
+        "plan": str(plan_path),
+        "plan_digest": plan.digest,
+        "target": str(target) if target is not None else "values given with --value",
+    }
+    return plan, out, info
+
+
+def _fresh(
+    s: Settings,
+    mechanism_name: str,
+    target: str | None,
+    target_df: Any,
+    value_text: str | None,
+    allow_exact: bool,
+) -> tuple[Plan, ReleaseOutcome, dict[str, Any]]:
+    """``release`` without a plan: the flags planned (:func:`distprivacy.workflow.plan`) and
+    the plan released at once (the records of ``--target``, or a demonstration dataset drawn
+    from the data)."""
+    from distprivacy.workflow import plan as make_plan
+    from distprivacy.workflow import release as release_plan
+
+    if value_text is not None:
+        raise DistPrivacyError("--value needs --plan (without a plan, give --target)")
+    (request,) = mechanism_specs((mechanism_name,), s)
+    if s.model_file is not None:
+        check_model_file(s)
+        if target_df is not None:
+            raise DistPrivacyError("--target needs the data options, not --model")
+        raise DistPrivacyError(
+            "with --model, save a plan (calibrate --model FILE --mechanism NAME --save "
+            "PLAN.json) and release it with --plan PLAN.json --value a,b,…"
+        )
+    from distprivacy.mechanisms import MECHANISMS
+
+    source, spec, query = inputs(s)
+    if MECHANISMS[request.name].uses_delta:
+        warn_large_delta(s.delta, spec.n)
+    if target_df is not None and len(target_df) != spec.n:
+        raise DistPrivacyError(
+            f"the target has {len(target_df)} records but `n` is {spec.n}; they must agree"
+        )
+    bar = LazyProgress("releasing", enabled=s.show)
+    engine: list[Any] = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the caveats are printed from the calibration
+            plan = make_plan(source, spec, query, request, s.modelling(),
+                             on_engine=on_engine(s, source, bar, engine), progress=bar,
+                             on_step=bar.describe, fingerprint=False)  # fmt: skip
+            out = release_plan(plan, target=target_df, allow_exact=allow_exact,
+                               population=engine[0] if target_df is None else None,
+                               random_state=s.seed)  # fmt: skip
+    finally:
+        bar.close()
+    info = {**data_info(s, engine[0], spec, query, out.model), "target": out.target}
+    if target is not None:
+        info["target"] = str(target)
+    return plan, out, info
 
 
 def _release_registered(
@@ -375,7 +416,7 @@ def _release_registered(
         bar.close()
     plan, rel, cal = rec.plan, rec.release, rec.plan.calibration
     secret = rec.secret
-    at = secret.budget.report_delta
+    at = rec.at_delta
     c = rec.cumulative
     info: dict[str, Any] = {
         "plan": plan_name,

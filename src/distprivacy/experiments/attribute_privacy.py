@@ -177,6 +177,8 @@ def _ours_distribution_privacy(sens: float, var: float, rule: str) -> Any:
 
     from distprivacy.mechanisms import make_mechanism
     from distprivacy.models import GaussianModel
+    from distprivacy.request import GaussianOptions
+    from distprivacy.targets import EpsDelta
 
     model = GaussianModel(
         thetas=["s_a", "s_b"],
@@ -187,7 +189,8 @@ def _ours_distribution_privacy(sens: float, var: float, rule: str) -> Any:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the classic-rule caveat is reported in the table
-        return make_mechanism("EigM-G", EPSILON, DELTA, rule).calibrate(model)
+        target, options = EpsDelta(EPSILON, DELTA), GaussianOptions(rule)
+        return make_mechanism("EigM-G", target, options).calibrate(model)
 
 
 def hospital_table(
@@ -349,7 +352,9 @@ def adult_comparison(frame: pd.DataFrame, *, quick: bool) -> pd.DataFrame:
     from distprivacy.mechanisms import make_mechanism
     from distprivacy.models import ExactModel
     from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+    from distprivacy.request import GaussianOptions
     from distprivacy.spec import ProtectionSpec
+    from distprivacy.targets import EpsDelta
 
     spec = ProtectionSpec(ADULT_PROPERTY, ADULT_N, ADULT_VALUES)
     query = Query.parse(ADULT_DEFAULT_STATISTICS)
@@ -375,7 +380,8 @@ def adult_comparison(frame: pd.DataFrame, *, quick: bool) -> pd.DataFrame:
         warnings.simplefilter("ignore")  # the classic-rule caveat is reported in the table
         for name in names:
             for rule in rules:
-                cal = make_mechanism(name, EPSILON, DELTA, rule, utility="l2").calibrate(model)
+                options = GaussianOptions(rule, utility="l2")
+                cal = make_mechanism(name, EpsDelta(EPSILON, DELTA), options).calibrate(model)
                 rows.append(
                     {
                         "framework": "distribution privacy (Chen & Ohrimenko 2023)",

@@ -23,6 +23,7 @@ from distprivacy.experiments import reference as ref
 from distprivacy.experiments.paper import PaperReproduction
 from distprivacy.mechanism_audit import audit, draw_pair_samples
 from distprivacy.models import ExactModel
+from distprivacy.targets import EpsDelta
 
 #: (label, rule, covariances, mechanisms) of the accounting comparison.
 ACCOUNTING_SETTINGS = (
@@ -47,7 +48,7 @@ def accounting(repro: PaperReproduction) -> pd.DataFrame:
     for label, rule, cov, names in ACCOUNTING_SETTINGS:
         for name in names:
             for eps in grid if cov == "pooled" or rule == "classic" else coarse:
-                cal = repro.calibrate(name, eps, d, model, rule, cov, profile=True)
+                cal = repro.calibrate(name, EpsDelta(eps, d), model, rule, cov, profile=True)
                 acct = cal.accounting
                 unequal = acct.unequal or {}
                 rows.append(
@@ -163,7 +164,8 @@ def audit_table(repro: PaperReproduction) -> pd.DataFrame:
         for rule in rules:
             for eps in cfg.audit_epsilons:
                 delta = cfg.delta if name.endswith("-G") else 0.0
-                cal = repro.calibrate(name, eps, delta, model, rule, "fitted", profile=True)
+                target = EpsDelta(eps, delta)
+                cal = repro.calibrate(name, target, model, rule, "fitted", profile=True)
                 res = audit(
                     cal,
                     clean,

@@ -26,12 +26,14 @@ from distprivacy.mechanisms.group_dp import GroupDPGaussian
 from distprivacy.models import MonteCarloModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
 from distprivacy.randomness import check_random_state
+from distprivacy.request import GaussianOptions
 from distprivacy.spec import ProtectionSpec
 from distprivacy.statistic_attacks import (
     LikelihoodRatioAttack,
     MetaClassifierAttack,
     split_data,
 )
+from distprivacy.targets import EpsDelta
 
 #: The two sensitive properties of §5.1.
 PROPERTIES = {"income": "income==>50K", "workclass": "workclass==Private"}
@@ -144,8 +146,7 @@ class PaperReproduction:
     def calibrate(
         self,
         name: str,
-        epsilon: float,
-        delta: float,
+        target: EpsDelta,
         model: MonteCarloModel,
         rule: str = "classic",
         covariances: str = "fitted",
@@ -156,20 +157,22 @@ class PaperReproduction:
         profile, which the paper's experiments do not use, is computed only with ``profile`` (or
         when the exact rule enforces it). Calibrations are cached per model."""
         check = profile or (rule == "exact" and covariances == "fitted")
+        epsilon, delta = target.epsilon, target.delta
         key = (name, float(epsilon), float(delta), rule, covariances, check, id(model))
         hit = self._calibrations.get(key)
         if hit is not None and hit[0] is model:
             return hit[1]
         # The paper's metric is the raw E‖Z‖₂: OptM-G minimises it (utility "l2").
-        kw = {"covariances": covariances, "check_profile": check, "utility": "l2"}
+        opts = GaussianOptions(rule, covariances, "l2", check_profile=check)
         if name == "DP-G":
-            cal = GroupDPGaussian(epsilon, delta, rule, group_size=1, **kw).calibrate(model)
+            cal = GroupDPGaussian(target, opts, group_size=1).calibrate(model)
         else:
             cls = MECHANISMS[name]
             if issubclass(cls, GaussianMechanism):
-                cal = cls(epsilon, delta, rule, **kw).calibrate(model)
+                cal = cls(target, opts).calibrate(model)
             else:
-                cal = cls(epsilon, delta if cls.uses_delta else 0.0, rule).calibrate(model)
+                pure = EpsDelta(epsilon, delta if cls.uses_delta else 0.0)
+                cal = cls(pure, GaussianOptions(rule)).calibrate(model)
         self._calibrations[key] = (model, cal)
         return cal
 
@@ -184,7 +187,7 @@ class PaperReproduction:
         rows = []
         for name in mechanisms:
             for eps in epsilons:
-                cal = self.calibrate(name, eps, delta, model)
+                cal = self.calibrate(name, EpsDelta(eps, delta), model)
                 Z = cal.sample_noise(
                     self.config.l2_repetitions, random_state=self.rng(f"{stage}/{name}/{eps:g}")
                 )
@@ -370,7 +373,12 @@ class PaperReproduction:
         }
         for name in ATTACK_DEFENCES:
             for eps in self.config.fig4_epsilons:
-                defences[f"{name}/{eps:g}"] = (name, eps, d, self.calibrate(name, eps, d, model))
+                defences[f"{name}/{eps:g}"] = (
+                    name,
+                    eps,
+                    d,
+                    self.calibrate(name, EpsDelta(eps, d), model),
+                )
         return pd.DataFrame(self._attack_rows(defences, "figure4"))
 
     def table3(self) -> pd.DataFrame:
@@ -388,7 +396,7 @@ class PaperReproduction:
                         name,
                         eps,
                         d,
-                        self.calibrate(name, eps, d, model),
+                        self.calibrate(name, EpsDelta(eps, d), model),
                     )
         df = pd.DataFrame(self._attack_rows(defences, "table3"))
         df["paper"] = [

@@ -45,6 +45,8 @@ from distprivacy.mechanisms import (
 from distprivacy.models import GaussianModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.randomness import Generator, RandomState, check_random_state
+from distprivacy.request import GaussianOptions, MechanismSpec
+from distprivacy.targets import EpsDelta
 
 __all__ = [
     "DEFAULT_MECHANISMS",
@@ -242,7 +244,8 @@ def calibrate_defences(
         for name in mechanisms:
             try:
                 # A model's outputs share one unit (probabilities): the raw L2 objective.
-                done.append(make_mechanism(name, eps, delta, utility="l2").calibrate(model))
+                spec = MechanismSpec(name, EpsDelta(eps, delta), GaussianOptions(utility="l2"))
+                done.append(make_mechanism(spec).calibrate(model))
             except NotApplicableError as e:
                 skipped[f"{name} ε={eps:g}"] = str(e).splitlines()[0]
         if dp_baseline:

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from distprivacy.ledger._chain import BUSY_TIMEOUT, _eq
+from distprivacy.ledger._chain import BUSY_TIMEOUT, same_mac
 from distprivacy.ledger._entry import LedgerError
 from distprivacy.ledger._keys import key_path, mac
 
@@ -109,7 +109,7 @@ def _valid(key: bytes, anchor: Anchor | None) -> bool:
     return (
         anchor is not None
         and not anchor.problem
-        and _eq(anchor.mac, _anchor_mac(key, anchor.releases, anchor.chain))
+        and same_mac(anchor.mac, _anchor_mac(key, anchor.releases, anchor.chain))
     )
 
 
@@ -143,7 +143,7 @@ def check_anchor(
             f"{anchor.releases}: it was restored from an older copy or rows were removed"
         )
     at = genesis if anchor.releases == 0 else chains[anchor.releases - 1]
-    if not _eq(at, anchor.chain):
+    if not same_mac(at, anchor.chain):
         return (
             f"the ledger is not the one its anchor recorded: its release number "
             f"{anchor.releases} has another chain value than the anchor's: it was replaced by "

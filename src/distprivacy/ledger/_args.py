@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from distprivacy.checks import (
-    check_bool,
     check_callable,
-    check_dataframe,
     check_instance,
     check_path,
     check_text,
@@ -26,24 +24,17 @@ def path_arg(path: Any) -> Path:
     return check_path(path, "a ledger's path", error=LedgerTypeError)  # type: ignore[return-value]
 
 
-def plan_arg(plan: Any) -> Any:
-    """``plan`` if it is a :class:`~distprivacy.mechanisms.plans.Plan`."""
-    from distprivacy.mechanisms.plans import Plan
-
-    return check_instance(plan, "plan", Plan, "a Plan (Plan.load)", error=LedgerTypeError)
-
-
 def entry_arg(entry: Any) -> LedgerEntry:
     """``entry`` if it is a :class:`~distprivacy.ledger.LedgerEntry`."""
-    return check_instance(entry, "entry", LedgerEntry, "a LedgerEntry (Ledger.entry)",
+    return check_instance(entry, "entry", LedgerEntry, "a LedgerEntry (LedgerEntry.from_plan)",
                           error=LedgerTypeError)  # fmt: skip
 
 
 def compose_arg(compose: Any, *, optional: bool = False) -> Any:
-    """``compose`` (a function of the entries, e.g. ``plan_composer(delta=1e-3)``), wrapped so
+    """``compose`` (a function of the entries, e.g. ``plan_composer()``), wrapped so
     that what it returns is checked: anything but a :class:`~distprivacy.guarantee.Guarantee`
     is a one-line LedgerTypeError, never an AttributeError further on."""
-    check_callable(compose, "compose", "a function of the entries, e.g. plan_composer(delta=1e-3)",
+    check_callable(compose, "compose", "a function of the entries, e.g. plan_composer()",
                    optional=optional, error=LedgerTypeError)  # fmt: skip
     if compose is None:
         return None
@@ -61,17 +52,3 @@ def keys_arg(fingerprint: Any, property: Any, *, optional: bool = False) -> None
     """A dataset's identity and a property's key, as the ledger stores them (texts)."""
     check_text(fingerprint, "fingerprint", optional=optional, what="a dataset's identity (text)")
     check_text(property, "property", optional=optional, what="a property's key (text)")
-
-
-def target_args(
-    plan: Any, target: Any, *, unbounded: Any = False, require_seal: Any = True, fit: Any = None
-) -> None:
-    """The arguments of :meth:`~distprivacy.ledger.Ledger.entry` and
-    :meth:`~distprivacy.ledger.Ledger.release`: a plan, the target records (a DataFrame), two
-    flags and an optional ``fit(query_text)`` function."""
-    plan_arg(plan)
-    check_dataframe(target, "target", error=LedgerTypeError)
-    check_bool(unbounded, "unbounded")
-    check_bool(require_seal, "require_seal")
-    check_callable(fit, "fit", "a function fit(query_text) -> model", optional=True,
-                   error=LedgerTypeError)  # fmt: skip

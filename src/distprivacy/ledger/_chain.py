@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from distprivacy.guarantee import Guarantee
-from distprivacy.ledger._entry import Budget, LedgerError
+from distprivacy.ledger._budget import budget_to_dict
+from distprivacy.ledger._entry import LedgerError
 from distprivacy.ledger._keys import mac
+from distprivacy.targets import Target
 
 #: The marker in the ``ledger_meta`` table of every distprivacy ledger.
 LEDGER_FORMAT = "distprivacy-ledger"
@@ -25,7 +27,7 @@ SCHEMA_VERSION = 3
 #: ledger key) are still read and verified, never written (:mod:`distprivacy.ledger`).
 LEGACY_SCHEMA = 2
 #: A release row's fields, in the order the chain covers them (then ``chain`` itself).
-_FIELDS = (
+FIELDS = (
     "id", "time", "fingerprint", "property", "property_text", "complemented", "plan_digest",
     "mechanism", "statistics", "guarantee", "noise_family", "noise_covariance",
     "release_values", "plan", "statistic_indices", "cumulative", "sketch", "unbounded",
@@ -59,7 +61,7 @@ class VerifyReport:
     head: str
 
 
-def _sql_error(
+def sql_error(
     path: Path, exc: BaseException, doing: str, outcome: str = "nothing was recorded"
 ) -> LedgerError:
     """One line naming the cause of an SQLite or OS failure (the ledger is unchanged)."""
@@ -83,7 +85,7 @@ def _sql_error(
 
 
 @contextmanager
-def _private_umask() -> Iterator[None]:
+def private_umask() -> Iterator[None]:
     """New files (the database's -wal and -shm included) readable by the owner only."""
     old = os.umask(0o077)
     try:
@@ -92,17 +94,17 @@ def _private_umask() -> Iterator[None]:
         os.umask(old)
 
 
-def _content(values: Sequence[Any]) -> bytes:
+def row_content(values: Sequence[Any]) -> bytes:
     """A row's fields, canonically, as the chain covers them."""
     return json.dumps(list(values), separators=(",", ":"), ensure_ascii=True).encode()
 
 
 #: A schema-3 release row's fields: a schema-2 row's, then the number of the steward's events
 #: in force when it was recorded (so that removing a later budget change is caught).
-_FIELDS3 = (*_FIELDS, "events")
+FIELDS3 = (*FIELDS, "events")
 
 
-def _genesis3(key: bytes, created: str, ledger_id: str, steward: str) -> str:
+def genesis3(key: bytes, created: str, ledger_id: str, steward: str) -> str:
     """The first chain value of a schema-3 ledger: its id and its steward's public key."""
     body = json.dumps(
         [LEDGER_FORMAT, SCHEMA_VERSION, created, ledger_id, steward],
@@ -111,16 +113,16 @@ def _genesis3(key: bytes, created: str, ledger_id: str, steward: str) -> str:
     return mac(key, "chain", b"genesis3|" + body.encode())
 
 
-def _genesis(key: bytes, budget: Budget, created: str) -> str:
+def genesis2(key: bytes, budget: Target, created: str) -> str:
     body = json.dumps(
-        [LEDGER_FORMAT, LEGACY_SCHEMA, created, budget.to_dict()],
+        [LEDGER_FORMAT, LEGACY_SCHEMA, created, budget_to_dict(budget)],
         sort_keys=True,
         separators=(",", ":"),
     )
     return mac(key, "chain", b"genesis|" + body.encode())
 
 
-def _head_mac(
+def head_mac(
     key: bytes,
     count: int,
     last: str,
@@ -141,11 +143,15 @@ def _head_mac(
     return mac(key, "head", body.encode())
 
 
-def _eq(a: str, b: str) -> bool:
+def same_mac(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
 
-def _same_guarantee(a: Guarantee, b: Guarantee) -> bool:
+def same_guarantee(a: Guarantee, b: Guarantee) -> bool:
+    """Whether the stored running total ``b`` is the recomputed ``a``: the same μ, and the
+    same (ε, δ) point — or, when ``b`` was stated at another δ (a ledger that stated every μ
+    budget's total at δ = 0.001), a point on ``a``'s curve."""
+
     def close(x: float | None, y: float | None) -> bool:
         if x is None or y is None:
             return x is y
@@ -153,10 +159,14 @@ def _same_guarantee(a: Guarantee, b: Guarantee) -> bool:
             return x == y
         return abs(x - y) <= 1e-9 * max(1.0, abs(x), abs(y))
 
-    return close(a.mu, b.mu) and close(a.delta, b.delta) and close(a.epsilon, b.epsilon)
+    if not close(a.mu, b.mu):
+        return False
+    if close(a.delta, b.delta) and close(a.epsilon, b.epsilon):
+        return True
+    return math.isfinite(b.epsilon) and close(a.delta_at(b.epsilon), b.delta)
 
 
-def _unbounded_guarantee() -> Guarantee:
+def unbounded_guarantee() -> Guarantee:
     """What is left after an exact release: nothing (μ = ∞, accuracy 1)."""
     return Guarantee(
         epsilon=math.inf,

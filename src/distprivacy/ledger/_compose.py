@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from distprivacy.guarantee import Guarantee
-from distprivacy.ledger._entry import Composer, LedgerEntry, _dumps
+from distprivacy.ledger._budget import release_delta
+from distprivacy.ledger._entry import Composer, LedgerEntry, dumps
 
 
 def _is_gaussian(e: LedgerEntry) -> bool:
@@ -31,7 +32,7 @@ def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | Non
     from distprivacy.composition import CompositionError
     from distprivacy.mechanisms.plans import model_from_dict
 
-    specs = {_dumps(e.plan.get("spec")) for e in entries}  # type: ignore[union-attr]
+    specs = {dumps(e.plan.get("spec")) for e in entries}  # type: ignore[union-attr]
     if len(specs) > 1:
         raise CompositionError(
             "the releases recorded for this dataset were calibrated for different "
@@ -149,7 +150,7 @@ def merge_repeats_by_dataset(
 
 def plan_composer(
     *,
-    delta: float,
+    at_delta: float | None = None,
     fit: Callable[[str], Any] | None = None,
     convention: str = "average",
     shared: Callable[[str, str], float] | None = None,
@@ -158,7 +159,9 @@ def plan_composer(
 
     * Every release Gaussian (or noiseless) with the plan's fitted moments: the exact joint
       accounting of :func:`distprivacy.composition.compose_gaussian` on one model of every
-      released statistic, at ``delta`` (the ledger's :attr:`Budget.report_delta`). The model
+      released statistic, stated at ``at_delta`` (an (ε, δ) budget's δ), or, when None, at
+      the smallest δ the composed releases were calibrated for
+      (:func:`distprivacy.ledger._budget.report_delta`). The model
       is a plan's own when it covers every statistic and agrees with the others' moments (the
       same plan released again, or subsets of one plan's statistics); otherwise
       ``fit(query_text)`` refits the union of the statistics on the data (refused without it).
@@ -175,7 +178,7 @@ def plan_composer(
     """
     from distprivacy.checks import check_delta
 
-    d = check_delta(delta)
+    fixed = None if at_delta is None else check_delta(at_delta)
 
     def compose(entries: list[LedgerEntry]) -> Guarantee:
         from distprivacy.composition import (
@@ -186,6 +189,7 @@ def plan_composer(
 
         if not entries:
             raise CompositionError("nothing to compose")
+        d = fixed if fixed is not None else release_delta(entries)
         if all(_is_gaussian(e) for e in entries):
             model = _union_model(entries, fit)
             names = list(model.statistic_names_)

@@ -8,22 +8,38 @@ both; a releaser holds only the ledger key and can call none of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from distprivacy.ledger._entry import Budget, LedgerError, LedgerTypeError, _dumps
+from distprivacy.ledger._anchor import read_anchor
+from distprivacy.ledger._budget import NOT_GDP, budget_text, budget_to_dict, check_budget
+from distprivacy.ledger._entry import LedgerError, LedgerTypeError, dumps
 from distprivacy.ledger._keys import encrypt, subkey
+from distprivacy.ledger._population import (
+    ADULT,
+    load_population,
+    population_record,
+    property_text,
+)
+from distprivacy.ledger._record import move_head
 from distprivacy.ledger._registry import (
+    Event,
     RegisteredDataset,
     Secret,
+    append_event,
     canonical_json,
     check_name,
     source_fingerprint,
 )
 from distprivacy.ledger._steward import StewardKey
+from distprivacy.ledger._store import checkpoint, immediate
+from distprivacy.ledger._verify import chain_check, refuse_unverified
+from distprivacy.targets import GDP
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,53 +55,64 @@ MIN_DISTINCT = 20
 #: How many such columns two tables must share, as multisets of values up to units and order,
 #: before a registration asks the steward whether they hold the same records.
 LINKED_COLUMNS = 2
-#: The population named ``adult``: the library's verified UCI Adult files
-#: (:func:`distprivacy.datasets.load_adult`), whatever directory they are read from.
-ADULT = "adult"
 
 
-def property_text(predicate: str) -> str:
-    """The canonical text of a protected property: the predicate parsed and written back
-    (``income == >50K`` and ``income==>50K`` are one property), never keyed by the values a
-    file holds."""
-    from distprivacy.spec import Predicate
-
-    pred = Predicate.parse(str(predicate))
-    return f"{pred.column}{pred.op}{pred.value}"
-
-
-def population_record(population: str | Path | None) -> dict[str, Any]:
-    """What a secret records of its population: ``adult`` (the verified UCI files), or a file
-    or directory's resolved path and fingerprint (:func:`._registry.source_fingerprint`)."""
-    from distprivacy.checks import check_path
-
-    if population is None or (isinstance(population, str) and population == ADULT):
-        return {"name": ADULT, "fingerprint": "adult-uci-sha256-verified"}
-    p = check_path(population, "population", error=LedgerTypeError)
-    assert p is not None
-    if not p.exists():
-        raise LedgerError(f"the population {str(p)!r} does not exist")
-    p = p.resolve()
-    return {"path": str(p), "fingerprint": source_fingerprint(p)}
-
-
-def load_population(population: Mapping[str, Any]) -> pd.DataFrame:
-    """The population a secret names, refused in one line when its files changed since the
-    secret was declared."""
-    from distprivacy.datasets import load_adult, load_data
-
-    if population.get("name") == ADULT:
-        return load_adult()
-    path = Path(str(population["path"]))
-    if not path.exists() or source_fingerprint(path) != population["fingerprint"]:
+@contextmanager
+def steward_write(ledger: Ledger, steward: StewardKey) -> Iterator[sqlite3.Connection]:
+    """The write lock for a steward's decision: the ledger verified (chain, events, head,
+    anchor) and its events re-read first; the head moved over the new event after; then made
+    durable like a release."""
+    ledger._refuse_read_only()
+    if steward.public != ledger.steward:
         raise LedgerError(
-            f"the population {str(path)!r} changed (or is gone) since its secret was declared; "
-            "restore it — plans are approved against the population as it was"
+            f"this steward key ({steward.public.fingerprint}) is not the ledger's steward "
+            f"({ledger.steward.fingerprint}): only the steward who created the ledger can "
+            "sign its decisions"
         )
-    return load_data(path)
+    anchor = read_anchor(ledger.path)
+    with immediate(ledger) as con:
+        report = chain_check(ledger, con, anchor)[0]
+        refuse_unverified(ledger, report)
+        ledger._refresh(con)
+        yield con
+        move_head(ledger, con, report.releases, report.head)
+    checkpoint(ledger)
 
 
-# -- secrets and budgets ----------------------------------------------------------------------
+def signed_event(
+    ledger: Ledger,
+    con: sqlite3.Connection,
+    steward: StewardKey,
+    kind: str,
+    subject: str,
+    payload: Any,
+    *,
+    apply: bool = True,
+) -> Event:
+    """Sign and insert one event (inside :func:`steward_write`), applied to the ledger's
+    registry unless ``apply`` is False (then the caller applies it)."""
+    event = append_event(con, steward, ledger.ledger_id, ledger.steward, kind, subject, payload)
+    if apply:
+        ledger._apply(event)
+    return event
+
+
+def dataset_hashes(
+    ledger: Ledger, con: sqlite3.Connection, dataset: RegisteredDataset
+) -> np.ndarray:
+    """A registered dataset's keyed record hashes, checked against the digest its signed
+    registration holds."""
+    row = con.execute(
+        "SELECT hashes FROM dataset_records WHERE name = ? AND version = ?",
+        (dataset.name, dataset.version),
+    ).fetchone()
+    hashes = None if row is None else np.frombuffer(row[0], dtype="<u8")
+    if hashes is None or records_digest(hashes) != dataset.records_digest:
+        raise LedgerError(
+            f"the stored records of dataset {dataset.key} do not match their signed "
+            "registration: the ledger was edited"
+        )
+    return hashes
 
 
 def add_secret(
@@ -100,10 +127,10 @@ def add_secret(
     target: ``GDP(μ)``, ``EpsDelta(ε, δ)`` or ``MaxAttackAccuracy(a)``)."""
     key = StewardKey.load(steward)
     payload = secret_payload(name, protect, budget, population)
-    with ledger._steward_write(key) as con:
+    with steward_write(ledger, key) as con:
         if name in ledger.registry.secrets:
             raise LedgerError(f"this ledger already has a secret named {name!r}")
-        ledger._event(con, key, "secret", name, payload)
+        signed_event(ledger, con, key, "secret", name, payload)
     return ledger.registry.secret(name)
 
 
@@ -117,7 +144,7 @@ def secret_payload(
     return {
         "property": property_text(protect),
         "population": population_record(population),
-        "budget": Budget.of(budget).to_dict(),
+        "budget": budget_to_dict(check_budget(budget)),
     }
 
 
@@ -137,16 +164,16 @@ def set_budget(
     check_text(secret, "secret", optional=True)
     if not isinstance(reason, str) or not reason.strip():
         raise LedgerError("say why the budget changes (reason='…'): the ledger records it")
-    new = Budget.of(budget)
-    with ledger._steward_write(key) as con:
+    new = budget_to_dict(check_budget(budget))
+    with steward_write(ledger, key) as con:
         s = ledger.registry.secret(secret)
         payload = {
             "secret": s.name,
-            "budget": new.to_dict(),
-            "previous": s.budget.to_dict(),
+            "budget": new,
+            "previous": budget_to_dict(s.budget),
             "reason": reason.strip(),
         }
-        ledger._event(con, key, "budget", s.name, payload)
+        signed_event(ledger, con, key, "budget", s.name, payload)
     return ledger.registry.secret(s.name)
 
 
@@ -222,7 +249,7 @@ def register_dataset(
     hashes = record_hashes(table, key=subkey(ledger.key, "identity"))
     signatures = _keyed_signatures(table, ledger.key)
     notices: list[str] = []
-    with ledger._steward_write(key) as con:
+    with steward_write(ledger, key) as con:
         reg = ledger.registry
         versions = reg.datasets.get(name, [])
         owner = reg.secret(versions[-1].secret if versions else secret)
@@ -240,7 +267,7 @@ def register_dataset(
         # Its own earlier versions are the same dataset by the steward's word (the same name):
         # their shared records are measured, never asked about.
         for other in [d for vs in reg.datasets.values() for d in vs]:
-            theirs = ledger._dataset_hashes(con, other)
+            theirs = dataset_hashes(ledger, con, other)
             k = shared_records(hashes, theirs)
             same_cols = _shared_columns(signatures, other, con, ledger)
             if other.secret == owner.name:
@@ -287,7 +314,7 @@ def register_dataset(
             "fingerprint": fingerprint,
             "rows": len(table),
             "columns": [str(c) for c in table.columns],
-            "records_digest": _records_digest(hashes),
+            "records_digest": records_digest(hashes),
             "signatures": signatures,
             "shared": shared,
             "decision": decision,
@@ -296,11 +323,11 @@ def register_dataset(
             "INSERT INTO dataset_records (name, version, hashes) VALUES (?, ?, ?)",
             (name, len(versions) + 1, hashes.astype("<u8").tobytes()),
         )
-        ledger._event(con, key, "dataset", name, payload)
+        signed_event(ledger, con, key, "dataset", name, payload)
     return ledger.registry.dataset(name), tuple(notices)
 
 
-def _records_digest(hashes: np.ndarray) -> str:
+def records_digest(hashes: np.ndarray) -> str:
     import hashlib
 
     return hashlib.sha256(np.ascontiguousarray(hashes, dtype="<u8").tobytes()).hexdigest()
@@ -386,6 +413,11 @@ def approve_plan(
             "its releases cannot be composed exactly with the secret's others; approve a "
             "Gaussian mechanism's plan (DauM-G, OptM-G, EigM-G, ExpM-G, DirM-G)"
         )
+    if isinstance(s.budget, GDP) and plan.guarantee.curve != "gdp":
+        raise LedgerError(
+            f"secret {s.name!r} has a μ budget ({budget_text(s.budget)}), and this plan's "
+            f"guarantee {NOT_GDP}"
+        )
     fp = plan.data_fingerprint
     if s.population.get("name") == ADULT or not str(fp or "").startswith("file-sha256:"):
         population = load_population(s.population)
@@ -404,14 +436,14 @@ def approve_plan(
         "statistics": list(cal.statistic_names),
         "guarantee": plan.guarantee.to_dict(),
     }
-    with ledger._steward_write(key) as con:
+    with steward_write(ledger, key) as con:
         if name in ledger.registry.plans:
             raise LedgerError(f"a plan named {name!r} is already approved in this ledger")
         payload = {"secret": s.name, "digest": plan.digest, "spec": plan.spec, "summary": summary}
-        event = ledger._event(con, key, "plan", name, payload, apply=False)
+        event = signed_event(ledger, con, key, "plan", name, payload, apply=False)
         con.execute(
             "INSERT INTO approved_plans (name, seq, plan) VALUES (?, ?, ?)",
-            (name, event.seq, encrypt(ledger.key, _dumps(body).encode("utf-8"))),
+            (name, event.seq, encrypt(ledger.key, dumps(body).encode("utf-8"))),
         )
         ledger._apply(event)
     return ledger.registry.plan(name)

@@ -1,9 +1,8 @@
-"""Ledger entries, budgets and errors (see :mod:`distprivacy.ledger`)."""
+"""Ledger entries and errors (see :mod:`distprivacy.ledger`)."""
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,10 +13,6 @@ from distprivacy._json import jsonable
 from distprivacy.checks import check_array
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.guarantee import Guarantee
-from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target, met_by
-
-#: The δ at which a μ budget's cumulative ε is reported (the library's default δ).
-DEFAULT_REPORT_DELTA = 1e-3
 
 
 class LedgerError(DistPrivacyError):
@@ -34,159 +29,8 @@ class BudgetExceededError(DistPrivacyError):
     recorded)."""
 
 
-def sketch_field(e: LedgerEntry) -> str:
-    """The stored ``sketch`` field: the row sketch alone (a list, as ledgers before column
-    fingerprints wrote it), or ``{"rows": [...], "columns": {...}}`` with them, and
-    ``"marginals": {...}`` with the columns' marginal identities (ledgers since they exist)."""
-    if not e.column_fingerprints:
-        return _dumps(list(e.sketch))
-    out: dict[str, Any] = {"rows": list(e.sketch), "columns": dict(e.column_fingerprints)}
-    if e.column_marginals:
-        out["marginals"] = dict(e.column_marginals)
-    return _dumps(out)
-
-
-def parse_sketch_field(
-    text: str,
-) -> tuple[tuple[str, ...], dict[str, str] | None, dict[str, str] | None]:
-    """``(sketch, column_fingerprints, column_marginals)`` from a stored ``sketch`` field
-    (either form; the maps None for entries written before they existed), in one parse."""
-    raw = json.loads(text)
-    if isinstance(raw, list):
-        return tuple(raw), None, None
-    if not isinstance(raw, dict):
-        raise ValueError(f"a sketch is a list or an object, got {type(raw).__name__}")
-    rows, cols, marg = raw.get("rows"), raw.get("columns"), raw.get("marginals")
-    if not isinstance(rows, list) or not isinstance(cols, dict):
-        raise ValueError("a sketch object holds 'rows' (a list) and 'columns' (an object)")
-    if marg is not None and not (
-        isinstance(marg, dict)
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in marg.items())
-    ):
-        raise ValueError("a sketch's 'marginals' map column names to text")
-    return tuple(rows), dict(cols), None if marg is None else dict(marg)
-
-
-def _dumps(x: Any) -> str:
+def dumps(x: Any) -> str:
     return json.dumps(jsonable(x), sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A ledger's budget: μ (``kind="mu"``) or (ε, δ) (``kind="epsilon-delta"``).
-
-    A μ budget holds when the cumulative μ is at most μ and the cumulative attack bound at most
-    Φ(μ/2); an (ε, δ) budget when the cumulative δ at ε is at most δ."""
-
-    kind: str
-    mu: float | None = None
-    epsilon: float | None = None
-    delta: float | None = None
-
-    @property
-    def report_delta(self) -> float:
-        """The δ at which cumulative ε is reported: the budget's δ, or
-        :data:`DEFAULT_REPORT_DELTA` for a μ budget."""
-        return float(self.delta) if self.kind == "epsilon-delta" else DEFAULT_REPORT_DELTA
-
-    def describe(self) -> str:
-        if self.kind == "mu":
-            return f"μ = {self.mu:.4g}"
-        return f"(ε, δ) = ({self.epsilon:.4g}, {self.delta:.3g})"
-
-    @property
-    def target(self) -> GDP | EpsDelta:
-        """The budget as a typed target (:mod:`distprivacy.targets`)."""
-        if self.kind == "mu":
-            return GDP(float(self.mu))  # type: ignore[arg-type]
-        return EpsDelta(float(self.epsilon), float(self.delta))  # type: ignore[arg-type]
-
-    @classmethod
-    def of(cls, target: Target) -> Budget:
-        """The budget of a typed target: ``GDP(μ)``, ``EpsDelta(ε, δ)``, or
-        ``MaxAttackAccuracy(a)`` (the μ budget with Φ(μ/2) = a, its exact equivalent)."""
-        if isinstance(target, MaxAttackAccuracy):
-            target = target.to_gdp()
-        if isinstance(target, GDP):
-            return _budget(target.mu, None, None)
-        if isinstance(target, EpsDelta):
-            return _budget(None, target.epsilon, target.delta)
-        raise LedgerError(
-            "a budget is GDP(mu), EpsDelta(epsilon, delta) or MaxAttackAccuracy(a) from "
-            f"distprivacy.targets, got {type(target).__name__}"
-        )
-
-    def exceeded_by(self, g: Guarantee) -> str | None:
-        """None if ``g`` is within the budget (:func:`distprivacy.targets.met_by`, the one
-        test every target uses), else the refusal message (naming the budget and the
-        figure)."""
-        if met_by(self.target, g):
-            return None
-        return self._refusal(g) or (
-            f"the cumulative guarantee ({g.describe()}) would exceed the budget {self.describe()}"
-        )
-
-    def _refusal(self, g: Guarantee) -> str | None:
-        if self.kind == "mu":
-            if g.mu is None:
-                return (
-                    f"the cumulative guarantee has no μ ({g.theorem}); the budget is "
-                    f"{self.describe()}"
-                )
-            if not g.mu <= self.mu * (1 + 1e-12):  # type: ignore[operator]
-                return f"cumulative μ = {g.mu:.4g} would exceed the budget μ = {self.mu:.4g}"
-            # As a single calibration to a target μ: the attack bound of the fitted Gaussians
-            # (unequal covariances; 1 when the exact profile failed) must also stay within
-            # Φ(μ/2).
-            from distprivacy.profiles import gdp_accuracy
-
-            cap = float(gdp_accuracy(self.mu))
-            acc = float(g.max_attack_accuracy)  # type: ignore[arg-type]
-            if not acc <= cap * (1 + 1e-9):
-                return (
-                    f"cumulative attack bound = {acc:.2%} would exceed the budget μ = "
-                    f"{self.mu:.4g} (Φ(μ/2) = {cap:.2%})"
-                )
-            return None
-        d = g.delta_at(self.epsilon)  # type: ignore[arg-type]
-        if not d <= self.delta * (1 + 1e-9):  # type: ignore[operator]
-            eps = g.epsilon_at(self.delta)  # type: ignore[arg-type]
-            return (
-                f"cumulative δ = {d:.3g} at ε = {self.epsilon:.4g} (ε = {eps:.4g} at δ = "
-                f"{self.delta:.3g}) would exceed the budget {self.describe()}"
-            )
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        return jsonable(
-            {"kind": self.kind, "mu": self.mu, "epsilon": self.epsilon, "delta": self.delta}
-        )
-
-    @classmethod
-    def from_dict(cls, raw: Any) -> Budget:
-        """Inverse of :meth:`to_dict` (checked as a new budget is)."""
-        if not isinstance(raw, Mapping) or raw.get("kind") not in ("mu", "epsilon-delta"):
-            raise LedgerError(f"a budget is a μ or (ε, δ) budget, got {raw!r:.80}")
-        if raw["kind"] == "mu":
-            return _budget(raw.get("mu"), None, None)
-        return _budget(None, raw.get("epsilon"), raw.get("delta"))
-
-
-def _budget(mu: float | None, epsilon: float | None, delta: float | None) -> Budget:
-    from distprivacy.checks import check_delta, check_number
-
-    if mu is not None and (epsilon is not None or delta is not None):
-        raise LedgerError("give one budget: μ, or ε and δ — not both kinds")
-    if mu is not None:
-        return Budget("mu", mu=float(check_number(mu, "the budget μ", low=0, low_open=True)))
-    if epsilon is None or delta is None:
-        raise LedgerError(
-            "give a budget: `budget_mu=MU`, or `budget_epsilon=E` and `budget_delta=D`"
-        )
-    eps = float(check_number(epsilon, "the budget ε", low=0, low_open=True))
-    if math.isinf(eps):
-        raise LedgerError("the budget ε must be finite")
-    return Budget("epsilon-delta", epsilon=eps, delta=float(check_delta(delta)))
 
 
 @dataclass(frozen=True)
@@ -223,31 +67,9 @@ class LedgerEntry:
         The property as the release spelled it (``property`` is its canonical key).
     complemented : bool
         The release's predicate is the complement of the canonical property (p ↦ 1 − p).
-    sketch : tuple of str
-        The dataset's keyed MinHash sketch (:func:`distprivacy.fingerprint.dataset_sketch`).
     unbounded : bool
-        An exact release (``allow_exact``): nothing about the dataset is hidden any more, and
-        every later release of it is refused.
-    identity_columns : tuple of str or None
-        The columns ``fingerprint`` and ``sketch`` were computed over: the ledger's identity
-        columns (:meth:`Ledger.init`'s ``identify_by``, or its first release's target's
-        columns). None for an entry of a ledger written before identity columns existed
-        (identified by the columns it read). Not stored per row: the ledger holds them once.
-    column_fingerprints : mapping of str to str or None
-        For each column of the target, the keyed identity of that column
-        paired with the property's (:func:`distprivacy.fingerprint.column_identities`):
-        how the ledger recognises the records of an earlier dataset whose other columns
-        were changed. Stored with the sketch.
-    column_marginals : mapping of str to str or None
-        For each column of the target, the keyed identity of its values alone
-        (:func:`distprivacy.fingerprint.column_marginals`): how the ledger recognises a
-        target whose read columns' values were handed to other records. Stored with the
-        sketch.
-    read_columns : tuple of str or None
-        The columns the release reads (its statistics' and the property's). Not stored.
-    read_distinct : int or None
-        The most distinct values in one column the release reads, the property's left out.
-        Not stored.
+        An exact release (``allow_exact``): nothing about the dataset is hidden any more. A
+        ledger of secrets never records one (a schema-2 ledger may hold one).
     """
 
     fingerprint: str
@@ -266,13 +88,7 @@ class LedgerEntry:
     cumulative: Guarantee | None = None
     property_text: str = ""
     complemented: bool = False
-    sketch: tuple[str, ...] = ()
     unbounded: bool = False
-    identity_columns: tuple[str, ...] | None = field(default=None, compare=False)
-    column_fingerprints: Mapping[str, str] | None = field(default=None, compare=False)
-    column_marginals: Mapping[str, str] | None = field(default=None, compare=False)
-    read_columns: tuple[str, ...] | None = field(default=None, compare=False)
-    read_distinct: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("fingerprint", "property", "mechanism"):
@@ -301,16 +117,6 @@ class LedgerEntry:
             object.__setattr__(
                 self, "statistic_indices", tuple(int(i) for i in self.statistic_indices)
             )
-        for name in ("column_fingerprints", "column_marginals"):
-            cm = getattr(self, name)
-            if cm is None:
-                continue
-            if not isinstance(cm, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in cm.items()
-            ):
-                what = name.replace("_", " ")
-                raise LedgerError(f"a ledger entry's {what} map column names to text")
-            object.__setattr__(self, name, dict(cm))
 
     @classmethod
     def from_plan(

@@ -9,18 +9,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distprivacy.guarantee import Guarantee, Release
+from distprivacy.ledger._budget import EXACT_REFUSED, composer_delta, report_delta
 from distprivacy.ledger._compose import plan_composer
 from distprivacy.ledger._entry import BudgetExceededError, LedgerError
+from distprivacy.ledger._population import population_refit
 
 if TYPE_CHECKING:
     from distprivacy.ledger import Ledger
-
-#: Why a ledger refuses an exact release (issue 30): its μ is ∞, above every finite budget, so
-#: recording one would spend the budget and reveal the true statistics all the same.
-EXACT_REFUSED = (
-    "`allow_exact=True` refused: an exact release exceeds every budget; a ledger does not "
-    "record one: publish outside the ledger or add noise"
-)
 
 
 @dataclass(frozen=True)
@@ -38,7 +33,7 @@ class RecordedRelease:
     releases_of_dataset : int
         How many releases of this dataset and property the ledger now holds.
     warnings : tuple of str
-        Near-duplicate warnings (:data:`distprivacy.ledger.NEAR_DUPLICATE`).
+        Warnings about the release (none at present: kept for callers that print them).
     plan : Plan or None
         The approved plan it was made with (a ledger of secrets).
     dataset : RegisteredDataset or None
@@ -46,6 +41,9 @@ class RecordedRelease:
     secret : Secret or None
         The secret whose budget it spent (a ledger of secrets); ``releases_of_dataset`` then
         counts the secret's releases.
+    at_delta : float or None
+        The δ the cumulative ε is stated at (:func:`distprivacy.ledger._budget.report_delta`:
+        an (ε, δ) budget's δ, else the smallest δ the secret's releases were calibrated for).
     """
 
     release: Release
@@ -56,6 +54,7 @@ class RecordedRelease:
     plan: Any = None
     dataset: Any = None
     secret: Any = None
+    at_delta: float | None = None
 
 
 def release_registered(
@@ -111,7 +110,7 @@ def release_registered(
             "of its own secret"
         )
     secret = reg.secret(approved.secret)
-    plan = ledger._approved_plan(plan_name)
+    plan = approved_plan(ledger, plan_name)
     target = read_registered(ledger, dataset)
     values = plan.target_values(target, require_property=True)
     rel = plan.calibration.release(values, None, allow_exact=False)
@@ -130,10 +129,13 @@ def release_registered(
         return min(1.0, reg.shared(a, b) / n)
 
     compose = plan_composer(
-        delta=secret.budget.report_delta, fit=_population_refit(plan, secret), shared=shared
+        at_delta=composer_delta(secret.budget),
+        fit=population_refit(plan, secret),
+        shared=shared,
     )
     cumulative = ledger.record(entry, compose)
-    count = len(ledger.releases(None, secret.key))
+    recorded = ledger.releases(None, secret.key)
+    count = len(recorded)
     return RecordedRelease(
         release=rel,
         cumulative=cumulative,
@@ -143,23 +145,29 @@ def release_registered(
         plan=plan,
         dataset=dataset,
         secret=secret,
+        at_delta=report_delta(secret.budget, recorded),
     )
 
 
-def _population_refit(plan: Any, secret: Any) -> Any:
-    """``fit(query_text)``: exact moments of a union of statistics on the secret's population
-    (checked unchanged), under the plan's specification (every plan of a secret shares it)."""
+def approved_plan(ledger: Ledger, name: str) -> Any:
+    """An approved plan, decrypted and checked against its signed digest (and by its own
+    self-check)."""
+    import json
 
-    def fit(text: str) -> Any:
-        from distprivacy.ledger._decisions import load_population
-        from distprivacy.models import fit_model
-        from distprivacy.query import Query
-        from distprivacy.spec import ProtectionSpec
+    from distprivacy.ledger._keys import decrypt
+    from distprivacy.mechanisms.plans import Plan
 
-        spec = plan.spec or {}
-        pairs = [tuple(p) for p in spec.get("pairs", [])] or None
-        protection = ProtectionSpec(spec["property"], spec["n"], spec["values"], pairs=pairs)
-        population = load_population(secret.population)
-        return fit_model(population, protection, Query.parse(text), method="exact")
-
-    return fit
+    approved = ledger.registry.plan(name)
+    row = ledger._con.execute(
+        "SELECT seq, plan FROM approved_plans WHERE name = ?", (name,)
+    ).fetchone()
+    if row is None or int(row[0]) != approved.seq:
+        raise LedgerError(f"the approved plan {name!r} is missing from the ledger")
+    text = decrypt(ledger.key, row[1], f"the approved plan {name!r}")
+    plan = Plan.from_dict(json.loads(text.decode("utf-8")), f"the approved plan {name!r}")
+    if plan.digest != approved.digest:
+        raise LedgerError(
+            f"the approved plan {name!r} is not the one the steward signed (its digest "
+            "differs): the ledger was edited"
+        )
+    return plan

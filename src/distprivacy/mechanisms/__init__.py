@@ -1,6 +1,7 @@
 """Distribution-privacy mechanisms of Chen & Ohrimenko (2023) and the group-DP baselines.
 
-Use :func:`make_mechanism` with a Table-1 shorthand, or the classes directly; then
+Use :func:`make_mechanism` with a request (:class:`~distprivacy.request.MechanismSpec`: a
+Table-1 shorthand, a target, options), or the classes directly with a target; then
 ``calibration = mechanism.calibrate(model)`` and ``calibration.release(F_of_D)`` (or
 ``calibration.release(dataset)``, a DataFrame of n records, for a model fitted on data). A
 :class:`Calibration` follows the :class:`~distprivacy.guarantee.Calibrated` protocol: its
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,14 +21,18 @@ import numpy as np
 from distprivacy.checks import (
     check_callable,
     check_instance,
-    check_keywords,
     check_text,
     check_texts,
 )
-from distprivacy.exceptions import DistPrivacyError, MissingExtraError, NotApplicableError
+from distprivacy.exceptions import (
+    DistPrivacyError,
+    DistPrivacyTypeError,
+    MissingExtraError,
+    NotApplicableError,
+)
 from distprivacy.guarantee import Release
 from distprivacy.mechanisms._accounting import GaussianAccounting, SharedCovariance
-from distprivacy.mechanisms._calibrator import Calibrator, GaussianTarget, Proposal
+from distprivacy.mechanisms._calibrator import Calibrator, Proposal
 from distprivacy.mechanisms.adversarial import DauM, EigenvectorGaussian, NoNoise, daum_variance
 from distprivacy.mechanisms.base import (
     Calibration,
@@ -52,6 +57,7 @@ from distprivacy.mechanisms.wasserstein import (
 )
 from distprivacy.models import FModel
 from distprivacy.registry import BUILTIN_MECHANISMS, plugin_entry_points
+from distprivacy.request import GaussianOptions, MechanismSpec
 from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target
 
 #: The built-in mechanisms in the order ``distprivacy calibrate`` lists them.
@@ -133,94 +139,88 @@ class _Registry(Mapping[str, type[Mechanism]]):
 MECHANISMS: Mapping[str, type[Mechanism]] = _Registry()
 
 
-def make_mechanism(
-    name: str,
-    epsilon: float | None = None,
-    delta: float = 0.0,
-    calibration: str = "exact",
-    *,
-    mu: float | None = None,
-    max_accuracy: float | None = None,
-    covariances: str = "fitted",
-    utility: str = "scaled",
-    target: Target | None = None,
-) -> Mechanism:
-    """A mechanism by shorthand (case-insensitive), e.g. ``make_mechanism("DauM-G", 1, 1e-3)``
-    or, typed, ``make_mechanism("DauM-G", target=GDP(0.5), delta=1e-3)``.
-
-    Gaussian mechanisms also accept a target ``mu`` or ``max_accuracy`` instead of ε (exact rule;
-    δ then picks the reported point of the (ε, δ) curve), ``covariances`` ("fitted" or
-    "pooled") and ``utility`` ("scaled" or "l2"), see :class:`GaussianMechanism`.
-
-    ``target`` (a :mod:`distprivacy.targets` value: ``EpsDelta``, ``GDP`` or
-    ``MaxAttackAccuracy``) states the same thing as one typed value and replaces ``epsilon``,
-    ``mu`` and ``max_accuracy`` (an ``EpsDelta`` also gives δ); ``calibration`` may be a
-    :class:`~distprivacy.targets.Rule`.
+def mechanism_class(name: str) -> type[Mechanism]:
+    """The registered class of shorthand ``name`` (case-insensitive).
 
     Parameters
     ----------
     name : str
-        The shorthand: ``"DauM-G"``, ``"ExpM-L"``, ... (``MECHANISMS`` lists them).
-    epsilon : float, optional
-        The target ε (with ``delta``).
-    delta : float, default 0
-        The target δ (for a μ or accuracy target: the point of the curve reported).
-    calibration : {"exact", "classic"} or Rule, default "exact"
-        The calibration rule.
-    mu : float, optional
-        A μ-GDP target instead of ε (Gaussian mechanisms).
-    max_accuracy : float, optional
-        A bound on any attacker's accuracy instead of ε (Gaussian mechanisms).
-    covariances : {"fitted", "pooled"}, default "fitted"
-        Whether the guarantee must hold for the fitted covariances as they are.
-    utility : {"scaled", "l2"}, default "scaled"
-        How noise is costed where the mechanism chooses (OptM-G).
+        The shorthand, e.g. ``"DauM-G"`` (``MECHANISMS`` lists them).
+
+    Returns
+    -------
+    type
+        The mechanism's class (not an instance: nothing is calibrated).
+
+    Raises
+    ------
+    DistPrivacyError
+        An unknown name, in one line naming the mechanisms.
+    """
+    check_text(name, "the mechanism name", what=f"one of {', '.join(MECHANISMS)}")
+    lookup = {k.lower(): v for k, v in MECHANISMS.items()}
+    cls = lookup.get(name.strip().lower())
+    if cls is None:
+        raise DistPrivacyError(f"unknown mechanism {name!r}; choose one of {', '.join(MECHANISMS)}")
+    return cls
+
+
+def make_mechanism(
+    spec: MechanismSpec | str,
+    target: Target | None = None,
+    options: GaussianOptions | None = None,
+    **old: Any,
+) -> Mechanism:
+    """The mechanism a request asks for.
+
+    ``make_mechanism(MechanismSpec("DauM-G", EpsDelta(1, 1e-3)))``, or, for short, a name (any
+    case), a target and the Gaussian options: ``make_mechanism("DauM-G", GDP(0.5),
+    GaussianOptions(report_delta=1e-5))`` (:mod:`distprivacy.request`).
+
+    Parameters
+    ----------
+    spec : MechanismSpec or str
+        The request, or the mechanism's shorthand (``"DauM-G"``, any case; ``MECHANISMS``
+        lists them) with ``target`` and ``options``.
     target : EpsDelta, GDP or MaxAttackAccuracy, optional
-        The target as one typed value, instead of ``epsilon``, ``mu`` and ``max_accuracy``.
+        The target, when ``spec`` is a name.
+    options : GaussianOptions, optional
+        The Gaussian mechanisms' options (rule, covariances, utility, the δ reported for a μ or
+        accuracy target), when ``spec`` is a name.
+    **old
+        Refused: the loose arguments of the API before issue 32.
 
     Returns
     -------
     Mechanism
         The mechanism, not yet calibrated (``.calibrate(model)`` next).
+
+    Raises
+    ------
+    DistPrivacyTypeError
+        Not a request; the loose ``epsilon``/``delta``/``mu``/``max_accuracy`` arguments of the
+        API before issue 32 are refused in one line naming the new call.
+    DistPrivacyError
+        An unknown name; :class:`NotApplicableError` for a μ or accuracy target of a pure-ε
+        mechanism.
     """
-    check_instance(target, "target", (EpsDelta, GDP, MaxAttackAccuracy),
-                   "a privacy target (EpsDelta, GDP or MaxAttackAccuracy: distprivacy.targets)",
-                   optional=True)  # fmt: skip
-    check_text(name, "the mechanism name", what=f"one of {', '.join(MECHANISMS)}")
-    if target is not None:
-        if epsilon is not None or mu is not None or max_accuracy is not None:
-            raise DistPrivacyError(
-                "give the target once: target=..., or epsilon / mu / max_accuracy, not both"
+    if old or not (
+        isinstance(spec, MechanismSpec) or isinstance(target, EpsDelta | GDP | MaxAttackAccuracy)
+    ):
+        if isinstance(spec, MechanismSpec | str):
+            name = spec.name if isinstance(spec, MechanismSpec) else spec
+            raise DistPrivacyTypeError(
+                "make_mechanism takes a MechanismSpec, or a name, a target and GaussianOptions: "
+                f"make_mechanism({name!r}, EpsDelta(1, 1e-3)) or make_mechanism({name!r}, "
+                "GDP(0.5), GaussianOptions(rule='exact')) (distprivacy.targets, "
+                "distprivacy.request)"
             )
-        if isinstance(target, EpsDelta):
-            epsilon, delta = target.epsilon, target.delta
-        elif isinstance(target, GDP):
-            mu = target.mu
-        else:
-            max_accuracy = target.accuracy
-    lookup = {k.lower(): v for k, v in MECHANISMS.items()}
-    cls = lookup.get(name.strip().lower())
-    if cls is None:
-        raise DistPrivacyError(f"unknown mechanism {name!r}; choose one of {', '.join(MECHANISMS)}")
-    if issubclass(cls, GaussianMechanism):
-        return cls(
-            epsilon,
-            delta,
-            calibration,
-            mu=mu,
-            max_accuracy=max_accuracy,
-            covariances=covariances,
-            utility=utility,
-        )
-    if mu is not None or max_accuracy is not None:
-        raise NotApplicableError(
-            f"{cls.name} is not applicable: it is a pure-ε mechanism and cannot target a μ or "
-            "a maximum accuracy; give epsilon"
-        )
-    if epsilon is None:
-        raise DistPrivacyError(f"{cls.name} needs epsilon")
-    # Pure-ε mechanisms check δ ∈ [0, 1) too (a δ of 1.5 or NaN is a mistake) and report 0.
-    return cls(epsilon, delta, calibration)
+        check_instance(spec, "spec", (MechanismSpec, str), "a MechanismSpec or a mechanism's name")
+    if isinstance(spec, str):
+        spec = MechanismSpec(spec, target, options)  # type: ignore[arg-type]
+    elif target is not None or options is not None:
+        raise DistPrivacyError("a MechanismSpec carries its target and options; give it alone")
+    return mechanism_class(spec.name)(spec.target, spec.options)
 
 
 #: Failures of one mechanism's calibration that leave the others meaningful: its hypotheses do
@@ -246,28 +246,27 @@ def _reason(name: str, exc: BaseException) -> str:
 
 def calibrate_all(
     model: FModel,
-    epsilon: float | None,
-    delta: float,
-    calibration: str = "exact",
+    request: Target | Sequence[MechanismSpec],
+    options: GaussianOptions | None = None,
     names: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    **targets: Any,
 ) -> tuple[list[Calibration], dict[str, str]]:
-    """Calibrate every mechanism (or ``names``); returns the calibrations and, for the others,
+    """Calibrate every mechanism asked for; returns the calibrations and, for the others,
     why not.
 
     Parameters
     ----------
     model : FModel
         A fitted model of f_θ.
-    epsilon, delta, calibration
-        As for :func:`make_mechanism` (validated first: a bad value raises for all).
+    request : target or sequence of MechanismSpec
+        The mechanisms, each with its target and options (:mod:`distprivacy.request`); or one
+        target for every mechanism of ``names`` with ``options``.
+    options : GaussianOptions, optional
+        With a target: the Gaussian mechanisms' options.
     names : list of str, optional
-        The mechanisms (default: all of :data:`MECHANISMS`).
+        With a target: the mechanisms (default: all of :data:`MECHANISMS`).
     progress : callable, optional
         ``progress(done, total)`` after each mechanism.
-    **targets
-        ``mu``, ``max_accuracy``, ``covariances``, ``utility`` as for :func:`make_mechanism`.
 
     Returns
     -------
@@ -279,16 +278,23 @@ def calibrate_all(
     check_instance(model, "model", FModel, "a fitted model of f_θ (fit_model)")
     check_texts(names, "names", optional=True)
     check_callable(progress, "progress", "a function progress(done, total)", optional=True)
-    check_keywords(targets, ("mu", "max_accuracy", "covariances", "utility", "target"),
-                   "calibrate_all()")  # fmt: skip
+    if isinstance(request, EpsDelta | GDP | MaxAttackAccuracy):
+        todo = [MechanismSpec(n, request, options) for n in (names or MECHANISMS)]
+    else:
+        check_instance(request, "request", (list, tuple),
+                       "a target or a list of MechanismSpec (distprivacy.request)")  # fmt: skip
+        if options is not None or names is not None:
+            raise DistPrivacyError("MechanismSpecs carry their names and options; give them alone")
+        for s in request:
+            check_instance(s, "each request", MechanismSpec, "a MechanismSpec")
+        todo = list(request)
     done: list[Calibration] = []
     skipped: dict[str, str] = {}
-    todo = list(names or MECHANISMS)
-    for k, name in enumerate(todo):
+    for k, spec in enumerate(todo):
         try:
-            mech = make_mechanism(name, epsilon, delta, calibration, **targets)
+            mech = make_mechanism(spec)
         except NotApplicableError as e:
-            skipped[name] = str(e)
+            skipped[spec.name] = str(e)
         else:
             if progress is not None and hasattr(mech, "progress"):
                 # The Wasserstein mechanisms report each pair: keep the bar moving.
@@ -318,7 +324,6 @@ __all__ = [
     "ExpectedValueLaplace",
     "GaussianAccounting",
     "GaussianMechanism",
-    "GaussianTarget",
     "GroupDPGaussian",
     "GroupDPLaplace",
     "Mechanism",
@@ -333,6 +338,7 @@ __all__ = [
     "delta_e",
     "load_mechanism_plugins",
     "make_mechanism",
+    "mechanism_class",
     "register_mechanism",
     "registered_mechanisms",
 ]

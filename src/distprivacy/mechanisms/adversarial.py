@@ -11,6 +11,8 @@ their average, followed by the exact profile of the unequal fits
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from distprivacy.checks import check_array
@@ -32,6 +34,8 @@ from distprivacy.mechanisms.gaussian import (
 )
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
+from distprivacy.request import GaussianOptions
+from distprivacy.targets import Target
 
 _GAUSSIAN = "f_θ is multivariate Gaussian N(μ_θ, Σ_θ) for every θ"
 
@@ -198,14 +202,13 @@ class DauM(GaussianMechanism):
 
     def __init__(
         self,
-        epsilon: float | None = None,
-        delta: float = 1e-3,
-        calibration: str = "exact",
+        target: Target | None = None,
+        options: GaussianOptions | None = None,
+        *,
         v: np.ndarray | None = None,
-        **targets: float | None,
+        **old: Any,
     ) -> None:
-        self.check_options(targets)
-        super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
+        super().__init__(target, options, **old)
         self.v = None if v is None else check_array(v, "v", "a direction (a vector of numbers)")
 
     def _direction(self, model: FModel) -> np.ndarray:

@@ -42,6 +42,8 @@ from distprivacy.mechanisms.calibration import (
 )
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
+from distprivacy.request import GaussianOptions
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target
 
 __all__ = [
     "BASIS_EQUAL_COVARIANCES",
@@ -72,13 +74,14 @@ class Mechanism(ABC):
 
     Parameters
     ----------
-    epsilon : float
-        ε > 0.
-    delta : float
-        δ ∈ (0, 1) for (ε, δ) mechanisms; ignored (and reported as 0) by pure-ε ones.
-    calibration : str
-        Gaussian calibration rule, ``exact`` (default) or the paper's ``classic``; pure-ε
-        mechanisms ignore it.
+    target : EpsDelta, GDP or MaxAttackAccuracy
+        What the calibration must meet (:mod:`distprivacy.targets`). Pure-ε and Wasserstein
+        mechanisms take an :class:`~distprivacy.targets.EpsDelta` (δ ∈ (0, 1) for (ε, δ)
+        mechanisms; pure-ε ones ignore it and report 0); the Gaussian ones also a μ or an
+        attack accuracy.
+    options : GaussianOptions, optional
+        The Gaussian family's options (:mod:`distprivacy.request`); the other families ignore
+        them (a request naming several mechanisms carries them for its Gaussian ones).
     """
 
     name: ClassVar[str]
@@ -100,16 +103,38 @@ class Mechanism(ABC):
             if not has_extra(module):
                 raise MissingExtraError(cls.name, module)
 
-    def __init__(self, epsilon: float, delta: float = 0.0, calibration: str = "exact") -> None:
-        self.epsilon = self._resolve_epsilon(epsilon, delta)
-        # Pure-ε mechanisms ignore δ (reported as 0), but a δ outside [0, 1) is still refused.
-        d = check_delta(delta, allow_zero=not self.uses_delta)
-        self.delta = d if self.uses_delta else 0.0
-        self.calibration = check_rule(calibration)
+    def __init__(
+        self, target: Target | None = None, options: GaussianOptions | None = None, **old: Any
+    ) -> None:
+        self._check_request(target, options, old)
+        self.target: Target = target  # type: ignore[assignment]
+        self._set_target(self.target, options)
 
-    def _resolve_epsilon(self, epsilon: float, delta: float) -> float:
-        """The validated ε (Gaussian mechanisms may derive it from a target μ and δ)."""
-        return check_epsilon(epsilon)
+    @classmethod
+    def _check_request(cls, target: Any, options: Any, old: dict[str, Any]) -> None:
+        """A one-line type error for anything but a target and options, naming the new call
+        (``old``: the loose keywords of the API before issue 32, refused)."""
+        if old or not isinstance(target, EpsDelta | GDP | MaxAttackAccuracy):
+            raise DistPrivacyTypeError(
+                f"{cls.__name__} takes a privacy target (EpsDelta, GDP or MaxAttackAccuracy: "
+                f"distprivacy.targets) and GaussianOptions, e.g. {_new_call(cls, target, old)}; "
+                f"got {', '.join(f'{k}={v!r}' for k, v in old.items()) or shown(target)}"
+            )
+        check_instance(options, "options", GaussianOptions,
+                       "the family's options (GaussianOptions)", optional=True)  # fmt: skip
+
+    def _set_target(self, target: Target, options: GaussianOptions | None) -> None:
+        """ε, δ and the rule of a pure-ε or Wasserstein mechanism: an (ε, δ) target only."""
+        if not isinstance(target, EpsDelta):
+            raise NotApplicableError(
+                f"{self.name} is not applicable: it is a pure-ε mechanism and cannot target a "
+                "μ or a maximum accuracy; give epsilon"
+            )
+        self.epsilon = check_epsilon(target.epsilon)
+        # Pure-ε mechanisms ignore δ (reported as 0), but a δ outside [0, 1) is still refused.
+        d = check_delta(target.delta, allow_zero=not self.uses_delta)
+        self.delta = d if self.uses_delta else 0.0
+        self.calibration = check_rule((options or GaussianOptions()).rule.value)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(epsilon={self.epsilon:g}, delta={self.delta:g})"
@@ -151,6 +176,16 @@ class Mechanism(ABC):
             model_=model,
             **{"basis": self.basis, **kw},
         )
+
+
+def _new_call(cls: type, target: Any, old: dict[str, Any]) -> str:
+    """The call of issue 32 that states what ``old`` (loose keywords) stated."""
+    if "mu" in old:
+        return f"{cls.__name__}(GDP({old['mu']!r}))"
+    if "max_accuracy" in old:
+        return f"{cls.__name__}(MaxAttackAccuracy({old['max_accuracy']!r}))"
+    eps = old.get("epsilon", target if isinstance(target, int | float) else 1)
+    return f"{cls.__name__}(EpsDelta({eps!r}, {old.get('delta', 1e-3)!r}))"
 
 
 def register_mechanism(cls: type[Mechanism]) -> type[Mechanism]:

@@ -34,13 +34,9 @@ import numpy as np
 
 from distprivacy.accounting import classic_c
 from distprivacy.checks import (
-    check_bool,
     check_delta,
     check_epsilon,
-    check_keywords,
-    check_number,
     check_rule,
-    check_text,
 )
 from distprivacy.exceptions import DistPrivacyError, NotApplicableError
 from distprivacy.mechanisms._calibrator import (
@@ -69,22 +65,10 @@ from distprivacy.mechanisms._mahalanobis import (
 from distprivacy.mechanisms.base import Calibration, Mechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
-from distprivacy.profiles import (
-    gdp_epsilon,
-    gdp_mu,
-    mu_for_accuracy,
-)
-
-#: The smallest target μ accepted: below it the noise a calibration needs overflows (μ = 1e-6 is
-#: an attack accuracy of 0.5000004).
-MIN_TARGET_MU = 1e-6
-#: How the unequal fitted covariances of a pair are treated (see :class:`GaussianMechanism`).
-COVARIANCE_MODES = ("fitted", "pooled")
-#: How noise is costed when a mechanism chooses between noises (see :class:`GaussianMechanism`).
-UTILITIES = ("scaled", "l2")
-#: The keyword options of every Gaussian mechanism: a subclass taking ``**targets`` checks
-#: them against these (:meth:`GaussianMechanism.check_options`) before passing them on.
-GAUSSIAN_OPTIONS = ("mu", "max_accuracy", "covariances", "check_profile", "utility")
+from distprivacy.profiles import gdp_epsilon, gdp_mu
+from distprivacy.request import DEFAULT_REPORT_DELTA, GaussianOptions
+from distprivacy.targets import GDP, EpsDelta, MaxAttackAccuracy, Target, target_mu
+from distprivacy.targets import MIN_TARGET_MU as MIN_TARGET_MU  # re-exported
 
 
 def top_up_shape(model: FModel) -> np.ndarray:
@@ -145,58 +129,18 @@ def certify_top_up(
     return certified, tau
 
 
-def target_mu(
-    mu: float | None, max_accuracy: float | None, calibration: str = "exact"
-) -> float | None:
-    """The μ a Gaussian mechanism is calibrated to when the target is a μ or a maximum attack
-    accuracy (None when it is ε), checked: one of the two, the exact rule, and a μ no noise
-    in double precision fails to reach (1e-6 ≤ μ ≤ 1e6; accuracy a ↔ μ = 2Φ⁻¹(a))."""
-    if mu is not None and max_accuracy is not None:
-        raise DistPrivacyError("give a target μ or a target maximum accuracy, not both")
-    if mu is None and max_accuracy is None:
-        return None
-    if calibration != "exact":
-        raise DistPrivacyError(
-            "targets given as μ or as a maximum attack accuracy need `calibration='exact'`"
-        )
-    if mu is not None:
-        # Above μ = 1e6 nothing is hidden (accuracy Φ(μ/2) = 1) and ε(δ) overflows.
-        out = check_number(mu, "target μ", low=0, low_open=True)
-        if out > 1e6:
-            raise DistPrivacyError(
-                f"target μ must be at most 1e6, got {mu!r}: beyond that nothing is "
-                "hidden (attack accuracy Φ(μ/2) = 1) and ε(δ) overflows"
-            )
-    else:
-        out = mu_for_accuracy(check_number(max_accuracy, "max_accuracy"))
-        if out <= 0:
-            raise DistPrivacyError(
-                "a maximum attack accuracy of 0.5 allows no information at all; no "
-                "finite noise achieves it — choose an accuracy above 0.5"
-            )
-    if out < MIN_TARGET_MU:
-        raise DistPrivacyError(
-            f"target μ = {out:.3g} is below {MIN_TARGET_MU:g} (attack accuracy "
-            f"{0.5 + out / 5.013:.9f}): the noise it needs is beyond double "
-            "precision; choose μ ≥ 1e-6 (or an accuracy ≥ 0.5000004)"
-        )
-    return out
-
-
 class GaussianMechanism(Mechanism):
     """Base of the Gaussian mechanisms: calibrate Σ_Z to a μ-GDP target μ*.
 
     Parameters
     ----------
-    epsilon, delta : float
-        Target (ε, δ). With ``mu`` or ``max_accuracy`` given, ε may be None and δ only chooses
-        the point of the (ε, δ) curve that is reported.
-    calibration : {"exact", "classic"}
-        ``exact`` (default) or the paper's ``classic`` rule (module docstring).
-    mu : float, optional
-        Target μ directly (exact rule only).
-    max_accuracy : float, optional
-        Target: no attacker above this accuracy between two equally likely θ (exact rule only).
+    target : EpsDelta, GDP or MaxAttackAccuracy
+        The target (:mod:`distprivacy.targets`): an (ε, δ), or μ* directly, or no attacker
+        above an accuracy between two equally likely θ (μ and accuracy: exact rule only; δ
+        then only chooses the reported point of the (ε, δ) curve, ``report_delta``).
+    options : GaussianOptions, optional
+        The rule (``exact``, default, or the paper's ``classic``: module docstring) and:
+
     covariances : {"fitted", "pooled"}
         ``fitted`` (default): under the exact rule the target must also hold for the fitted
         Gaussians with their *unequal* covariances (noise included); if it does not, the cheaper
@@ -212,6 +156,8 @@ class GaussianMechanism(Mechanism):
     check_profile : bool
         False skips computing the unequal-covariance profile (only with ``pooled`` or the
         classic rule; faster, for experiments that do not report it).
+    report_delta : float, optional
+        With a μ or accuracy target, the δ of the reported (ε, δ) point (default 1e-3).
     """
 
     #: What the mechanism declares about itself; the calibrator chooses its steps from these
@@ -219,53 +165,31 @@ class GaussianMechanism(Mechanism):
     #: mechanisms._calibrator.steps_for`).
     properties: ClassVar[GaussianProperties] = GaussianProperties()
 
-    def __init__(
-        self,
-        epsilon: float | None = None,
-        delta: float = 1e-3,
-        calibration: str = "exact",
-        *,
-        mu: float | None = None,
-        max_accuracy: float | None = None,
-        covariances: str = "fitted",
-        check_profile: bool = True,
-        utility: str = "scaled",
-    ) -> None:
-        self.calibration = check_rule(calibration)
-        self.utility = check_text(utility, "utility", choices=UTILITIES)
-        check_text(covariances, "covariances mode", choices=COVARIANCE_MODES)
-        check_bool(check_profile, "check_profile")
-        if not check_profile and calibration == "exact" and covariances == "fitted":
-            raise DistPrivacyError(
-                "covariances='fitted' needs the unequal-covariance profile; use "
-                "check_profile=True, or covariances='pooled'"
-            )
-        self.check_profile = bool(check_profile)
-        self.covariances = covariances
-        self._mu = target_mu(mu, max_accuracy, self.calibration)
-        super().__init__(epsilon, delta, calibration)  # type: ignore[arg-type]
-
-    @classmethod
-    def check_options(cls, options: dict[str, object]) -> None:
-        """Refuse an unknown keyword of a subclass that takes ``**targets`` (a library
-        TypeError naming it and the valid ones, where Python's would come from ``__init__``)."""
-        check_keywords(options, GAUSSIAN_OPTIONS, f"{cls.__name__}()")
-
-    def _resolve_epsilon(self, epsilon: float | None, delta: float) -> float:
-        """ε given, or the ε at which the target μ meets δ (ε None)."""
-        dlt = check_delta(delta)
-        if epsilon is None:
-            if self._mu is None:
-                raise DistPrivacyError("give epsilon, a target μ, or a target maximum accuracy")
-            self._epsilon_given = False
-            return gdp_epsilon(dlt, self._mu)
-        eps = check_epsilon(epsilon)
-        self._epsilon_given = True
-        if self._mu is not None:
-            raise DistPrivacyError(
-                "give either (epsilon, delta) or a target μ / maximum accuracy, not both"
-            )
-        return eps
+    def _set_target(self, target: Target, options: GaussianOptions | None) -> None:
+        """ε, δ, the rule and the options: ε and δ of an (ε, δ) target, or μ* of a μ or
+        accuracy target with ε reported at the options' ``report_delta`` (default 1e-3)."""
+        opts = options if options is not None else GaussianOptions()
+        self.calibration = check_rule(opts.rule.value)
+        self.utility = opts.utility
+        self.covariances = opts.covariances
+        self.check_profile = opts.check_profile
+        if isinstance(target, EpsDelta):
+            if opts.report_delta is not None:
+                raise DistPrivacyError(
+                    "an (ε, δ) target states its δ; report_delta is for a μ or accuracy target"
+                )
+            self._mu = None
+            self.epsilon = check_epsilon(target.epsilon)
+            self.delta = check_delta(target.delta)
+            self._epsilon_given = True
+            return
+        mu = target.mu if isinstance(target, GDP) else None
+        acc = target.accuracy if isinstance(target, MaxAttackAccuracy) else None
+        self._mu = target_mu(mu, acc, self.calibration)
+        report = DEFAULT_REPORT_DELTA if opts.report_delta is None else opts.report_delta
+        self.delta = check_delta(report)
+        self.epsilon = gdp_epsilon(self.delta, self._mu)
+        self._epsilon_given = False
 
     @property
     def convention(self) -> Convention:
@@ -303,7 +227,7 @@ class GaussianMechanism(Mechanism):
             mu=self.target_mu(),
             epsilon=self.epsilon,
             delta=self.delta,
-            epsilon_given=self._epsilon_given,
+            epsilon_given=isinstance(self.target, EpsDelta),  # (ε, δ) stated: δ(ε) is checked
         )
 
     def options(self) -> CalibrationOptions:

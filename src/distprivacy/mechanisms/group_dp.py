@@ -9,6 +9,8 @@ global property, which is why they need so much noise. With k = 1 they are plain
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from distprivacy.checks import check_int
@@ -23,6 +25,8 @@ from distprivacy.mechanisms.base import (
 from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.models import FModel
 from distprivacy.noise import NoiseDistribution
+from distprivacy.request import GaussianOptions
+from distprivacy.targets import Target
 
 
 def _check_group_size(group_size: int | None) -> int | None:
@@ -79,12 +83,13 @@ class GroupDPLaplace(Mechanism):
 
     def __init__(
         self,
-        epsilon: float,
-        delta: float = 0.0,
-        calibration: str = "exact",
+        target: Target | None = None,
+        options: GaussianOptions | None = None,
+        *,
         group_size: int | None = None,
+        **old: Any,
     ) -> None:
-        super().__init__(epsilon, delta, calibration)
+        super().__init__(target, options, **old)
         self.group_size = _check_group_size(group_size)
 
     def _calibrate(self, model: FModel) -> Calibration:
@@ -135,14 +140,13 @@ class GroupDPGaussian(GaussianMechanism):
 
     def __init__(
         self,
-        epsilon: float | None = None,
-        delta: float = 1e-3,
-        calibration: str = "exact",
+        target: Target | None = None,
+        options: GaussianOptions | None = None,
+        *,
         group_size: int | None = None,
-        **targets: float | None,
+        **old: Any,
     ) -> None:
-        self.check_options(targets)
-        super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
+        super().__init__(target, options, **old)
         self.group_size = _check_group_size(group_size)
 
     def propose(self, model: FModel, mu: float, convention: str) -> Proposal:

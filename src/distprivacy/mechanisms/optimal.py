@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,8 @@ from distprivacy.mechanisms.gaussian import (
 )
 from distprivacy.models import MODEL_MEMORY_LIMIT, FModel, model_file_memory
 from distprivacy.noise import NoiseDistribution
+from distprivacy.request import GaussianOptions
+from distprivacy.targets import Target
 
 
 def _solve_sdp(
@@ -148,14 +151,13 @@ class OptimalGaussian(GaussianMechanism):
 
     def __init__(
         self,
-        epsilon: float | None = None,
-        delta: float = 1e-3,
-        calibration: str = "exact",
+        target: Target | None = None,
+        options: GaussianOptions | None = None,
+        *,
         weights: np.ndarray | None = None,
-        **targets: float | None,
+        **old: Any,
     ) -> None:
-        self.check_options(targets)
-        super().__init__(epsilon, delta, calibration, **targets)  # type: ignore[arg-type]
+        super().__init__(target, options, **old)
         self.weights = None if weights is None else check_array(weights, "weights", "a matrix")
 
     def _weight_matrix(self, model: FModel) -> np.ndarray:

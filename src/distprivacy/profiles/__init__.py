@@ -37,29 +37,47 @@ integration scheme and shortcuts: :func:`gaussian_profile`, :func:`gaussian_epsi
 
 from __future__ import annotations
 
-from distprivacy.profiles._gdp import (
-    gdp_accuracy,
-    gdp_delta,
-    gdp_epsilon,
-    gdp_mu,
-    mu_for_accuracy,
-)
-from distprivacy.profiles._integral import (  # _profile_integral: tests force the integral
-    _profile_integral,  # noqa: F401
-    gaussian_epsilon,
-    gaussian_profile,
-    loss_profile,
-    total_variation,
-)
-from distprivacy.profiles._loss import PrivacyLoss
-from distprivacy.profiles._pairs import LossBatch, gaussian_pair_losses, profile_upper_bound
-from distprivacy.profiles._support import (
-    RANK_RTOL,
-    SUPPORT_RTOL,
-    CommonSupport,
-    common_support,
-    gaussian_profile_psd,
-)
+import importlib
+from typing import Any
+
+#: Public name → the private module that defines it, imported on first use: the μ-GDP closed
+#: forms (``_gdp``) load neither the integral nor SciPy's integrators, so a command that only
+#: states a budget (``distprivacy ledger init``) does not pay for them.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        ("gdp_accuracy", "gdp_delta", "gdp_epsilon", "gdp_mu", "mu_for_accuracy"), "_gdp"
+    ),
+    **dict.fromkeys(
+        (
+            "_profile_integral",
+            "gaussian_epsilon",
+            "gaussian_profile",
+            "loss_profile",
+            "total_variation",
+        ),
+        "_integral",
+    ),
+    "PrivacyLoss": "_loss",
+    **dict.fromkeys(("LossBatch", "gaussian_pair_losses", "profile_upper_bound"), "_pairs"),
+    **dict.fromkeys(
+        ("RANK_RTOL", "SUPPORT_RTOL", "CommonSupport", "common_support", "gaussian_profile_psd"),
+        "_support",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups (and monkeypatching) see a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "RANK_RTOL",

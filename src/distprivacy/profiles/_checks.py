@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import linalg
 
 from distprivacy.exceptions import DistPrivacyError
 
@@ -86,6 +85,8 @@ def _check_gaussians(
         if not definite:
             covs.append(c)
             continue
+        from scipy import linalg
+
         try:
             linalg.cholesky(c, lower=True)
         except linalg.LinAlgError:

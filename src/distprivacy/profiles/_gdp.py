@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, special
 
 from distprivacy.checks import check_delta
 from distprivacy.exceptions import DistPrivacyError
@@ -25,6 +24,8 @@ def _log_terms(z: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     c = log erfcx((s − z)/√2) − log erfcx(−z/√2), which keeps full relative accuracy when δ is
     far below Φ(z) (e.g. μ-GDP with small μ and ε/μ large). For z > 28 (erfcx would overflow,
     and Φ(z) ≈ 1) c is formed directly from log-CDFs."""
+    from scipy import special  # (lazy: a ledger command never loads SciPy)
+
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         a = special.log_ndtr(z)
         stable = np.log(special.erfcx((s - z) / _SQRT2)) - np.log(special.erfcx(-z / _SQRT2))
@@ -116,6 +117,8 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     float
         μ > 0.
     """
+    from scipy import optimize
+
     eps = _check_epsilon(epsilon)
     dlt = check_delta(delta)
     log_d = math.log(dlt)
@@ -160,6 +163,8 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     float
         ε ≥ 0.
     """
+    from scipy import optimize, special
+
     dlt = check_delta(delta)
     m = _check_mu(mu)
     if m == 0 or gdp_delta(0.0, m) <= dlt:
@@ -194,6 +199,8 @@ def gdp_accuracy(mu: float) -> float:
     float
         Accuracy in [0.5, 1).
     """
+    from scipy import special
+
     return float(special.ndtr(_check_mu(mu) / 2))
 
 
@@ -211,6 +218,8 @@ def mu_for_accuracy(accuracy: float) -> float:
     float
         μ ≥ 0.
     """
+    from scipy import special
+
     acc = _finite_float(accuracy, "accuracy")
     if not 0.5 <= acc < 1:
         raise DistPrivacyError(f"accuracy must lie in [0.5, 1), got {accuracy!r}")

@@ -69,6 +69,8 @@ def sweep(
     """
     from distprivacy.checks import check_delta
     from distprivacy.mechanisms import CALIBRATION_FAILURES, make_mechanism
+    from distprivacy.request import GaussianOptions
+    from distprivacy.targets import EpsDelta
 
     delta = check_delta(delta, allow_zero=True)  # a bad δ fails here, not as a blank curve
     cals = list(calibrations)
@@ -91,7 +93,9 @@ def sweep(
         for i, eps in enumerate(grid):
             try:
                 mech = make_mechanism(
-                    c.mechanism, float(eps), delta, rule, covariances=covariances, utility=utility
+                    c.mechanism,
+                    EpsDelta(float(eps), delta),
+                    GaussianOptions(rule, covariances, utility),
                 )
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

@@ -414,12 +414,12 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
     after each release (from the cumulative guarantee the ledger recorded then), and the
     cumulative guarantee of each dataset now."""
     from distprivacy.guarantee import Guarantee
-    from distprivacy.ledger import Budget
+    from distprivacy.ledger import budget_from_dict
 
     page = Page("Privacy ledger report", [f"Ledger {shown.get('ledger', '')}"])
     cum = list(shown.get("cumulative", ()))
     secrets = list(shown.get("secrets", ()))  # a ledger of secrets: a budget per secret
-    budgets = {f"secret:{x['secret']}": Budget.from_dict(x["budget"]) for x in secrets}
+    budgets = {f"secret:{x['secret']}": budget_from_dict(x["budget"]) for x in secrets}
     if secrets:
         words = [
             f"This ledger has recorded {_n(len(entries), 'release')} under "
@@ -506,8 +506,10 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         + (
             "cumulative μ / budget μ, or cumulative ε at the budget's δ / budget ε."
             if budget is None
+            else "(attack bound − 50 %) / (budget accuracy − 50 %)."
+            if hasattr(budget, "accuracy")
             else "cumulative μ / budget μ."
-            if budget.kind == "mu"
+            if not hasattr(budget, "delta")
             else f"cumulative ε at δ = {g(budget.delta, 3)} / budget ε."
         )
     )
@@ -544,7 +546,9 @@ def _short(fingerprint: Any) -> str:
 
 def _spent(gu: Any, budget: Any) -> float:
     """The share of ``budget`` a cumulative guarantee uses, in %."""
-    if budget.kind == "mu":
+    if hasattr(budget, "accuracy"):  # an attack-accuracy budget: the excess over a coin flip
+        return 100.0 * (float(gu.max_attack_accuracy) - 0.5) / (float(budget.accuracy) - 0.5)
+    if not hasattr(budget, "delta"):  # a μ budget
         return math.inf if gu.mu is None else 100.0 * float(gu.mu) / float(budget.mu)
     eps = gu.epsilon_at(float(budget.delta))
     return 100.0 * float(eps) / float(budget.epsilon)
