@@ -224,13 +224,14 @@ def make_world(tmp: Path) -> dict:
 
 def ledger_world(tmp: Path) -> list[list[str]]:
     """The command lines making the world's ledger of secrets (issue 30): the steward's key,
-    the ledger (secret income over data.csv, budget μ = 100), target.csv registered as
+    the ledger (secret income over data.csv, budget (ε, δ) = (100, 0.5)), target.csv registered as
     ``target``, plan.json approved as ``plan``, and one release."""
     led, key = str(tmp / "ledger.db"), str(tmp / "steward.key")
     return [
         ["ledger", "keygen", key],
         ["ledger", "init", led, *steward(tmp), "--secret", "income", "--protect", "income==>50K",
-         "--population", str(tmp / "data.csv"), "--budget-mu", "100"],
+         "--population", str(tmp / "data.csv"), "--budget-epsilon", "100", "--budget-delta",
+         "0.5"],
         ["ledger", "register", led, "target", *steward(tmp), "--data", str(tmp / "target.csv")],
         ["ledger", "approve", led, str(tmp / "plan.json"), "--name", "plan", *steward(tmp)],
         list(ledger_release(led)),

@@ -147,10 +147,10 @@ data = dp.load_adult()
 spec = dp.ProtectionSpec("income==>50K", n=100, values=[0.45, 0.55])
 model = dp.fit_model(data, spec, dp.Query.parse("mean:age,mean:hours_per_week"), method="exact")
 try:
-    dp.OptimalGaussian(epsilon=1, delta=1e-3).calibrate(model)
+    dp.OptimalGaussian(dp.EpsDelta(1, 1e-3)).calibrate(model)
 except MissingExtraError as e:
     print(type(e).__mro__[1].__name__, e.extra, e)
-print(dp.DauM(epsilon=1, delta=1e-3).calibrate(model).mechanism)
+print(dp.DauM(dp.EpsDelta(1, 1e-3)).calibrate(model).mechanism)
 """
     res = _run(core_env, "-c", code)
     assert res.returncode == 0, res.stderr

@@ -682,6 +682,8 @@ CLOBBERS = {
                                     "--report", "{target}"), "--report"),
     "models defend --save DATA": (("models", "defend", "--data", "{target}", *_GAME,
                                    "--save", "{target}"), "--save"),
+    "models defend --report DATA": (("models", "defend", "--data", "{target}", *_GAME,
+                                     "--report", "{target}"), "--report"),
     "reproduce --report ADULT": (("reproduce", "table2", "--out", "{tmp}/out", "--data",
                                   "{adult}", "--report", "{adult}/adult.data"), "--report"),
     "reproduce --out ADULT-FILE": (("reproduce", "table2", "--out", "{adult}/adult.test",
@@ -719,7 +721,8 @@ def test_outputs_never_write_over_inputs(spent, plan, capsys, tmp_path, adult_di
 WRITES = {
     "calibrate --save", "calibrate --report", "release --report", "audit --report",
     "ledger show --report", "ledger backup out", "reproduce --out", "reproduce --report",
-    "models audit --report", "models defend --save", "models reproduce --out",
+    "models audit --report", "models defend --save", "models defend --report",
+    "models reproduce --out",
     # No input to write over: a new ledger, a new steward key (both created exclusively), a
     # generated city, a population (its name ends in .npz, never one of the Adult files read)
     # and a folder rendered again in place.

@@ -34,7 +34,9 @@ def _plan(data, mechanism: str, epsilon: float, delta: float):
 
     spec = ProtectionSpec(PROTECT, N, [0.45, 0.55])
     model = ExactModel().fit(data, spec, Query.parse(ADULT_DEFAULT_STATISTICS))
-    cal = make_mechanism(mechanism, epsilon, delta).calibrate(model)
+    from distprivacy.targets import EpsDelta
+
+    cal = make_mechanism(mechanism, EpsDelta(epsilon, delta)).calibrate(model)
     return Plan.from_calibration(cal, model, data=data)
 
 

@@ -46,6 +46,8 @@ FLAGS: dict[str, str] = {
     "budget_mu=MU": "--budget-mu MU",
     "budget_epsilon=E": "--budget-epsilon E",
     "budget_delta=D": "--budget-delta D",
+    "budget=EpsDelta(E, D)": "--budget-epsilon E --budget-delta D",
+    "budget=MaxAttackAccuracy(A)": "--budget-accuracy A",
     "values": "--values",
     "secret=NAME": "--secret NAME",
     "same_records_as=NAME": "--same-records-as NAME",

@@ -193,6 +193,8 @@ def _print(result: Any, saved: str | None = None) -> None:
         )
     if saved is not None:
         lines.append(f"Wrote the defended release to {saved}")
-    lines.append(result.verdict)
+    from distprivacy.commands._flags import to_flags
+
+    lines.append(to_flags(result.verdict))
     for line in lines:
         out.print(line, markup=False)  # wrapped at the terminal's width

@@ -559,7 +559,7 @@ class ModelDefendResult:
             return (
                 f"Verdict: no defence both verified its (ε = {self.epsilon:g}, "
                 f"δ = {self.delta:g}) guarantee and held against the attacks: do not release "
-                "(raise --epsilon or --n-models, or try another --mechanism)"
+                "(raise `epsilon` or `n_models`, or try another `mechanism`)"
             )
         bound = best.max_attack_accuracy
         return (

@@ -56,8 +56,8 @@ EXACT_REFUSED = (
 NOT_GDP = (
     "is not μ-GDP: its fitted Gaussians have unequal covariances (or it holds at one (ε, δ) "
     "point), so its exact δ(ε) rises above every GDP curve at large ε; give the secret an "
-    "(ε, δ) budget (`ledger budget --budget-epsilon E --budget-delta D`) or an attack-accuracy "
-    "budget (`--budget-accuracy A`)"
+    "(ε, δ) budget (`budget=EpsDelta(E, D)`) or an attack-accuracy budget "
+    "(`budget=MaxAttackAccuracy(A)`)"
 )
 
 
@@ -77,8 +77,19 @@ def check_budget(budget: Any) -> Target:
 
 
 def budget_to_dict(budget: Target) -> dict[str, Any]:
-    """Plain data, as the steward's events hold it (``kind`` ``mu``, ``epsilon-delta`` or
-    ``max-attack-accuracy``; the first two as ledgers have always written them)."""
+    """Plain data, as the steward's events hold it.
+
+    Parameters
+    ----------
+    budget : GDP, EpsDelta or MaxAttackAccuracy
+        The budget (checked as :func:`check_budget` does).
+
+    Returns
+    -------
+    dict
+        ``kind`` (``mu``, ``epsilon-delta`` or ``max-attack-accuracy``; the first two as ledgers
+        have always written them) and the budget's figures.
+    """
     b = check_budget(budget)
     if isinstance(b, GDP):
         return {"kind": "mu", "mu": b.mu, "epsilon": None, "delta": None}
@@ -88,7 +99,23 @@ def budget_to_dict(budget: Target) -> dict[str, Any]:
 
 
 def budget_from_dict(raw: Any) -> Target:
-    """Inverse of :func:`budget_to_dict` (checked as a new budget is)."""
+    """Inverse of :func:`budget_to_dict` (checked as a new budget is).
+
+    Parameters
+    ----------
+    raw : mapping
+        What :func:`budget_to_dict` wrote.
+
+    Returns
+    -------
+    GDP, EpsDelta or MaxAttackAccuracy
+        The budget.
+
+    Raises
+    ------
+    LedgerError
+        Not a budget this library writes, in one line.
+    """
     kind = raw.get("kind") if isinstance(raw, Mapping) else None
     try:
         if kind == "mu":
