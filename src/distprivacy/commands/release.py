@@ -26,8 +26,10 @@ from distprivacy.commands._common import (
 )
 from distprivacy.commands._display import (
     Clip,
+    StatName,
     clip_release,
     fmt,
+    keep_names_whole,
     noise_summary,
     print_header,
     print_statement,
@@ -63,8 +65,9 @@ def _print_release(console: Console, cal: Calibration, rel: Release, clip: Clip)
     ):
         relative = "—" if not np.isfinite(re) else f"{re:.2%}"
         noise = "none" if name in noise_free else fmt(float(sd))
-        table.add_row(name, f"{v:.4f}" + (" *" if k in clip.moved else ""), noise, relative)
-    console.print(table)
+        value = f"{v:.4f}" + (" *" if k in clip.moved else "")
+        table.add_row(StatName(name), value, noise, relative)
+    console.print(keep_names_whole(table))
     for k in clip.moved:
         console.print(
             f"* {rel.statistic_names[k]}: the noisy value {rel.values[k]:.4f} was clipped to "
@@ -118,9 +121,9 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
 @click.option(
     "--mechanism",
     "mechanism_name",
-    default="DauM-G",
-    show_default=True,
-    help=f"One of: {', '.join(MECHANISM_NAMES)}.",
+    default=None,
+    help=f"One of: {', '.join(MECHANISM_NAMES)}. Default: the mechanism `calibrate` "
+    "recommends (the best verified one available in this install).",
 )
 @click.option(
     "--target",
@@ -174,7 +177,7 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
 @click.pass_context
 def release(
     ctx: click.Context,
-    mechanism_name: str,
+    mechanism_name: str | None,
     target: str | None,
     plan_path: str | None,
     value_text: str | None,
@@ -226,7 +229,12 @@ def release(
     else:
         if value_text is not None:
             raise DistPrivacyError("--value needs --plan (without a plan, give --target)")
-        mech = mechanism(mechanism_name, s)
+        if mechanism_name is None:
+            from distprivacy.commands._recommend import recommended
+
+            mech = recommended(s)
+        else:
+            mech = mechanism(mechanism_name, s)
         if s.model_file is not None:
             check_model_file(s)
             if target_df is not None:
