@@ -119,8 +119,8 @@ def test_assumptions_and_checks_state_models_samples_and_seed(reports):
         assert out.headings.index("Assumptions and checks") > out.headings.index("Per attack")
         checks = text[text.index('<section id="assumptions-and-checks">') :]
         assert f"{trained} trained: per share, 20 for the adversary and 20 for the victim" in checks
-        assert "<td>rows per training set</td><td>100</td>" in checks
-        assert "<td>seed</td><td>1</td>" in checks
+        assert '<td>rows per training set</td><td data-label="value">100</td>' in checks
+        assert '<td>seed</td><td data-label="value">1</td>' in checks
         assert "Clopper–Pearson" in checks
         assert "run (" in checks and "parameters per model)" in checks  # white-box attack
         assert "sex" in text and "age, hours_per_week, education_num, income" in text
@@ -175,5 +175,5 @@ def test_no_white_box_and_user_text_escaped():
     out = validate(text)
     assert "<b>" not in text and "x==&quot;&lt;b&gt;&amp;" in text
     assert 'x=="<b>&' in "".join(out.text)
-    assert "<td>white-box attack</td><td>not applicable</td>" in text
+    assert '<td>white-box attack</td><td data-label="value">not applicable</td>' in text
     assert "no exact statistic" in text

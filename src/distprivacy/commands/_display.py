@@ -493,15 +493,10 @@ def recommend(cals: Sequence[Calibration], utility: str) -> dict[str, Any] | Non
 
 
 def values_hint(spec: Any) -> str:
-    """How to choose ``--values``, with this spec's own pairs."""
-    text = (
-        "Choosing --values: shares of the protected property that bracket the true one, which "
-        "an attacker must not tell apart; the guarantee covers exactly the listed pairs"
-    )
-    if spec is None:
-        return text + "."
-    pairs = dict.fromkeys(tuple(sorted((float(a), float(b)))) for a, b in spec.pairs)
-    return f"{text} (here {'; '.join(f'{a:g} vs {b:g}' for a, b in pairs)})."
+    """How to choose ``--values``, with this spec's own pairs (the reports say the same)."""
+    from distprivacy.report._pages import values_hint as words
+
+    return words(spec)
 
 
 def _compact(title: str | None = None) -> Table:

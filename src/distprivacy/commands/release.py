@@ -40,7 +40,11 @@ from distprivacy.commands._display import (
 from distprivacy.commands._files import check_apart, config_file, data_files, ledger_files
 from distprivacy.commands._flags import to_flags
 from distprivacy.commands._names import MECHANISM_NAMES
-from distprivacy.commands._report import report_option, write_release
+from distprivacy.commands._report import (
+    release_report_option,
+    review_report_option,
+    write_release,
+)
 from distprivacy.commands._settings import Settings
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import DistPrivacyError
@@ -173,7 +177,8 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
     "count into [0, n] (post-processing, which keeps the guarantee).",
 )
 @allow_exact_option
-@report_option
+@release_report_option
+@review_report_option
 @click.pass_context
 def release(
     ctx: click.Context,
@@ -186,6 +191,7 @@ def release(
     no_clip: bool,
     allow_exact: bool,
     report: str | None,
+    review_report: str | None,
     **p: Any,
 ) -> None:
     """Release the statistics of a dataset with the chosen mechanism (or a saved plan), or,
@@ -197,14 +203,14 @@ def release(
     if ledger_path is not None or dataset_name is not None:
         _release_registered(
             ctx, ledger_path, dataset_name, plan_path, target, value_text, allow_exact,
-            no_clip, report, p,
+            no_clip, report, p, review_report,
         )  # fmt: skip
         return
 
     check_apart(
         [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
          ("--target", target), ("--plan", plan_path), *config_file(ctx)],
-        [("--report", report)],
+        [("--report", report), ("--review-report", review_report)],
     )  # fmt: skip
     s = Settings.from_click(ctx, p)
     target_df = None if target is None else load_table(target)
@@ -271,7 +277,8 @@ def release(
     clip = clip_release(rel.values, cal, enabled=not no_clip)
     if s.as_json:
         click.echo(dumps_json({**info, **_json_release(rel, clip)}))
-        write_release(report, cal, rel, model, plan_spec, context, show=False)
+        write_release(report, cal, rel, model, plan_spec, context, show=False,
+                      review=review_report, clip=clip)  # fmt: skip
         return
     console = Console()
     from distprivacy.wording import statement
@@ -286,7 +293,8 @@ def release(
         console.print(f"Plan {plan_path} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['target']}")
     _print_release(console, cal, rel, clip)
-    write_release(report, cal, rel, model, plan_spec, context, show=True)
+    write_release(report, cal, rel, model, plan_spec, context, show=True,
+                  review=review_report, clip=clip)  # fmt: skip
 
 
 def _release_registered(
@@ -300,6 +308,7 @@ def _release_registered(
     no_clip: bool,
     report: str | None,
     p: dict[str, Any],
+    review_report: str | None = None,
 ) -> None:
     """``release --ledger L --dataset NAME --plan NAME``: the library reads the registered
     file and the approved plan itself; the releaser hands in neither (issue 30)."""
@@ -323,11 +332,12 @@ def _release_registered(
         )
     if allow_exact:
         raise BudgetExceededError(EXACT_REFUSED)  # μ = ∞: over every budget
-    check_apart([*ledger_files(ledger_path, "--ledger"), *config_file(ctx)], [("--report", report)])
+    outputs = [("--report", report), ("--review-report", review_report)]
+    check_apart([*ledger_files(ledger_path, "--ledger"), *config_file(ctx)], outputs)
     led = _open_ledger(ledger_path)
     assert led is not None
     ctx.call_on_close(led.close)
-    check_apart(_registered_files(led, dataset_name), [("--report", report)])
+    check_apart(_registered_files(led, dataset_name), outputs)
     bar = LazyProgress("releasing", enabled=s.show)
 
     def on_wait(waited: float, limit: float) -> None:
@@ -369,7 +379,8 @@ def _release_registered(
     context = {**info, **plan.modelling}
     if s.as_json:
         click.echo(dumps_json({**info, **_json_release(rel, clip)}))
-        write_release(report, cal, rel, plan.model, plan.spec, context, show=False)
+        write_release(report, cal, rel, plan.model, plan.spec, context, show=False,
+                      review=review_report, clip=clip)  # fmt: skip
         return
     console = Console()
     from distprivacy.wording import statement
@@ -389,7 +400,8 @@ def _release_registered(
         f"{c.max_attack_accuracy:.1%} accuracy (exact joint accounting of every release under "
         "the secret)"
     )
-    write_release(report, cal, rel, plan.model, plan.spec, context, show=True)
+    write_release(report, cal, rel, plan.model, plan.spec, context, show=True,
+                  review=review_report, clip=clip)  # fmt: skip
 
 
 def _registered_files(led: Ledger, name: str) -> list[tuple[str, str | None]]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.report._curves import Sweep
-from distprivacy.report._html import esc, figure, table
+from distprivacy.report._html import esc, figure, prose, table, unsci
 from distprivacy.report._svg import DASHED, RING, Mark, Series, legend_html, line_chart
 
 __all__ = [
@@ -26,7 +26,8 @@ __all__ = [
 
 
 def g(x: Any, digits: int = 4) -> str:
-    """A number in ``digits`` significant digits ('—' for None or NaN)."""
+    """A number in ``digits`` significant digits, as the terminal prints it, never in
+    e-notation: 9.82e-05 is written 9.82 × 10⁻⁵ ('—' for None or NaN)."""
     if x is None:
         return "—"
     x = float(x)
@@ -34,7 +35,7 @@ def g(x: Any, digits: int = 4) -> str:
         return "—"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
-    return f"{x:.{digits}g}" if abs(x) < 1e5 else f"{x:.3e}"
+    return unsci(f"{x:.{digits}g}" if abs(x) < 1e5 else f"{x:.{digits - 1}e}")
 
 
 def pct(x: Any, digits: int = 1) -> str:
@@ -220,7 +221,7 @@ def protected_section(spec: Any, context: Mapping[str, Any]) -> str:
 
     rows: list[list[str]] = []
     if spec is not None:
-        head = f"<p>The release must not reveal {esc(protected_sentence(spec))}.</p>"
+        head = f"<p>The release must not reveal {prose(protected_sentence(spec))}.</p>"
         rows += [
             ["protected property", str(spec.predicate)],
             ["candidate shares p", ", ".join(f"{float(v):g}" for v in spec.values)],
@@ -298,7 +299,7 @@ def assumptions_section(
     if not_applicable:
         out += (
             '<h3>Mechanisms not applicable</h3><ul class="plain">'
-            + "".join(f"<li>{esc(r)}</li>" for r in not_applicable.values())
+            + "".join(f"<li>{prose(r)}</li>" for r in not_applicable.values())
             + "</ul>"
         )
     return out

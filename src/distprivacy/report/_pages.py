@@ -23,9 +23,9 @@ from distprivacy.report._figures import (
     protected_section,
     utility_figure,
 )
-from distprivacy.report._html import Page, esc, figure, table
+from distprivacy.report._html import Page, esc, figure, prose, table
 from distprivacy.report._interval import noise_halfwidths
-from distprivacy.report._svg import DASHED, Series, legend_html, line_chart
+from distprivacy.report._svg import DASHED, Series, integer_ticks, legend_html, line_chart
 
 __all__ = ["audit_report", "calibrate_report", "ledger_report", "release_report"]
 
@@ -46,13 +46,43 @@ LEDGER_NOTE = (
 )
 
 
-def _footer(private: bool) -> list[str]:
+#: At the top of a page holding exact statistics.
+REVIEW_NOTICE = (
+    "Internal: this page holds exact statistics of the data (the model's typical values and "
+    "spreads) and was written readable by its owner only (mode 0600). Do not publish it; "
+    "`release --report FILE` writes the page to publish."
+)
+
+
+def values_hint(spec: Any) -> str:
+    """How to choose ``--values``, with this spec's own pairs (the terminal's line too)."""
+    text = (
+        "Choosing --values: shares of the protected property that bracket the true one, which "
+        "an attacker must not tell apart; the guarantee covers exactly the listed pairs"
+    )
+    if spec is None:
+        return text + "."
+    pairs = dict.fromkeys(tuple(sorted((float(a), float(b)))) for a, b in spec.pairs)
+    return f"{text} (here {'; '.join(f'{a:g} vs {b:g}' for a, b in pairs)})."
+
+
+#: The footer of a public page (``release --report``).
+PUBLIC_NOTE = (
+    "This page holds no exact statistic of the data: only the released (noisy) values, their "
+    "intervals, the guarantee and the method. It may be published (written with mode 0644)."
+)
+
+
+def _footer(private: bool, public: bool = False) -> list[str]:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         f"Made by distprivacy {__version__} on {now}. Self-contained: no script, nothing loaded."
     ]
     if private:
-        out.append(PRIVATE_NOTE)
+        out.append(PRIVATE_NOTE + " Do not publish it: `release --report` writes the page to "
+                   "publish.")  # fmt: skip
+    if public:
+        out.append(PUBLIC_NOTE)
     return out
 
 
@@ -173,13 +203,18 @@ def calibrate_report(
         page.statement(
             [
                 words,
-                f"Figures for {first.mechanism}, the mechanism of best utility; every "
-                "applicable mechanism is compared below.",
+                f"Figures for {first.mechanism}, the recommended mechanism (the least noise "
+                "among the verified mechanisms available in this install; release uses it by "
+                "default); every applicable mechanism is compared below.",
             ]
         )
     else:
         page.statement(["No mechanism is applicable: nothing can be released with a guarantee."])
-    page.section("What is protected", protected_section(spec, context))
+    page.notice(REVIEW_NOTICE)
+    page.section(
+        "What is protected",
+        protected_section(spec, context) + f"<p>{prose(values_hint(spec))}</p>",
+    )
     if first is not None:
         page.section(
             "Per statistic",
@@ -206,6 +241,23 @@ def _subtitle(spec: Any, context: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _published(
+    rel: Any, published: Any, clipped: Sequence[int], ranges: Sequence[Any]
+) -> tuple[np.ndarray, set[int]]:
+    """The values published (the clipped ones when given) and which were clipped."""
+    vals = np.asarray(rel.values if published is None else published, dtype=float).reshape(-1)
+    return vals, set(clipped)
+
+
+def _interval(v: float, hw: float, rng: Any) -> tuple[float, float]:
+    """The 95 % interval around the published value, inside the statistic's range (the true
+    value lies in it)."""
+    lo, hi = v - hw, v + hw
+    if rng:
+        lo, hi = max(lo, rng[0]), min(hi, rng[1])
+    return lo, hi
+
+
 def release_report(
     calibration: Any,
     release: Any,
@@ -214,30 +266,72 @@ def release_report(
     context: Mapping[str, Any],
     sweep: Sweep,
     ledger: Mapping[str, Any] | None = None,
+    public: bool = False,
+    published: Any = None,
+    clipped: Sequence[int] = (),
+    ranges: Sequence[Any] = (),
 ) -> str:
-    """The report of ``distprivacy release``: the released values with their noise intervals,
-    the curves, the checks made, and the ledger's cumulative guarantee when recorded in one."""
+    """The report of ``distprivacy release``.
+
+    Parameters
+    ----------
+    calibration, release
+        What the release used and drew.
+    spec : ProtectionSpec or None
+        What is protected.
+    context : mapping
+        The command's settings and sources.
+    sweep : Sweep
+        The curves (:func:`~distprivacy.report.sweep`).
+    ledger : mapping, optional
+        The ledger's record of the release (its cumulative guarantee).
+    public : bool
+        The page to publish (``release --report``): the released values with their intervals,
+        the guarantee, what is protected and the method — no exact statistic, no column
+        relative to the data's own values, no path, no warning quoting the data's spreads;
+        written 0644. Otherwise the review page (``--review-report``): every figure, written
+        0600.
+    published : array, optional
+        The values published (post-processed into their ranges); default the release's.
+    clipped : sequence of int
+        The statistics whose value was clipped into its range.
+    ranges : sequence of (low, high) or None
+        Each statistic's range (the intervals are kept inside it).
+    """
     from distprivacy.wording import statement
 
     c, rel = calibration, release
-    page = Page("Release report", _subtitle(spec, context))
+    title = "Release" if public else "Release report (internal review)"
+    page = Page(title, _subtitle(spec, {} if public else context))
     page.statement([statement(spec, rel.statistic_names, c.guarantee, released=True)])
+    page.notice(PUBLIC_NOTE if public else REVIEW_NOTICE)
     h = noise_halfwidths(c.noise, LEVEL)
-    vals = np.asarray(rel.values, dtype=float)
-    rows = [
-        [name, g(v, 6), f"[{g(v - hw, 5)}, {g(v + hw, 5)}]", g(sd), _rel(float(re))]
-        for name, v, hw, sd, re in zip(
-            rel.statistic_names, vals, h, c.noise_sd, c.relative_error, strict=True
-        )
-    ]
+    vals, moved = _published(rel, published, clipped, ranges)
+    rng = list(ranges) + [None] * (len(vals) - len(ranges))
+    rows = []
+    for k, (name, v, hw, sd) in enumerate(
+        zip(rel.statistic_names, vals, h, c.noise_sd, strict=True)
+    ):
+        lo, hi = _interval(float(v), float(hw), rng[k])
+        row = [name, f"{v:.4f}" + (" *" if k in moved else ""), f"[{lo:.4f}, {hi:.4f}]", g(sd)]
+        if not public:
+            row.append(_rel(float(c.relative_error[k])))
+        rows.append(row)
+    header = ["statistic", "released value", "95 % interval", "noise SD"]
     released = table(
-        ["statistic", "released value", "95 % interval", "noise SD", "noise SD / typical value"],
+        header if public else [*header, "noise SD / typical value"],
         rows,
         caption=f"Released by {c.mechanism}: the true value lies in the interval with "
         "probability 95 % over the noise",
         numeric=(1, 2, 3, 4),
         table_id="statistics-table",
     )
+    for k in sorted(moved):
+        r = rng[k]
+        released += (
+            f'<p class="small">* {esc(rel.statistic_names[k])}: the noisy value was clipped '
+            f"into its range [{g(r[0])}, {g(r[1])}]; post-processing keeps the guarantee.</p>"
+        )
     if not c.adds_noise:
         released += (
             '<p class="verdict-bad">No noise was added: these are the TRUE statistics '
@@ -247,39 +341,98 @@ def release_report(
         for e in getattr(rel, "exact_statistics", ()):
             kind = "" if e.justified else ' class="verdict-bad"'
             note = e.describe().replace("`allow_exact=True`", "--allow-exact")
-            released += f"<p{kind}>{esc(note)}</p>"
+            released += f"<p{kind}>{prose(note)}</p>"
     page.section("Released statistics", released)
-    page.section("What is protected", protected_section(spec, context))
-    page.section(
-        "Privacy and utility",
-        utility_figure(sweep, (c.mechanism, c.epsilon, c.expected_l2_error))
-        + accuracy_figure(sweep, (c.mechanism, c.epsilon, c.max_attack_accuracy)),
-    )
-    checks = [
-        (
-            "the released dataset looks like one the model describes",
-            "support and plausibility checked before the noise was drawn (Mahalanobis "
-            "distance to the nearest share within the χ² limit at level 10⁻¹²)",
-            "passed",
-        ),
-        (
-            "the noise came from a secure generator",
-            "yes" if rel.secure else "no: --seed makes it reproducible (never publish it)",
-            "passed" if rel.secure else "FAILED",
-        ),
-    ]
-    page.section("Assumptions and checks", assumptions_section([c], None, checks))
+    if public:
+        page.section("The guarantee", _guarantee_section(c))
+        page.section("What is protected", protected_section(spec, _public_context(context)))
+        page.section("Method", _method_section(c, rel))
+        page.section(
+            "Privacy",
+            accuracy_figure(sweep, (c.mechanism, c.epsilon, c.max_attack_accuracy)),
+        )
+    else:
+        page.section("What is protected", protected_section(spec, context))
+        page.section(
+            "Privacy and utility",
+            utility_figure(sweep, (c.mechanism, c.epsilon, c.expected_l2_error))
+            + accuracy_figure(sweep, (c.mechanism, c.epsilon, c.max_attack_accuracy)),
+        )
+        checks = [
+            (
+                "the released dataset looks like one the model describes",
+                "support and plausibility checked before the noise was drawn (Mahalanobis "
+                "distance to the nearest share within the χ² limit at level 10⁻¹²)",
+                "passed",
+            ),
+            (
+                "the noise came from a secure generator",
+                "yes" if rel.secure else "no: --seed makes it reproducible (never publish it)",
+                "passed" if rel.secure else "FAILED",
+            ),
+        ]
+        page.section("Assumptions and checks", assumptions_section([c], None, checks))
     if ledger is not None:
         cum = ledger["cumulative"]
+        where = "the steward's ledger" if public else f"ledger {ledger['ledger']}"
+        budget = "" if public else f" (budget {ledger['budget']})"
         text = (
-            f"Recorded in ledger {ledger['ledger']} (budget {ledger['budget']}) as release "
+            f"Recorded in {where}{budget} as release "
             f"{ledger['releases_of_this_dataset']} of this dataset: all its releases together "
             f"give ε = {g(cum['epsilon'])} at δ = {g(cum['delta'], 3)}"
             + ("" if cum.get("mu") is None else f", μ = {g(cum['mu'])}")
             + f", no attacker above {pct(cum['max_attack_accuracy'])} accuracy."
         )
-        page.section("Ledger", f"<p>{esc(text)}</p>")
-    return page.render(_footer(private=True))
+        page.section("Ledger", f"<p>{prose(text)}</p>")
+    return page.render(_footer(private=not public, public=public))
+
+
+#: Settings a public page may show (no path, no source).
+_PUBLIC_KEYS = ("epsilon", "delta", "calibration", "covariances", "target_mu",
+                "max_attack_accuracy")  # fmt: skip
+
+
+def _public_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: context[k] for k in _PUBLIC_KEYS if context.get(k) is not None}
+
+
+def _guarantee_section(c: Any) -> str:
+    """The guarantee in words and figures: (ε, δ), μ when there is one, the attack bound."""
+    rows = [
+        ["ε (privacy loss)", g(c.epsilon)],
+        ["δ (probability the ε bound may fail)", g(c.delta_achieved, 3)],
+    ]
+    if c.mu is not None:
+        rows.append(["μ (Gaussian differential privacy)", g(c.mu)])
+    rows += [
+        ["best accuracy of any attacker", f"{pct(c.max_attack_accuracy)} (50 % is a coin flip)"],
+        ["checked for the noise drawn", "verified" if c.verified else "assumed, not verified"],
+    ]
+    words = (
+        "<p>Whatever an attacker knows besides this release, seeing it cannot tell the protected "
+        "shares apart better than the accuracy below. The guarantee rests on the assumptions "
+        "listed with the method.</p>"
+    )
+    return words + table(["guarantee", "value"], rows, caption="The guarantee of this release")
+
+
+def _method_section(c: Any, rel: Any) -> str:
+    """The mechanism, its theorem, the noise's family and what the guarantee assumes."""
+    rows = [
+        ["mechanism", c.mechanism],
+        ["theorem", c.theorem],
+        ["noise", noise_words(c)],
+        ["expected L2 error E‖Z‖₂", g(c.expected_l2_error)],
+        ["noise generator", "secure" if rel.secure else "seeded (not for publication)"],
+    ]
+    out = table(["method", ""], rows, caption="How the noise was calibrated and drawn")
+    if c.assumptions:
+        out += (
+            '<h3>What the guarantee assumes</h3><ul class="plain">'
+            + "".join(f"<li>{prose(a)}</li>" for a in c.assumptions)
+            + "</ul>"
+        )
+    return out
 
 
 def audit_report(
@@ -463,6 +616,8 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         ylog=False,
         hlines=[(100.0, "budget")],
         ylim=(0.0, max(110.0, max(ys, default=0.0) * 1.08)),
+        xlim=(0.5, last + 0.5),
+        xticks=integer_ticks(last),  # release numbers are whole
     )
     caption = (
         "After each release (marker), the cumulative guarantee of all releases of that "

@@ -4,19 +4,34 @@ is HTML beside it (:func:`legend_html`), so that it wraps on a phone instead of 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Mark", "Series", "legend_html", "line_chart", "style_of"]
+__all__ = [
+    "Mark",
+    "Series",
+    "integer_ticks",
+    "label_box",
+    "legend_html",
+    "line_chart",
+    "series_points",
+    "style_of",
+]
 
-#: Okabe–Ito's colour-blind-safe palette, then Tol's muted one.
+#: Twelve colours any two of which differ by a CIEDE2000 ΔE of at least 16 in normal vision
+#: and at least 12 as seen with deuteranopia or protanopia (Machado et al. 2009's simulation),
+#: each at least 30 from the white page: chosen by a greedy max–min search over a grid of
+#: saturated sRGB colours and checked by ``tests/report/test_palette.py``. After twelve, the
+#: colours repeat with a dash pattern.
 PALETTE = (
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255",
-    "#117733", "#AA4499", "#44AA99", "#999933", "#661100", "#6699CC",
+    "#4B69E1", "#E15A00", "#780F1E", "#008778", "#FFB400", "#78004B", "#D287FF", "#B41E00",
+    "#5AA569", "#0000F0", "#B43C5A", "#2D96B4",
 )  # fmt: skip
 #: Dash patterns, cycled after the colours.
 DASHES = ("", "6 3", "2 3", "8 3 2 3")
@@ -84,8 +99,114 @@ def tick_label(v: float) -> str:
     a = abs(v)
     if 1e-2 <= a < 1e4:  # at most four characters for decades: a phone's axis is narrow
         return f"{v:.6g}"
+    from distprivacy.report._html import power_of_ten
+
     m, e = f"{v:.0e}".split("e")
-    return f"{m}e{int(e)}"
+    return power_of_ten(m, int(e))
+
+
+def integer_ticks(last: float, first: float = 1.0, most: int = 8) -> list[float]:
+    """Whole-number ticks from ``first`` to ``last`` (at most ``most``, evenly stepped): the
+    axis of a count (release numbers) never shows 1.5."""
+    lo, hi = math.ceil(first), math.floor(last)
+    if hi < lo:
+        return [float(lo)]
+    step = max(1, math.ceil((hi - lo + 1) / most))
+    return [float(t) for t in range(lo, hi + 1, step)]
+
+
+#: Font sizes (px of the 600 × 360 view box) used to keep a label's box clear of the lines:
+#: the largest the stylesheet sets (a phone's).
+_FONT = {"mark": 21.0, "note": 20.0}
+#: A character's average advance, as a share of the font size.
+_ADVANCE = 0.58
+
+
+def label_box(x: float, y: float, text: str, anchor: str, kind: str) -> tuple[float, ...]:
+    """The box (x0, y0, x1, y1) a label at (x, y) — its baseline — takes, estimated
+    generously for the largest font the stylesheet gives it."""
+    size = _FONT[kind]
+    w = len(text) * size * _ADVANCE
+    x0 = x if anchor == "start" else x - w if anchor == "end" else x - w / 2
+    return (x0, y - size * 0.85, x0 + w, y + size * 0.25)
+
+
+def _crosses(box: tuple[float, ...], a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether the segment a–b meets the box (Liang–Barsky clipping)."""
+    x0, y0, x1, y1 = box
+    t0, t1 = 0.0, 1.0
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    for p, q in ((-dx, a[0] - x0), (dx, x1 - a[0]), (-dy, a[1] - y0), (dy, y1 - a[1])):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+#: Where a point's label may go, (dx, dy) from the point to the label's baseline, nearest
+#: first (then twice, three and four and a half times as far).
+_AROUND = ((12, -12, "start"), (-12, -12, "end"), (12, 26, "start"), (-12, 26, "end"),
+           (0, -18, "middle"), (0, 34, "middle"))  # fmt: skip
+
+
+class _Placer:
+    """Puts labels where they cross no line, no point and no other label, inside the plot."""
+
+    def __init__(self, lines: list[list[tuple[float, float]]]) -> None:
+        self.segments = [(p, q) for pts in lines for p, q in itertools.pairwise(pts)]
+        self.points = [p for pts in lines for p in pts]
+        self.boxes: list[tuple[float, ...]] = []
+
+    def cost(self, box: tuple[float, ...]) -> int:
+        inside = LEFT <= box[0] and box[2] <= WIDTH - RIGHT and TOP <= box[1]
+        inside = inside and box[3] <= HEIGHT - BOTTOM
+        hits = sum(_crosses(box, a, b) for a, b in self.segments)
+        pad = 4.0
+        hits += sum(
+            box[0] - pad <= x <= box[2] + pad and box[1] - pad <= y <= box[3] + pad
+            for x, y in self.points
+        )
+        hits += sum(_overlaps(box, b) for b in self.boxes)
+        return hits + (0 if inside else 1000)
+
+    def place(
+        self, text: str, kind: str, candidates: Sequence[tuple[float, float, str]]
+    ) -> tuple[float, float, str]:
+        """The first candidate (x, y, anchor) whose box is clear, else the least crowded."""
+        best, best_cost = candidates[0], math.inf
+        for x, y, anchor in candidates:
+            c = self.cost(label_box(x, y, text, anchor, kind))
+            if c < best_cost:
+                best, best_cost = (x, y, anchor), c
+            if c == 0:
+                break
+        self.boxes.append(label_box(*best[:2], text, best[2], kind))
+        return best
+
+
+def series_points(s: Series, X: Any, Y: Any) -> list[tuple[float, float]]:
+    """The pixels a series' line passes through (a step series: level, then jump)."""
+    x = np.asarray(s.x, dtype=float)
+    y = np.asarray(s.y, dtype=float)
+    pts = [(X(a), Y(b)) for a, b in zip(x, y, strict=True) if _ok(a, X.log) and _ok(b, Y.log)]
+    if s.step and len(pts) > 1:
+        out = [pts[0]]
+        for px, py in pts[1:]:
+            out += [(px, out[-1][1]), (px, py)]
+        return out
+    return pts
 
 
 def _nice_step(span: float, target: int = 5) -> float:
@@ -213,28 +334,40 @@ def line_chart(
             f'<text x="{LEFT - 7}" y="{py}" dy="0.35em" text-anchor="end" '
             f'class="tick">{escape(tick_label(t))}</text>'
         )
-    for h, text in hlines:
-        if y0 <= h <= y1 and (h > 0 or not ylog):
-            py = _num(Y(h))
-            out.append(
-                f'<line x1="{LEFT}" y1="{py}" x2="{WIDTH - RIGHT}" y2="{py}" stroke="#555" '
-                f'stroke-dasharray="5 4"/><text x="{WIDTH - RIGHT - 6}" y="{py}" dy="-0.45em" '
-                f'text-anchor="end" class="note">{escape(text)}</text>'
-            )
+    lines = [series_points(s, X, Y) for s in series if s.line]
     for s in series:
         out.extend(_series_svg(s, X, Y))
-    for m in marks:
+    placer = _Placer(lines)
+    for m in marks:  # the chosen point's label first: it matters most
         if not (_ok(m.x, xlog) and _ok(m.y, ylog)):
             continue
         px, py = X(m.x), Y(m.y)
-        right = px < (LEFT + WIDTH - RIGHT) / 2
-        tx = px + 12 if right else px - 12
-        ty = py - 12 if py > TOP + 30 else py + 22
+        placer.points.append((px, py))
+        cands = [(px + dx * r, py + dy * r, anchor) for r in (1.0, 2.0, 3.2, 4.5)
+                 for dx, dy, anchor in _AROUND]  # fmt: skip
+        tx, ty, anchor = placer.place(m.text, "mark", cands)
         out.append(
             f'<circle cx="{_num(px)}" cy="{_num(py)}" r="9" fill="none" stroke="#000" '
             f'stroke-width="2.2"/><text x="{_num(tx)}" y="{_num(ty)}" '
-            f'text-anchor="{"start" if right else "end"}" class="mark">{escape(m.text)}</text>'
+            f'text-anchor="{anchor}" class="mark">{escape(m.text)}</text>'
         )
+    for h, text in hlines:
+        if y0 <= h <= y1 and (h > 0 or not ylog):
+            py = Y(h)
+            placer.segments.append(((LEFT, py), (WIDTH - RIGHT, py)))
+            x_at = [
+                (WIDTH - RIGHT - 6, "end"), (LEFT + 6, "start"),
+                ((LEFT + WIDTH - RIGHT) / 2, "middle"),
+                (LEFT + (WIDTH - LEFT - RIGHT) * 0.75, "middle"),
+                (LEFT + (WIDTH - LEFT - RIGHT) * 0.25, "middle"),
+            ]  # fmt: skip
+            cands = [(x, py + dy, a) for dy in (-6, 20) for x, a in x_at]
+            tx, ty, anchor = placer.place(text, "note", cands)
+            out.append(
+                f'<line x1="{LEFT}" y1="{_num(py)}" x2="{WIDTH - RIGHT}" y2="{_num(py)}" '
+                f'stroke="#555" stroke-dasharray="5 4"/><text x="{_num(tx)}" y="{_num(ty)}" '
+                f'text-anchor="{anchor}" class="note">{escape(text)}</text>'
+            )
     out.append(
         f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{HEIGHT - 12}" text-anchor="middle" '
         f'class="axis">{escape(xlabel)}</text>'
@@ -261,7 +394,8 @@ def _series_svg(s: Series, X: _Axis, Y: _Axis) -> list[str]:
     dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
     if s.line and len(pts) > 1:
         d = " ".join(
-            f"{'M' if i == 0 else 'L'}{_num(px)} {_num(py)}" for i, (px, py) in enumerate(pts)
+            f"{'M' if i == 0 else 'L'}{_num(px)} {_num(py)}"
+            for i, (px, py) in enumerate(series_points(s, X, Y))
         )
         out.append(
             f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"{dash_attr}>'
