@@ -147,18 +147,33 @@ def _per_statistic(c: Any) -> str:
     )  # fmt: skip
 
 
+#: Mechanisms per table of the noise matrix: more would make it scroll sideways on a laptop
+#: and lose columns on paper.
+MATRIX_COLUMNS = 4
+
+
 def _matrix(cals: Sequence[Any]) -> str:
-    rows = []
-    for k, name in enumerate(cals[0].statistic_names):
-        rows.append(
-            [name] + [f"{g(c.noise_sd[k])} ({_rel(float(c.relative_error[k]))})" for c in cals]
+    """Noise SD per statistic and mechanism: tables of at most :data:`MATRIX_COLUMNS`
+    mechanisms each, every one repeating the statistic column."""
+    groups = [cals[k : k + MATRIX_COLUMNS] for k in range(0, len(cals), MATRIX_COLUMNS)]
+    out = []
+    for j, group in enumerate(groups, 1):
+        rows = []
+        for k, name in enumerate(group[0].statistic_names):
+            rows.append(
+                [name] + [f"{g(c.noise_sd[k])} ({_rel(float(c.relative_error[k]))})" for c in group]
+            )
+        part = f", part {j} of {len(groups)}" if len(groups) > 1 else ""
+        out.append(
+            table(
+                ["statistic", *[c.mechanism for c in group]],
+                rows,
+                caption="Noise SD per statistic and mechanism (in brackets: SD / typical value)"
+                + part,
+                numeric=tuple(range(1, len(group) + 1)),
+            )
         )
-    return table(
-        ["statistic", *[c.mechanism for c in cals]],
-        rows,
-        caption="Noise SD per statistic and mechanism (in brackets: SD / typical value)",
-        numeric=tuple(range(1, len(cals) + 1)),
-    )
+    return "".join(out)
 
 
 def _spec(model: Any) -> Any:
