@@ -44,7 +44,7 @@ def test_dichromat_simulation_keeps_greys_and_merges_red_with_green():
 
 def test_twelve_colours_told_apart_by_dichromats():
     assert len(PALETTE) >= 12 and len(set(PALETTE)) == len(PALETTE)
-    assert min_pairwise(list(PALETTE), None)[0] >= 15
+    assert min_pairwise(list(PALETTE), None)[0] >= 20
     for kind in ("deuteranopia", "protanopia"):
         d, pair = min_pairwise(list(PALETTE), kind)
         assert d >= 12, (kind, d, pair)

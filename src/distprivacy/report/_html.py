@@ -53,7 +53,9 @@ ul.plain li{margin:.25em 0}
 footer{margin-top:2em;font-size:.85em;color:#555;border-top:1px solid #e4e6ea;padding-top:.6em}
 .notice{border:1px solid #c9d3de;background:#f7f9fb;padding:8px 12px;border-radius:4px;
  font-size:.93em}
-main,p,li,td,figcaption{overflow-wrap:anywhere}
+p,li,figcaption{overflow-wrap:anywhere}
+td{overflow-wrap:break-word}
+td code{overflow-wrap:anywhere}
 @media (max-width:600px){
  body{font-size:15px}
  main{padding:12px 12px 30px}
@@ -79,6 +81,8 @@ main,p,li,td,figcaption{overflow-wrap:anywhere}
  table.cards td:first-child{display:block;text-align:left;font-weight:600;
   border-bottom:1px solid #eceef1;padding:4px 10px 6px}
  table.cards td:first-child::before{content:none}
+ table.cards td,table:not(.cards) td{overflow-wrap:anywhere}
+ table:not(.cards){table-layout:fixed}
 }
 @page{margin:14mm 12mm}
 @media print{
@@ -87,7 +91,7 @@ main,p,li,td,figcaption{overflow-wrap:anywhere}
  .statement{border:1px solid #9ab;border-left:6px solid #0072B2}
  .scroll{overflow:visible;border:0}
  table{font-size:8pt;width:100%;table-layout:auto}
- th,td,td.num,th.num{white-space:normal;overflow-wrap:anywhere;padding:3px 4px}
+ th,td,td.num,th.num{white-space:normal;padding:3px 4px}
  tr,figure,.statement,.notice{break-inside:avoid}
  h2,h3,p.caption{break-after:avoid}
  main>section{break-before:page}

@@ -440,7 +440,7 @@ def _method_section(c: Any, rel: Any) -> str:
         ["expected L2 error E‖Z‖₂", g(c.expected_l2_error)],
         ["noise generator", "secure" if rel.secure else "seeded (not for publication)"],
     ]
-    out = table(["method", ""], rows, caption="How the noise was calibrated and drawn")
+    out = table(["method", "value"], rows, caption="How the noise was calibrated and drawn")
     if c.assumptions:
         out += (
             '<h3>What the guarantee assumes</h3><ul class="plain">'

@@ -24,14 +24,15 @@ __all__ = [
     "style_of",
 ]
 
-#: Twelve colours any two of which differ by a CIEDE2000 ΔE of at least 16 in normal vision
+#: Twelve colours any two of which differ by a CIEDE2000 ΔE of at least 20 in normal vision
 #: and at least 12 as seen with deuteranopia or protanopia (Machado et al. 2009's simulation),
 #: each at least 30 from the white page: chosen by a greedy max–min search over a grid of
-#: saturated sRGB colours and checked by ``tests/report/test_palette.py``. After twelve, the
-#: colours repeat with a dash pattern.
+#: saturated sRGB colours (normal-vision differences weighted 1/1.6), ordered so that each
+#: next colour is the farthest from those before it, and checked by
+#: ``tests/report/test_palette.py``. After twelve, the colours repeat with a dash pattern.
 PALETTE = (
-    "#4B69E1", "#E15A00", "#780F1E", "#008778", "#FFB400", "#78004B", "#D287FF", "#B41E00",
-    "#5AA569", "#0000F0", "#B43C5A", "#2D96B4",
+    "#0069F0", "#FFB400", "#4B3C00", "#009678", "#FF0069", "#B496FF", "#780F3C", "#694B87",
+    "#E16900", "#2D96B4", "#0000F0", "#A54B3C",
 )  # fmt: skip
 #: Dash patterns, cycled after the colours.
 DASHES = ("", "6 3", "2 3", "8 3 2 3")
