@@ -222,7 +222,11 @@ def test_png_reader_agrees_with_pillow(reports, tmp_path):
 
 
 def test_screenshots_in_docs_are_pngs():
+    """The screenshots docs/report.md shows (bench/make_report_screenshots.py): each report at
+    1280 px, and the public, review and calibrate reports at 390 px."""
     docs = Path(__file__).resolve().parents[2] / "docs" / "report"
-    for name in ("calibrate", "release", "audit", "ledger", "release-phone"):
+    names = ("calibrate", "public", "release", "audit", "ledger", "calibrate-phone",
+             "public-phone", "release-phone")  # fmt: skip
+    for name in names:
         img = read_png(docs / f"{name}.png")
         assert img.shape[1] == (390 if name.endswith("phone") else 1280)

@@ -197,6 +197,24 @@ class _Placer:
         return best
 
 
+def _leader(px: float, py: float, box: tuple[float, ...]) -> str:
+    """A thin line from a ring to its label when the label had to move away from it (its
+    box more than 30 px from the point): from the ring's edge to the box's nearest point."""
+    x0, y0, x1, y1 = box
+    # The box as drawn at laptop size is about two thirds of the estimate: aim at its middle
+    # height and at the side facing the point.
+    qx = min(max(px, x0), x1)
+    qy = min(max(py, y0 + (y1 - y0) * 0.3), y1 - (y1 - y0) * 0.3)
+    dist = math.hypot(qx - px, qy - py)
+    if dist <= 30:
+        return ""
+    sx, sy = px + (qx - px) * 10 / dist, py + (qy - py) * 10 / dist
+    return (
+        f'<line x1="{_num(sx)}" y1="{_num(sy)}" x2="{_num(qx)}" y2="{_num(qy)}" '
+        'stroke="#000" stroke-width="1" class="leader"/>'
+    )
+
+
 def series_points(s: Series, X: Any, Y: Any) -> list[tuple[float, float]]:
     """The pixels a series' line passes through (a step series: level, then jump)."""
     x = np.asarray(s.x, dtype=float)
@@ -349,7 +367,8 @@ def line_chart(
         tx, ty, anchor = placer.place(m.text, "mark", cands)
         out.append(
             f'<circle cx="{_num(px)}" cy="{_num(py)}" r="9" fill="none" stroke="#000" '
-            f'stroke-width="2.2"/><text x="{_num(tx)}" y="{_num(ty)}" '
+            f'stroke-width="2.2"/>{_leader(px, py, label_box(tx, ty, m.text, anchor, "mark"))}'
+            f'<text x="{_num(tx)}" y="{_num(ty)}" '
             f'text-anchor="{anchor}" class="mark">{escape(m.text)}</text>'
         )
     for h, text in hlines:
