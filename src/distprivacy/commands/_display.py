@@ -556,9 +556,14 @@ def print_short(
     what ``--all`` adds."""
     cal = next((c for c in cals if best is not None and c.mechanism == best["mechanism"]), None)
     if cal is not None:
+        among = (
+            "verified mechanisms"
+            if best["among"] == "verified"
+            else "mechanisms (none is verified)"
+        )
         console.print(
-            f"[bold]Recommended: {cal.mechanism}[/] (least noise among the {best['among']} "
-            "mechanisms available in this install; release uses it by default). Its noise:",
+            f"[bold]Recommended: {cal.mechanism}[/] (least noise among the {among} "
+            "available in this install; release uses it by default). Its noise:",
             highlight=False,
         )
         console.print(recommended_table(cal))
