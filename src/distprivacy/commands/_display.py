@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -529,11 +530,12 @@ def comparison_table(
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("guarantee", no_wrap=True)
     for c in order:
-        ratio = (
-            "—"
+        r = (
+            math.nan
             if ref is None or ref.expected_l2_error <= 0
-            else f"{c.expected_l2_error / ref.expected_l2_error:.3g}"
+            else c.expected_l2_error / ref.expected_l2_error
         )
+        ratio = "—" if not math.isfinite(r) else f"{r:,.0f}" if r >= 100 else f"{r:.3g}"
         table.add_row(
             short_name(c.mechanism, abbreviate) + (" *" if c.mechanism == chosen else ""),
             fmt(c.expected_l2_error),

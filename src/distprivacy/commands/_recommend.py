@@ -33,10 +33,14 @@ class Recommended(Mechanism):
 
     def calibrate(self, model: FModel) -> Calibration:
         """Calibrate every mechanism on ``model`` and return the recommended calibration."""
+        import dataclasses
+
         from distprivacy.commands._common import calibrate_many
         from distprivacy.commands._display import recommend
 
-        cals, skipped = calibrate_many(model, self.names, self.settings)
+        # No progress bar of its own: the release's bar is live (rich allows one at a time).
+        quiet = dataclasses.replace(self.settings, as_json=True)
+        cals, skipped = calibrate_many(model, self.names, quiet)
         best = recommend(cals, self.settings.utility)
         if best is None:
             raise DistPrivacyError(
