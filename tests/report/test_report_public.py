@@ -77,12 +77,20 @@ def test_ledger_chart_counts_releases_in_whole_numbers(reports):
 
 
 def _segments(svg: str) -> list[tuple[tuple[float, float], tuple[float, float]]]:
-    """Every line of the chart's series (coloured paths), as pixel segments."""
+    """Every line of the chart's series (coloured paths) and its dashed reference lines, as
+    pixel segments."""
     out = []
     colours = "|".join(PALETTE)
     for d in re.findall(rf'<path d="([^"]+)" fill="none" stroke="(?:{colours})"', svg):
         pts = [tuple(map(float, p.split())) for p in re.findall(r"[ML]([-\d. ]+)", d)]
         out += list(itertools.pairwise(pts))
+    # The dashed reference lines (a coin flip, the budget).
+    for x1, y1, x2, y2 in re.findall(
+        r'<line x1="([-\d.]+)" y1="([-\d.]+)" x2="([-\d.]+)" y2="([-\d.]+)" stroke="#555" '
+        r'stroke-dasharray="5 4"/>',
+        svg,
+    ):
+        out.append(((float(x1), float(y1)), (float(x2), float(y2))))
     return out
 
 
@@ -116,13 +124,17 @@ def test_label_placement_moves_off_a_line_through_the_default_spot():
     the label goes elsewhere, clear of it."""
     from distprivacy.report._svg import Mark, Series, line_chart
 
-    # A rising line through the marked point, and a second line just above-right of it.
-    a = Series("a", [0.1, 1, 10], [0.5, 0.6, 0.9], style=0)
-    b = Series("b", [0.1, 1, 10], [0.55, 0.66, 0.95], style=1)
-    svg = line_chart([a, b], fig_id="t", title="t", xlabel="x", ylabel="y", xlog=True,
-                     marks=[Mark(1.0, 0.6, "chosen: a at 1")], hlines=[(0.5, "coin flip")],
-                     ylim=(0.45, 1.0))  # fmt: skip
-    test = {"t": svg}
+    # A rising line through the marked point and a second one just above-right of it; then
+    # the same near the dashed coin-flip line (the label must not sit on it either).
+    test = {}
+    cases = (([0.5, 0.6, 0.9], [0.55, 0.66, 0.95], 0.45),
+             ([0.9, 0.53, 0.9], [0.95, 0.6, 0.95], 0.40))  # fmt: skip
+    for k, (y, y2, low) in enumerate(cases):
+        a = Series("a", [0.1, 1, 10], y, style=0)
+        b = Series("b", [0.1, 1, 10], y2, style=1)
+        test[k] = line_chart([a, b], fig_id="t", title="t", xlabel="x", ylabel="y", xlog=True,
+                             marks=[Mark(1.0, y[1], "chosen: a at ε = 1")],
+                             hlines=[(0.5, "coin flip")], ylim=(low, 1.0))  # fmt: skip
     for svg in test.values():
         segs = _segments(svg)
         assert segs

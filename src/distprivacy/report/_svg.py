@@ -357,6 +357,9 @@ def line_chart(
     for s in series:
         out.extend(_series_svg(s, X, Y))
     placer = _Placer(lines)
+    shown = [(h, text) for h, text in hlines if y0 <= h <= y1 and (h > 0 or not ylog)]
+    for h, _ in shown:  # the reference lines are obstacles for every label
+        placer.segments.append(((LEFT, Y(h)), (WIDTH - RIGHT, Y(h))))
     for m in marks:  # the chosen point's label first: it matters most
         if not (_ok(m.x, xlog) and _ok(m.y, ylog)):
             continue
@@ -371,23 +374,21 @@ def line_chart(
             f'<text x="{_num(tx)}" y="{_num(ty)}" '
             f'text-anchor="{anchor}" class="mark">{escape(m.text)}</text>'
         )
-    for h, text in hlines:
-        if y0 <= h <= y1 and (h > 0 or not ylog):
-            py = Y(h)
-            placer.segments.append(((LEFT, py), (WIDTH - RIGHT, py)))
-            x_at = [
-                (WIDTH - RIGHT - 6, "end"), (LEFT + 6, "start"),
-                ((LEFT + WIDTH - RIGHT) / 2, "middle"),
-                (LEFT + (WIDTH - LEFT - RIGHT) * 0.75, "middle"),
-                (LEFT + (WIDTH - LEFT - RIGHT) * 0.25, "middle"),
-            ]  # fmt: skip
-            cands = [(x, py + dy, a) for dy in (-6, 20) for x, a in x_at]
-            tx, ty, anchor = placer.place(text, "note", cands)
-            out.append(
-                f'<line x1="{LEFT}" y1="{_num(py)}" x2="{WIDTH - RIGHT}" y2="{_num(py)}" '
-                f'stroke="#555" stroke-dasharray="5 4"/><text x="{_num(tx)}" y="{_num(ty)}" '
-                f'text-anchor="{anchor}" class="note">{escape(text)}</text>'
-            )
+    for h, text in shown:
+        py = Y(h)
+        x_at = [
+            (WIDTH - RIGHT - 6, "end"), (LEFT + 6, "start"),
+            ((LEFT + WIDTH - RIGHT) / 2, "middle"),
+            (LEFT + (WIDTH - LEFT - RIGHT) * 0.75, "middle"),
+            (LEFT + (WIDTH - LEFT - RIGHT) * 0.25, "middle"),
+        ]  # fmt: skip
+        cands = [(x, py + dy, a) for dy in (-6, 20) for x, a in x_at]
+        tx, ty, anchor = placer.place(text, "note", cands)
+        out.append(
+            f'<line x1="{LEFT}" y1="{_num(py)}" x2="{WIDTH - RIGHT}" y2="{_num(py)}" '
+            f'stroke="#555" stroke-dasharray="5 4"/><text x="{_num(tx)}" y="{_num(ty)}" '
+            f'text-anchor="{anchor}" class="note">{escape(text)}</text>'
+        )
     out.append(
         f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{HEIGHT - 12}" text-anchor="middle" '
         f'class="axis">{escape(xlabel)}</text>'
