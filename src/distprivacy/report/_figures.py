@@ -121,9 +121,10 @@ def accuracy_figure(
     """The bound on any attacker's accuracy against ε (mechanisms with the same curve share a
     line); ``measured`` (name, ε, accuracy, low, high) adds an audit's attacks with intervals."""
     series = [
-        Series(", ".join(names) + _ASSUMED * sw.assumed.get(names[0], False), e, a, style=k)
+        Series(", ".join(names) + _ASSUMED * sw.assumed.get(names[0], False), e, a, style=k,
+               dashed=sw.assumed.get(names[0], False))
         for names, e, a, k in _groups(sw)
-    ]
+    ]  # fmt: skip
     for j, (name, eps, acc, lo, hi) in enumerate(measured):
         series.append(
             Series(
@@ -162,8 +163,9 @@ def accuracy_figure(
         "is true (equally likely a priori) from one release; 50 % is a coin flip. Mechanisms "
         "whose bounds agree within 0.1 percentage point share a line."
         + (
-            " A line marked “assumed, not verified” is not a guarantee: it rests on a modelling "
-            "assumption the library could not check for this data (the table says which)."
+            " A dashed line marked “assumed, not verified” is not a guarantee: it rests on a "
+            "modelling assumption the library could not check for this data (the table says "
+            "which)."
             if any(sw.assumed.get(m, False) for m in sw.mechanisms)
             else ""
         )

@@ -45,7 +45,8 @@ LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 58
 class Series:
     """One line: its points (non-finite ones, and non-positive ones on a log axis, are
     skipped), an optional error bar per point (``low``/``high``), a style index, and whether
-    it is drawn as steps (a level held until the next point)."""
+    it is drawn as steps (a level held until the next point), and whether it is dashed (a
+    curve that is not a guarantee: one drawn over it stays visible)."""
 
     label: str
     x: Sequence[float]
@@ -56,6 +57,7 @@ class Series:
     markers: bool = True
     line: bool = True
     step: bool = False
+    dashed: bool = False
 
 
 @dataclass
@@ -405,6 +407,7 @@ def _ok(v: float, log: bool) -> bool:
 
 def _series_svg(s: Series, X: _Axis, Y: _Axis) -> list[str]:
     colour, dash = style_of(s.style)
+    dash = dash or ("6 3" if s.dashed else "")
     x = np.asarray(s.x, dtype=float)
     y = np.asarray(s.y, dtype=float)
     keep = np.array([_ok(a, X.log) and _ok(b, Y.log) for a, b in zip(x, y, strict=True)], bool)
@@ -448,6 +451,7 @@ def legend_html(series: Sequence[Series], extra: Sequence[tuple[str, str]] = ())
     items = []
     for s in series:
         colour, dash = style_of(s.style)
+        dash = dash or ("6 3" if s.dashed else "")
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         line = (
             f'<line x1="1" y1="6" x2="29" y2="6" stroke="{colour}" stroke-width="2.4"{dash_attr}/>'
