@@ -412,16 +412,21 @@ def _public_context(context: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _guarantee_section(c: Any) -> str:
-    """The guarantee in words and figures: (ε, δ), μ when there is one, the attack bound."""
+    """The guarantee in words and figures, from the release's own guarantee object (the one
+    the statement states): (ε, δ), μ when it has one, the attack bound, verified or not."""
+    gu = getattr(c, "guarantee", None) or c
+    acc = getattr(gu, "max_attack_accuracy", None)
+    acc = c.max_attack_accuracy if acc is None else acc
     rows = [
-        ["ε (privacy loss)", g(c.epsilon)],
-        ["δ (probability the ε bound may fail)", g(c.delta_achieved, 3)],
+        ["ε (privacy loss)", g(gu.epsilon)],
+        ["δ (probability the ε bound may fail)", g(gu.delta, 3)],
     ]
-    if c.mu is not None:
-        rows.append(["μ (Gaussian differential privacy)", g(c.mu)])
+    if getattr(gu, "mu", None) is not None:
+        rows.append(["μ (Gaussian differential privacy)", g(gu.mu)])
+    verified = bool(getattr(gu, "verified", c.verified))
     rows += [
-        ["best accuracy of any attacker", f"{pct(c.max_attack_accuracy)} (50 % is a coin flip)"],
-        ["checked for the noise drawn", "verified" if c.verified else "assumed, not verified"],
+        ["best accuracy of any attacker", f"{pct(acc)} (50 % is a coin flip)"],
+        ["checked for the noise drawn", "verified" if verified else "assumed, not verified"],
     ]
     words = (
         "<p>Whatever an attacker knows besides this release, seeing it cannot tell the protected "
