@@ -77,13 +77,17 @@ def test_ledger_chart_counts_releases_in_whole_numbers(reports):
 
 
 def _segments(svg: str) -> list[tuple[tuple[float, float], tuple[float, float]]]:
-    """Every line of the chart's series (coloured paths) and its dashed reference lines, as
-    pixel segments."""
+    """Every line of the chart's series (coloured paths), their error bars and the dashed
+    reference lines, as pixel segments."""
     out = []
     colours = "|".join(PALETTE)
-    for d in re.findall(rf'<path d="([^"]+)" fill="none" stroke="(?:{colours})"', svg):
-        pts = [tuple(map(float, p.split())) for p in re.findall(r"[ML]([-\d. ]+)", d)]
-        out += list(itertools.pairwise(pts))
+    paths = re.findall(rf'<path d="([^"]+)" fill="none" stroke="(?:{colours})"', svg)
+    # Error bars (a measured accuracy's interval): one subpath per stroke.
+    paths += re.findall(rf'<path d="([^"]+)" stroke="(?:{colours})" stroke-width="1.6"', svg)
+    for d in paths:
+        for sub in d.split("M")[1:]:
+            pts = [tuple(map(float, p.split())) for p in re.split(r"L", sub)]
+            out += list(itertools.pairwise(pts))
     # The dashed reference lines (a coin flip, the budget).
     for x1, y1, x2, y2 in re.findall(
         r'<line x1="([-\d.]+)" y1="([-\d.]+)" x2="([-\d.]+)" y2="([-\d.]+)" stroke="#555" '

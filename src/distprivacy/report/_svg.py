@@ -171,6 +171,7 @@ class _Placer:
         self.segments = [(p, q) for pts in lines for p, q in itertools.pairwise(pts)]
         self.points = [p for pts in lines for p in pts]
         self.boxes: list[tuple[float, ...]] = []
+        self.last_cost: float = 0.0
 
     def cost(self, box: tuple[float, ...]) -> int:
         inside = LEFT <= box[0] and box[2] <= WIDTH - RIGHT and TOP <= box[1]
@@ -195,6 +196,7 @@ class _Placer:
                 best, best_cost = (x, y, anchor), c
             if c == 0:
                 break
+        self.last_cost = best_cost
         self.boxes.append(label_box(*best[:2], text, best[2], kind))
         return best
 
@@ -215,6 +217,18 @@ def _leader(px: float, py: float, box: tuple[float, ...]) -> str:
         f'<line x1="{_num(sx)}" y1="{_num(sy)}" x2="{_num(qx)}" y2="{_num(qy)}" '
         'stroke="#000" stroke-width="1" class="leader"/>'
     )
+
+
+def _error_bars(s: Series, X: Any, Y: Any) -> list[tuple[tuple[float, float], ...]]:
+    """The vertical segments of a series' error bars, in pixels."""
+    if s.low is None or s.high is None:
+        return []
+    out = []
+    for a, b, lo, hi in zip(s.x, s.y, s.low, s.high, strict=True):
+        if _ok(a, X.log) and _ok(b, Y.log) and _ok(lo, Y.log) and _ok(hi, Y.log):
+            x, y0, y1 = X(a), Y(lo), Y(hi)
+            out += [((x, y0), (x, y1)), ((x - 5, y0), (x + 5, y0)), ((x - 5, y1), (x + 5, y1))]
+    return out
 
 
 def series_points(s: Series, X: Any, Y: Any) -> list[tuple[float, float]]:
@@ -359,6 +373,10 @@ def line_chart(
     for s in series:
         out.extend(_series_svg(s, X, Y))
     placer = _Placer(lines)
+    for s in series:  # points and error bars are in the way too
+        if not s.line:
+            placer.points += series_points(s, X, Y)
+        placer.segments += _error_bars(s, X, Y)
     shown = [(h, text) for h, text in hlines if y0 <= h <= y1 and (h > 0 or not ylog)]
     for h, _ in shown:  # the reference lines are obstacles for every label
         placer.segments.append(((LEFT, Y(h)), (WIDTH - RIGHT, Y(h))))
@@ -378,18 +396,21 @@ def line_chart(
         )
     for h, text in shown:
         py = Y(h)
-        x_at = [
-            (WIDTH - RIGHT - 6, "end"), (LEFT + 6, "start"),
-            ((LEFT + WIDTH - RIGHT) / 2, "middle"),
-            (LEFT + (WIDTH - LEFT - RIGHT) * 0.75, "middle"),
-            (LEFT + (WIDTH - LEFT - RIGHT) * 0.25, "middle"),
-        ]  # fmt: skip
-        cands = [(x, py + dy, a) for dy in (-6, 20) for x, a in x_at]
+        # The right end first, then the left end, then anywhere along the line.
+        x_at = [(WIDTH - RIGHT - 6, "end"), (LEFT + 6, "start")]
+        x_at += [(float(x), "start") for x in range(LEFT + 14, WIDTH - RIGHT - 40, 12)]
+        cands = [(x, py + dy, a) for dy in (-6, 20, -30, 44) for x, a in x_at]
         tx, ty, anchor = placer.place(text, "note", cands)
+        # No clear spot anywhere along it (a crowd of error bars): the legend names the line.
+        label = (
+            f'<text x="{_num(tx)}" y="{_num(ty)}" text-anchor="{anchor}" class="note">'
+            f"{escape(text)}</text>"
+            if placer.last_cost == 0
+            else ""
+        )
         out.append(
             f'<line x1="{LEFT}" y1="{_num(py)}" x2="{WIDTH - RIGHT}" y2="{_num(py)}" '
-            f'stroke="#555" stroke-dasharray="5 4"/><text x="{_num(tx)}" y="{_num(ty)}" '
-            f'text-anchor="{anchor}" class="note">{escape(text)}</text>'
+            f'stroke="#555" stroke-dasharray="5 4"/>{label}'
         )
     out.append(
         f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{HEIGHT - 12}" text-anchor="middle" '
