@@ -399,7 +399,7 @@ def line_chart(
         # The right end first, then the left end, then anywhere along the line.
         x_at = [(WIDTH - RIGHT - 6, "end"), (LEFT + 6, "start")]
         x_at += [(float(x), "start") for x in range(LEFT + 14, WIDTH - RIGHT - 40, 12)]
-        cands = [(x, py + dy, a) for dy in (-6, 20, -30, 44) for x, a in x_at]
+        cands = [(x, py + dy, a) for dy in (-6, 20) for x, a in x_at]
         tx, ty, anchor = placer.place(text, "note", cands)
         # No clear spot anywhere along it (a crowd of error bars): the legend names the line.
         label = (
