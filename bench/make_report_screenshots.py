@@ -1,9 +1,11 @@
 """Make the HTML report of each command on Adult and screenshot it in headless Chromium:
-docs/report/{calibrate,release,audit,ledger,models-audit}.png at laptop width (1280 px) and
-docs/report/release-phone.png at phone width (390 px), and the first 1000 px of the release
-report as docs/report/release-top.png (the README's); the HTML files go beside them.
+docs/report/{calibrate,public,release,audit,ledger,models-audit}.png at laptop width (1280 px),
+docs/report/{calibrate,public,release}-phone.png at phone width (390 px) — public.html is the
+page ``release --report`` writes to publish, release.html the internal review page of
+``--review-report`` — and the first 1000 px of the release report as
+docs/report/release-top.png (the README's); the HTML files go beside them.
 
-    PYTHONPATH=src python bench/make_report_screenshots.py [--out docs/report]
+    PYTHONPATH=src python bench/make_report_screenshots.py [--out docs/report] [--no-models]
 
 Needs the Adult data (fetched and cached on first use, or DISTPRIVACY_DATA) and chromium on
 PATH. Prints each command, its time and each file written.
@@ -130,6 +132,7 @@ def crop_png(path: Path, width: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "report")
+    ap.add_argument("--no-models", action="store_true", help="keep models-audit as it is")
     a = ap.parse_args()
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -160,20 +163,25 @@ def main() -> None:
     release = ("release", "--ledger", "ledger.db", "--plan", "means", "--dataset")
     for name in ("wave1", "wave2", "wave1"):
         run(*release, name, cwd=work)
-    run(*release, "wave2", "--report", str(out / "release.html"), cwd=work)
+    run(*release, "wave2", "--report", str(out / "public.html"), "--review-report",
+        str(out / "release.html"), cwd=work)  # fmt: skip
     run("ledger", "show", "ledger.db", "--report", str(out / "ledger.html"), cwd=work)
     run("audit", "--audit-samples", "2000", "--report", str(out / "audit.html"), cwd=work)
     # models audit on the user's own table (Suri & Evans' game): 5,000 rows of Adult, sex
     # predicted from four columns, the share of high earners protected, three shares.
     adult.sample(n=5000, random_state=0).to_csv(work / "adult5000.csv", index=False)
-    run("models", "audit", "--data", "adult5000.csv", "--label", "sex",
+    kinds = ["calibrate", "public", "release", "audit", "ledger"]
+    if not a.no_models:
+        kinds.append("models-audit")
+        run("models", "audit", "--data", "adult5000.csv", "--label", "sex",
         "--features", "age,hours_per_week,education_num,income", "--protect", "income==>50K",
-        "--ratios", "0.2,0.4,0.6", "--n-models", "50", "--n-train", "200", "--seed", "1",
-        "--report", str(out / "models-audit.html"), cwd=work)  # fmt: skip
+            "--ratios", "0.2,0.4,0.6", "--n-models", "50", "--n-train", "200", "--seed", "1",
+            "--report", str(out / "models-audit.html"), cwd=work)  # fmt: skip
     del pd
-    for kind in ("calibrate", "release", "audit", "ledger", "models-audit"):
+    for kind in kinds:
         screenshot(out / f"{kind}.html", out / f"{kind}.png", 1280)
-    screenshot(out / "release.html", out / "release-phone.png", 390)
+    for kind in ("calibrate", "public", "release"):
+        screenshot(out / f"{kind}.html", out / f"{kind}-phone.png", 390)
     screenshot(out / "release.html", out / "release-top.png", 1280, 1000)
     shutil.rmtree(work, ignore_errors=True)
 

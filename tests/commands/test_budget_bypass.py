@@ -664,6 +664,14 @@ CLOBBERS = {
                                  "--target", "{target}", "--report", "{config}"), "--report"),
     "release --report DATA": (("release", "--data", "{target}", "--protect", "income==>50K",
                                "--statistics", "mean:age", "--report", "{target}"), "--report"),
+    "release --review-report TARGET": (("release", "--plan", "{plan}", "--target", "{target}",
+                                        "--review-report", "{target}"), "--review-report"),
+    "release --ledger --review-report LEDGER": (("release", *_NAMED, "--review-report",
+                                                 "{ledger}"), "--review-report"),
+    "release --report P --review-report P": (("release", "--plan", "{plan}", "--target",
+                                              "{target}", "--report", "{tmp}/page.html",
+                                              "--review-report", "{tmp}/page.html"),
+                                             "--review-report"),
     "calibrate --save DATA": (("calibrate", "--data", "{target}", "--mechanism", "DauM-G",
                                "--save", "{target}"), "--save"),
     "calibrate --report DATA": (("calibrate", "--data", "{target}", "--report", "{target}"),
@@ -719,7 +727,8 @@ def test_outputs_never_write_over_inputs(spent, plan, capsys, tmp_path, adult_di
 #: against every input of its command), or what it only reads. A new path option must be
 #: added to one of the two (the test below walks the CLI), and an output to a case above.
 WRITES = {
-    "calibrate --save", "calibrate --report", "release --report", "audit --report",
+    "calibrate --save", "calibrate --report", "release --report", "release --review-report",
+    "audit --report",
     "ledger show --report", "ledger backup out", "reproduce --out", "reproduce --report",
     "models audit --report", "models defend --save", "models defend --report",
     "models reproduce --out",

@@ -24,8 +24,8 @@ WIDTHS = (60, 80, 120)
 #: Commands that print tables, each with small inputs and fast flags (``{name}`` → a path of
 #: the fixture ``files``) and a title its output must show.
 TABLES: dict[str, tuple[list[str], str]] = {
-    "calibrate": (["calibrate", "--samples", "200"], "Calibrations"),
-    "release": (["release", "--seed", "1", "--target", "{target}"], "Release by DauM-G"),
+    "calibrate": (["calibrate", "--samples", "200", "--all"], "Calibrations"),
+    "release": (["release", "--seed", "1", "--target", "{target}"], "Release by "),
     "audit": (
         ["audit", "--samples", "200", "--audit-samples", "80", "--attack", "logistic"],
         "Empirical lower bounds on ε",

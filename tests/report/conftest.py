@@ -1,5 +1,6 @@
 """The reports, made once per session through the command line on Adult: ``calibrate``
-(four mechanisms), ``release`` of an approved DauM-G plan recorded in a ledger of secrets,
+(four mechanisms), ``release`` of an approved DauM-G plan recorded in a ledger of secrets (its
+public page, ``public``, and its internal review page, ``release``),
 ``audit`` (two mechanisms, few samples), ``ledger show`` (one secret, two registered datasets,
 three releases) and ``models audit`` (two ratios, and three: every pair and the regression of
 the share; 20 logistic models per ratio and half, about a second each); and a ``calibrate``
@@ -49,7 +50,7 @@ def reports(tmp_path_factory, adult_dir) -> dict[str, Path]:
     from distprivacy.datasets import load_adult
 
     root = tmp_path_factory.mktemp("reports")
-    kinds = ("calibrate", "release", "audit", "ledger", "models", "models-pairs")
+    kinds = ("calibrate", "release", "public", "audit", "ledger", "models", "models-pairs")
     out = {k: root / f"{k}.html" for k in kinds}
     data = ["--data", adult_dir, "--subset-size", 100]
     _ok("calibrate", *data, *MECHS, "--report", out["calibrate"], "--json")
@@ -69,7 +70,7 @@ def reports(tmp_path_factory, adult_dir) -> dict[str, Path]:
     for name in datasets:
         _ok("release", "--ledger", ledger, "--dataset", name, "--plan", "means", "--json")
     _ok("release", "--ledger", ledger, "--dataset", "wave1", "--plan", "means",
-        "--report", out["release"])  # fmt: skip
+        "--report", out["public"], "--review-report", out["release"])  # fmt: skip
     _ok("ledger", "show", ledger, "--report", out["ledger"])
     _ok("audit", *data, "--mechanism", "DauM-G", "--mechanism", "ExpM-L",
         "--audit-samples", 400, "--report", out["audit"], "--json")  # fmt: skip

@@ -20,7 +20,7 @@ import pytest
 from png_decode import read_png
 from report_checks import validate
 
-KINDS = ("calibrate", "release", "audit", "ledger", "models", "models-pairs")
+KINDS = ("calibrate", "release", "public", "audit", "ledger", "models", "models-pairs")
 WIDTHS = {"laptop": (1280, 900), "phone": (390, 844)}
 
 BROWSER = next(
@@ -46,7 +46,10 @@ children:s.childElementCount,painted:s.querySelectorAll('path,circle,line').leng
 var pre=document.createElement('pre');pre.id='probe';
 pre.textContent=JSON.stringify({figures:figs,errors:window.__errors,
 scrollWidth:document.documentElement.scrollWidth,
-clientWidth:document.documentElement.clientWidth});
+clientWidth:document.documentElement.clientWidth,
+pageScrollWidth:document.scrollingElement.scrollWidth,innerWidth:window.innerWidth,
+boxes:[].map.call(document.querySelectorAll('.scroll'),function(b){
+return b.scrollWidth-b.clientWidth;})});
 document.body.appendChild(pre);
 if(window.parent!==window){window.parent.postMessage(pre.textContent,'*');}})();
 </script>"""
@@ -147,8 +150,66 @@ def test_every_figure_rendered(reports, probed, kind, width):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_nothing_overflows_a_phone(probed, kind):
+    """At 390 px the page never scrolls sideways, and no table scrolls inside its box either
+    (a wide table becomes stacked cards)."""
     p = probed[kind, "phone"]
+    assert p["innerWidth"] == WIDTHS["phone"][0]
     assert p["scrollWidth"] <= p["clientWidth"], p
+    assert p["pageScrollWidth"] <= p["innerWidth"], p
+    assert all(extra <= 1 for extra in p["boxes"]), p["boxes"]
+
+
+@pytest.mark.parametrize("kind", ["public", "release", "calibrate"])
+def test_no_table_scrolls_on_a_laptop(probed, kind):
+    """At 1280 px every table fits its box (the calibrate report's per-mechanism table
+    used to scroll sideways)."""
+    p = probed[kind, "laptop"]
+    assert p["pageScrollWidth"] <= p["innerWidth"], p
+    assert all(extra <= 1 for extra in p["boxes"]), p["boxes"]
+
+
+def _pdf_text(pdf: Path) -> str:
+    """The PDF's text: poppler's pdftotext when installed, else pypdf."""
+    tool = shutil.which("pdftotext")
+    if tool is not None:
+        run = subprocess.run([tool, "-layout", str(pdf), "-"], capture_output=True, text=True,
+                             check=True, timeout=60)  # fmt: skip
+        return run.stdout
+    pypdf = pytest.importorskip("pypdf", reason="needs pdftotext (poppler-utils) or pypdf")
+    return "\n".join(page.extract_text() or "" for page in pypdf.PdfReader(str(pdf)).pages)
+
+
+def _words(text: str) -> list[str]:
+    return re.sub(r"\s+", " ", text).strip().split(" ")
+
+
+@pytest.mark.parametrize("paper", ["Letter", "A4"])
+@pytest.mark.parametrize("kind", ["public", "release", "calibrate"])
+def test_printed_to_pdf_every_column_is_there(reports, kind, paper, tmp_path):
+    """Printed to PDF (Chromium's own print, on Letter and on A4 paper), the statistics
+    table keeps every column: each header's words are in the PDF's text, in order, and each
+    row's last cell too (it used to lose its last column and print a scrollbar)."""
+    page = tmp_path / f"{kind}.html"
+    text = reports[kind].read_text(encoding="utf-8")
+    page.write_text(text.replace("</style>", f"@page{{size:{paper}}}</style>", 1),
+                    encoding="utf-8")  # fmt: skip
+    pdf = tmp_path / f"{kind}-{paper}.pdf"
+    _chromium("--no-pdf-header-footer", f"--print-to-pdf={pdf}", page.as_uri())
+    assert pdf.read_bytes().startswith(b"%PDF")
+    words = _words(_pdf_text(pdf))
+    joined = " ".join(words)
+    table = next(t for t in validate(text).tables if t["id"] == "statistics-table")
+    for header in table["header"]:
+        want = _words(header)
+        # The header's words, in order (a header that wraps in its cell may have another
+        # column's words between its lines).
+        at = 0
+        for w in want:
+            assert w in words[at:], (kind, paper, header, w)
+            at = words.index(w, at) + 1
+    for row in table["rows"][1:]:
+        last = re.sub(r"\s+", " ", row[-1]).strip()
+        assert last.replace(" ", "") in joined.replace(" ", ""), (kind, paper, row)
 
 
 def test_png_reader_agrees_with_pillow(reports, tmp_path):
@@ -161,7 +222,11 @@ def test_png_reader_agrees_with_pillow(reports, tmp_path):
 
 
 def test_screenshots_in_docs_are_pngs():
+    """The screenshots docs/report.md shows (bench/make_report_screenshots.py): each report at
+    1280 px, and the public, review and calibrate reports at 390 px."""
     docs = Path(__file__).resolve().parents[2] / "docs" / "report"
-    for name in ("calibrate", "release", "audit", "ledger", "release-phone"):
+    names = ("calibrate", "public", "release", "audit", "ledger", "calibrate-phone",
+             "public-phone", "release-phone")  # fmt: skip
+    for name in names:
         img = read_png(docs / f"{name}.png")
         assert img.shape[1] == (390 if name.endswith("phone") else 1280)

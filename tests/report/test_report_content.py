@@ -17,7 +17,7 @@ from report_checks import validate
 
 from distprivacy.cli import main
 
-KINDS = ("calibrate", "release", "audit", "ledger", "models", "models-pairs")
+KINDS = ("calibrate", "release", "public", "audit", "ledger", "models", "models-pairs")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -79,8 +79,9 @@ def test_an_unverified_bound_is_not_drawn_as_a_guarantee(reports):
     assert "is not a guarantee" in fig
 
 
-def test_release_report_shows_the_released_values_with_intervals(reports):
-    out = validate(reports["release"].read_text(encoding="utf-8"))
+@pytest.mark.parametrize("kind", ["release", "public"])
+def test_release_report_shows_the_released_values_with_intervals(reports, kind):
+    out = validate(reports[kind].read_text(encoding="utf-8"))
     rows = next(t for t in out.tables if t["id"] == "statistics-table")["rows"][1:]
     for r in rows:
         clipped = r[1].endswith("*")  # clipped into its range, the interval with it (issue 33)
@@ -127,6 +128,10 @@ def test_modes_exact_statistics_are_private(reports):
     for kind in ("calibrate", "release", "audit", "ledger"):
         assert stat.S_IMODE(os.stat(reports[kind]).st_mode) == 0o600, kind
         assert "mode 0600" in reports[kind].read_text(encoding="utf-8"), kind
+    # The page to publish: readable by all whatever the umask, and it says it may be published.
+    public = reports["public"].read_text(encoding="utf-8")
+    assert stat.S_IMODE(os.stat(reports["public"]).st_mode) == 0o644
+    assert "It may be published" in public and "mode 0600" not in public
     # The ledger's report holds its contents, private as the ledger (issue 30), and says so.
     assert "(mode 0600), as the ledger is" in reports["ledger"].read_text(encoding="utf-8")
     # A models audit report holds the accuracies of attacks on models trained on random

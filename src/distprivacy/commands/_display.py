@@ -4,13 +4,18 @@ words, the header naming what is protected, and the per-statistic table."""
 from __future__ import annotations
 
 import io
+import itertools
+import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from rich import box
 from rich.cells import cell_len
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -52,6 +57,72 @@ def text_column(table: Table, header: str, **kw: Any) -> None:
     table.add_column(header, overflow="fold", **kw)
 
 
+#: Where a statistic's name may break across lines: after an opening bracket, an underscore,
+#: a hyphen, a comma, a colon or a space, and before a comparison or a logical operator — never
+#: inside a word (``mean(edu`` / ``cation)``).
+_BREAK = re.compile(r"(?<=[(_\-,:; ])|(?=[=!<>]=|[<>&|](?!=))")
+
+
+def name_pieces(name: str) -> list[str]:
+    """A statistic's name cut where it may break (:data:`_BREAK`); joined, the pieces give
+    the name back."""
+    cuts = sorted({m.start() for m in _BREAK.finditer(name)} - {0, len(name)})
+    bounds = [0, *cuts, len(name)]
+    return [name[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def name_lines(name: str, width: int) -> list[str]:
+    """``name`` packed into lines of at most ``width`` cells, broken only between its pieces
+    (:func:`name_pieces`); a piece wider than ``width`` (a column squeezed below its
+    measure) is cut before a symbol where it has one (``education`` / ``_num)``), else at
+    ``width``."""
+    lines: list[str] = []
+    line = ""
+    for piece in name_pieces(name):
+        if line and cell_len(line + piece) > width:
+            lines.append(line)
+            line = ""
+        while cell_len(piece) > width > 0:
+            cut = max((i for i in range(1, width + 1) if not piece[i].isalnum()), default=width)
+            lines.append(piece[:cut])
+            piece = piece[cut:]
+        line += piece
+    return [*lines, line] if line or not lines else lines
+
+
+class StatName:
+    """A statistic's name in a table cell: as narrow as its longest piece, wrapped only
+    where :func:`name_pieces` allows (rich would otherwise fold it mid-word)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def min_width(self) -> int:
+        """The width of its longest piece: the narrowest column that keeps words whole."""
+        return max((cell_len(p.rstrip()) for p in name_pieces(self.name)), default=0)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.min_width(), cell_len(self.name))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in name_lines(self.name, options.max_width):
+            yield Text(line.rstrip(), no_wrap=True, overflow="fold")
+
+
+def keep_names_whole(table: Table) -> Table:
+    """Give each column holding :class:`StatName` cells a minimum width of its longest piece
+    (rich squeezes a column below its cells' measure when a table is too wide); returns
+    ``table``."""
+    for col in table.columns:
+        widths = [c.min_width() for c in col._cells if isinstance(c, StatName)]
+        if widths:
+            col.min_width = max(col.min_width or 0, *widths)
+    return table
+
+
 def name_column(table: Table, header: str, **kw: Any) -> None:
     """A column of short names (mechanisms, attacks): never cut; a layout where one does not
     fit is rejected by :func:`print_fitted` for the next (abbreviated or stacked) one."""
@@ -66,22 +137,28 @@ def _plain(cell: Any) -> str:
     return Text.from_markup(cell).plain if isinstance(cell, str) else str(cell)
 
 
+def _need(col: Any) -> int:
+    """The narrowest ``col`` can be with every cell whole."""
+    texts = [_plain(col.header), *(_plain(c) for c in col._cells if not isinstance(c, StatName))]
+    names = [c.min_width() for c in col._cells if isinstance(c, StatName)]
+    lines = [ln for t in texts for ln in t.splitlines()] or [""]
+    if col.no_wrap:
+        need = max(cell_len(ln) for ln in lines)
+    else:
+        need = max((cell_len(w) for ln in lines for w in ln.split()), default=0)
+        if col.overflow == "fold":
+            need = min(need, MIN_TEXT_WIDTH)
+    return max(need, *names, col.min_width or 0)
+
+
 def min_table_width(table: Table) -> int:
     """The narrowest ``table`` can be with every cell whole: per column its longest word
     (its longest line if it never wraps; at most :data:`MIN_TEXT_WIDTH` where long words
     fold), plus padding and borders."""
-    total = 0
-    for col in table.columns:
-        texts = [_plain(col.header), *(_plain(c) for c in col._cells)]
-        lines = [ln for t in texts for ln in t.splitlines()] or [""]
-        if col.no_wrap:
-            need = max(cell_len(ln) for ln in lines)
-        else:
-            need = max((cell_len(w) for ln in lines for w in ln.split()), default=0)
-            if col.overflow == "fold":
-                need = min(need, MIN_TEXT_WIDTH)
-        total += max(need, col.min_width or 0) + 2
-    return total + len(table.columns) + 1
+    borders = len(table.columns) + 1 if table.box is not None else 0
+    if table.box is not None and not table.show_edge:
+        borders -= 2
+    return sum(_need(col) + 2 for col in table.columns) + max(borders, 0)
 
 
 def renders_whole(renderable: RenderableType, width: int) -> bool:
@@ -182,8 +259,8 @@ def per_statistic_tables(
                 f"({_relative_text(float(cals[j].relative_error[k]))})"
                 for j in group
             ]
-            table.add_row(name, *cells)
-        return table
+            table.add_row(StatName(name), *cells)
+        return keep_names_whole(table)
 
     tables = column_chunks(make, len(cals), width)
     for k, t in enumerate(tables[1:], 2):
@@ -193,8 +270,11 @@ def per_statistic_tables(
     return tables
 
 
-def print_header(console: Console, model: FModel, info: dict[str, Any], s: Settings) -> None:
-    """What is protected (or the model file), the statistics and the privacy goal."""
+def print_header(
+    console: Console, model: FModel, info: dict[str, Any], s: Settings, statistics: bool = True
+) -> None:
+    """What is protected (or the model file), the statistics (unless ``statistics`` is
+    False: a table lists them) and the privacy goal."""
     if "spec" in info:
         sp = info["spec"]
         console.print(
@@ -204,7 +284,24 @@ def print_header(console: Console, model: FModel, info: dict[str, Any], s: Setti
         )
     else:
         console.print(f"[bold]Model file[/] {info['model_file']}")
-    console.print(f"Statistics: {', '.join(model.statistic_names_)}")
+    if statistics:
+        console.print(f"Statistics: {', '.join(model.statistic_names_)}")
+    console.print(goal_text(s))
+
+
+def print_setting(console: Console, info: dict[str, Any], s: Settings) -> None:
+    """The short header (the statement above says what is protected): the data or the model
+    file, the model and the privacy goal, in one sentence."""
+    src = (
+        f"Data: {info['data']}; model: {info['modeling']}"
+        if "spec" in info
+        else f"Model file: {info['model_file']}"
+    )
+    console.print(f"{src}; {goal_text(s)}", highlight=False, markup=False)
+
+
+def goal_text(s: Settings) -> str:
+    """The privacy goal and the calibration rule."""
     if s.target_mu is not None:
         goal = f"target μ = {s.target_mu:g} (δ = {s.delta:g} for the reported ε)"
     elif s.max_attack_accuracy is not None:
@@ -215,7 +312,7 @@ def print_header(console: Console, model: FModel, info: dict[str, Any], s: Setti
     else:
         goal = f"ε = {s.epsilon:g}, δ = {s.delta:g}"
     cov = "" if s.rule == "classic" else f", covariances: {s.covariances}"
-    console.print(f"{goal}, calibration rule: {s.rule}{cov}")
+    return f"{goal}, calibration rule: {s.rule}{cov}"
 
 
 def print_not_applicable(console: Console, skipped: dict[str, str]) -> None:
@@ -352,3 +449,149 @@ def clip_release(values: np.ndarray, cal: Calibration, enabled: bool = True) -> 
     if enabled:
         return Clip(out, ranges, True, moved=changed)
     return Clip(raw, ranges, False, outside=changed)
+
+
+# --------------------------------------------------------------------------------------------
+# calibrate, short: the recommended mechanism and a compact comparison (issue 33, item 4)
+# --------------------------------------------------------------------------------------------
+
+
+def available(name: str) -> bool:
+    """Whether the mechanism ``name`` can run in this install (its optional dependencies,
+    e.g. OptM-G's cvxpy, are installed)."""
+    from distprivacy.exceptions import has_extra
+    from distprivacy.mechanisms import MECHANISMS
+
+    cls = MECHANISMS.get(name)
+    return cls is not None and all(has_extra(m) for m in cls.extras)
+
+
+def recommend(cals: Sequence[Calibration], utility: str) -> dict[str, Any] | None:
+    """The recommended mechanism: the least noise cost under ``utility`` among the verified
+    calibrations that add noise and are available in this install (all that add noise if
+    none is verified); what ``release`` uses when no ``--mechanism`` is given.
+
+    Returns
+    -------
+    dict or None
+        ``mechanism``, ``utility``, ``objective``, ``cost`` and ``among`` (which
+        calibrations it was chosen from); None when no calibration adds noise.
+    """
+    usable = [c for c in cals if c.adds_noise and available(c.mechanism)]
+    if not usable:
+        return None
+    ok = [c for c in usable if c.verified]
+    among = "verified" if ok else "all (none verified)"
+    best = min(ok or usable, key=lambda c: c.utility_cost(utility))
+    objective = "least E‖Z‖₂" if utility == "l2" else "least Σ_k Var(Z_k)/s_k², s_k the sampling SD"
+    return {
+        "mechanism": best.mechanism,
+        "utility": utility,
+        "objective": objective,
+        "cost": best.utility_cost(utility),
+        "among": among,
+    }
+
+
+def values_hint(spec: Any) -> str:
+    """How to choose ``--values``, with this spec's own pairs (the reports say the same)."""
+    from distprivacy.report._pages import values_hint as words
+
+    return words(spec)
+
+
+def _compact(title: str | None = None) -> Table:
+    """A table without side borders: a rule under the header only."""
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, title_justify="left")
+
+
+def recommended_table(cal: Calibration) -> Table:
+    """The recommended mechanism's noise per statistic: SD, and SD / |typical value|."""
+    table = _compact()
+    table.add_column("statistic")
+    table.add_column("noise SD", justify="right")
+    table.add_column("SD / typical value", justify="right")
+    for name, sd, rel in zip(cal.statistic_names, cal.noise_sd, cal.relative_error, strict=True):
+        table.add_row(StatName(name), fmt(float(sd)), _relative_text(float(rel)))
+    return keep_names_whole(table)
+
+
+def comparison_table(
+    cals: Sequence[Calibration], chosen: str | None, utility: str, abbreviate: bool = False
+) -> Table:
+    """Every applicable mechanism on one row, least noise cost first: E‖Z‖₂, the noise
+    against the recommended one's, the attack bound and whether the guarantee is verified
+    (names abbreviated when ``abbreviate``: :data:`ABBREVIATIONS`)."""
+    order = sorted(cals, key=lambda c: c.utility_cost(utility))
+    ref = next((c for c in cals if c.mechanism == chosen), None)
+    table = _compact()
+    name_column(table, "mechanism")
+    for col in ("E‖Z‖₂", "×rec.", "max acc."):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("guarantee", no_wrap=True)
+    for c in order:
+        r = (
+            math.nan
+            if ref is None or ref.expected_l2_error <= 0
+            else c.expected_l2_error / ref.expected_l2_error
+        )
+        ratio = "—" if not math.isfinite(r) else f"{r:,.0f}" if r >= 100 else f"{r:.3g}"
+        table.add_row(
+            short_name(c.mechanism, abbreviate) + (" *" if c.mechanism == chosen else ""),
+            fmt(c.expected_l2_error),
+            ratio,
+            f"{c.max_attack_accuracy:.1%}",
+            "verified" if c.verified else "assumed",
+        )
+    return table
+
+
+def print_short(
+    console: Console,
+    cals: Sequence[Calibration],
+    best: dict[str, Any] | None,
+    skipped: dict[str, str],
+    spec: Any,
+) -> None:
+    """``calibrate`` without ``--all``: the recommended mechanism with its noise per
+    statistic, a compact comparison of every applicable one, how to choose ``--values``, and
+    what ``--all`` adds."""
+    cal = next((c for c in cals if best is not None and c.mechanism == best["mechanism"]), None)
+    if cal is not None:
+        among = (
+            "verified mechanisms"
+            if best["among"] == "verified"
+            else "mechanisms (none is verified)"
+        )
+        console.print(
+            f"[bold]Recommended: {cal.mechanism}[/] (least noise among the {among} "
+            "available in this install; release uses it by default). Its noise:",
+            highlight=False,
+        )
+        console.print(recommended_table(cal))
+        if (swamped := swamped_summary(cal)) is not None:
+            console.print(
+                f"Its noise exceeds the statistic's own spread: {swamped}.", highlight=False
+            )
+    else:
+        console.print("[bold]No mechanism adds noise here: none is recommended.[/]")
+    chosen = None if cal is None else cal.mechanism
+    console.print(
+        "Compared (* recommended; ×rec.: E‖Z‖₂ over the recommended one's):",
+        highlight=False,
+    )
+    utility = best["utility"] if best else "l2"
+    abbreviate = print_fitted(
+        console,
+        [
+            lambda: [comparison_table(cals, chosen, utility)],
+            lambda: [comparison_table(cals, chosen, utility, abbreviate=True)],
+        ],
+    )
+    if abbreviate and (words := legend(c.mechanism for c in cals)):
+        console.print(words, highlight=False)
+    console.print(values_hint(spec), highlight=False)
+    notes = sum(len(c.warnings) for c in cals)
+    more = [f"{notes} warning{'s' * (notes != 1)}"] if notes else []
+    more += [f"{len(skipped)} not applicable ({', '.join(skipped)})"] if skipped else []
+    console.print("--all: the full tables" + "".join(f", {m}" for m in more) + ".", highlight=False)

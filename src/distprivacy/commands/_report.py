@@ -16,15 +16,15 @@ def _check(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     if value is not None:
         from distprivacy.outputs import check_output_file
 
-        check_output_file(value, option="--report")
+        check_output_file(value, option=param.opts[0] if param.opts else "--report")
     return value
 
 
-def _option(help_text: str) -> Callable:
+def _option(help_text: str, flag: str = "--report", name: str = "report") -> Callable:
     """``--report FILE.html``, received as ``report``, its path checked before any work."""
     return click.option(
-        "--report",
-        "report",
+        flag,
+        name,
         type=click.Path(),  # checked by _check (a directory: one line naming --report)
         default=None,
         callback=_check,
@@ -36,6 +36,22 @@ def _option(help_text: str) -> Callable:
 report_option: Callable = _option(
     "Also write a self-contained HTML report (steward's statement, per-statistic table, "
     "privacy–utility curve, attack bound against ε, assumptions and checks) to this file."
+)
+
+#: ``release --report``: the page to publish.
+release_report_option: Callable = _option(
+    "Also write the PUBLIC HTML page of the release to this file (mode 0644, it may be "
+    "published): the released values with their 95 % intervals, the guarantee, what is "
+    "protected and the method; no exact statistic of the data."
+)
+
+#: ``release --review-report``: the internal page.
+review_report_option: Callable = _option(
+    "Also write the INTERNAL review page of the release to this file (mode 0600: it holds "
+    "exact statistics of the data): every mechanism's curves, the noise against each "
+    "statistic's typical value, the assumptions with their measured checks and the warnings.",
+    flag="--review-report",
+    name="review_report",
 )
 
 #: The option of ``models audit``.
@@ -107,25 +123,37 @@ def write_release(
     plan_spec: Mapping[str, Any] | None,
     context: Mapping[str, Any],
     show: bool,
+    *,
+    review: str | None = None,
 ) -> None:
-    """The report of ``release``: the curves of every mechanism applicable to the model
-    (written after the release is shown: a failure to write it never hides a release)."""
-    if path is None:
+    """The reports of ``release`` (written after the release is shown: a failure to write
+    one never hides a release): the public page at ``path`` (0644, the published values
+    (``rel.published``: clipped into their ranges, as the terminal states them) with their
+    intervals, the guarantee, what is protected, the
+    method) and the internal review page at ``review`` (0600, the curves of every mechanism
+    applicable to the model, the exact figures, the checks)."""
+    if path is None and review is None:
         return
     from distprivacy.commands._display import spec_of
-
-    spec = spec_of(cal.model_ or model, plan_spec)
-    from distprivacy.mechanisms import MECHANISMS, calibrate_all
     from distprivacy.report import release_report, write_report
 
+    spec = spec_of(cal.model_ or model, plan_spec)
     settings = {**dict(context.get("modelling") or {}), **context}
-    others, _ = _calibrate_others(model, cal, settings, list(MECHANISMS), calibrate_all)
-    sw = _sweep(model, [cal, *others], settings, show)
-    html = release_report(
-        cal, rel, spec=spec, context=context, sweep=sw, ledger=context.get("ledger")
-    )
-    write_report(path, html, private=True)
-    _done(path)
+    if review is not None:
+        from distprivacy.mechanisms import MECHANISMS, calibrate_all
+
+        others, _ = _calibrate_others(model, cal, settings, list(MECHANISMS), calibrate_all)
+        sw = _sweep(model, [cal, *others], settings, show)
+        html = release_report(cal, rel, spec=spec, context=context, sweep=sw,
+                              ledger=context.get("ledger"))  # fmt: skip
+        write_report(review, html, private=True)
+        _done(review)
+    if path is not None:
+        sw = _sweep(model, [cal], settings, show)
+        html = release_report(cal, rel, spec=spec, context=context, sweep=sw,
+                              ledger=context.get("ledger"), public=True)  # fmt: skip
+        write_report(path, html, private=False, public=True)
+        _done(path)
 
 
 def _calibrate_others(

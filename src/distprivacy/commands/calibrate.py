@@ -27,11 +27,15 @@ from distprivacy.commands._display import (
     print_fitted,
     print_header,
     print_not_applicable,
+    print_setting,
+    print_short,
     print_statement,
+    recommend,
     short_name,
     short_theorem,
     spec_of,
     swamped_summary,
+    values_hint,
 )
 from distprivacy.commands._files import check_apart, config_file, data_files
 from distprivacy.commands._report import report_option, write_calibrate
@@ -50,21 +54,8 @@ MODEL_OMITTED = "omitted: exact population statistics; pass --include-model"
 
 
 def _best(cals: list[Calibration], utility: str) -> dict[str, Any] | None:
-    """The mechanism of least noise cost under ``utility`` among those whose verified δ meets
-    their target (all of them, if none does)."""
-    if not cals:
-        return None
-    ok = [c for c in cals if c.verified]
-    among = "verified" if ok else "all (none verified)"
-    best = min(ok or cals, key=lambda c: c.utility_cost(utility))
-    objective = "least E‖Z‖₂" if utility == "l2" else "least Σ_k Var(Z_k)/s_k², s_k the sampling SD"
-    return {
-        "mechanism": best.mechanism,
-        "utility": utility,
-        "objective": objective,
-        "cost": best.utility_cost(utility),
-        "among": among,
-    }
+    """The recommended mechanism (:func:`~distprivacy.commands._display.recommend`)."""
+    return recommend(cals, utility)
 
 
 def _print_warnings(console: Console, cals: list[Calibration]) -> None:
@@ -207,6 +198,14 @@ def _check_gdp_target(names: list[str], s: Settings) -> None:
     "statistics: exact population statistics, kept 0600 in a plan). Without it `model` says "
     "it was omitted. Never read from a --config file.",
 )
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Show the full tables (every mechanism's noise, μ, δ achieved, proof and noise per "
+    "statistic, the warnings and the mechanisms not applicable). Default: the recommended "
+    "mechanism and a compact comparison.",
+)
 @report_option
 @click.pass_context
 def calibrate(
@@ -214,10 +213,12 @@ def calibrate(
     mechanisms: tuple[str, ...],
     save: str | None,
     include_model: bool,
+    show_all: bool,
     report: str | None,
     **p: Any,
 ) -> None:
-    """Show every applicable mechanism's noise and expected L2 error side by side."""
+    """Recommend a mechanism (the best verified one available in this install, which
+    `release` uses by default) and compare every applicable one; --all for the full tables."""
     check_apart(
         [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
          *config_file(ctx)],
@@ -243,7 +244,7 @@ def calibrate(
     if s.as_json:
         _print_json(cals, skipped, model, info, s, include_model)
     else:
-        _print_text(Console(), cals, skipped, model, info, s)
+        _print_text(Console(), cals, skipped, model, info, s, show_all)
 
 
 def _check_save(mechanisms: tuple[str, ...], save: str | None) -> None:
@@ -295,15 +296,22 @@ def _print_text(
     model: Any,
     info: dict[str, Any],
     s: Settings,
+    show_all: bool,
 ) -> None:
-    """The calibrations for a person: the statement, the tables, the best, the caveats."""
+    """The calibrations for a person: the statement, then the recommended mechanism and a
+    compact comparison, or (``--all``) the tables, the best and the caveats."""
     if cals:
         from distprivacy.wording import statement
 
         best = _best(cals, s.utility)
         first = next((c for c in cals if best and c.mechanism == best["mechanism"]), cals[0])
         words = statement(spec_of(model), model.statistic_names_, first.guarantee, released=False)
-        print_statement(console, f"{words} (with {first.mechanism}, the best below).")
+        print_statement(console, f"{words} (with {first.mechanism}, recommended below).")
+    if not show_all:
+        print_setting(console, info, s)
+        print_short(console, cals, _best(cals, s.utility), skipped, spec_of(model))
+        _print_plan(console, info)
+        return
     print_header(console, model, info, s)
     layouts = [
         lambda: [_calibrations_table(cals, False)],
@@ -322,6 +330,12 @@ def _print_text(
         _print_best(console, cals, s, abbreviate)
     _print_warnings(console, cals)
     print_not_applicable(console, skipped)
+    console.print(values_hint(spec_of(model)), highlight=False)
+    _print_plan(console, info)
+
+
+def _print_plan(console: Console, info: dict[str, Any]) -> None:
+    """Where ``--save`` wrote the plan, and how to release it."""
     if "plan" in info:
         console.print(
             f"Plan saved to {info['plan']['path']} (digest {info['plan']['digest'][:19]}…); "
@@ -340,8 +354,8 @@ def _print_best(console: Console, cals: list[Calibration], s: Settings, abbrevia
     best = _best(cals, s.utility)
     if best is not None:
         console.print(
-            f"Best utility among the {best['among']} calibrations ({best['objective']}): "
-            f"[bold]{best['mechanism']}[/]"
+            f"Recommended, the best utility among the {best['among']} calibrations "
+            f"available in this install ({best['objective']}): [bold]{best['mechanism']}[/]"
         )
     unverified = sorted({c.basis for c in cals if not c.verified})
     if unverified:

@@ -26,7 +26,9 @@ from distprivacy.commands._common import (
     warn_large_delta,
 )
 from distprivacy.commands._display import (
+    StatName,
     fmt,
+    keep_names_whole,
     noise_summary,
     print_header,
     print_statement,
@@ -37,7 +39,11 @@ from distprivacy.commands._display import (
 from distprivacy.commands._files import check_apart, config_file, data_files, ledger_files
 from distprivacy.commands._flags import to_flags
 from distprivacy.commands._names import MECHANISM_NAMES
-from distprivacy.commands._report import report_option, write_release
+from distprivacy.commands._report import (
+    release_report_option,
+    review_report_option,
+    write_release,
+)
 from distprivacy.commands._settings import Settings
 from distprivacy.commands.config import config_option
 from distprivacy.exceptions import DistPrivacyError
@@ -71,10 +77,10 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
         relative = "—" if not np.isfinite(re) else f"{re:.2%}"
         noise = "none" if name in noise_free else fmt(float(sd))
         lo, hi = pub.low[k], pub.high[k]
-        interval = "—" if np.isnan([lo, hi]).any() else f"[{lo:.6g}, {hi:.6g}]"
-        table.add_row(name, f"{v:.4f}" + (" *" if k in pub.clipped else ""), interval, noise,
-                      relative)  # fmt: skip
-    console.print(table)
+        interval = "—" if np.isnan([lo, hi]).any() else f"[{lo:.4g}, {hi:.4g}]"
+        value = f"{v:.4f}" + (" *" if k in pub.clipped else "")
+        table.add_row(StatName(name), value, interval, noise, relative)
+    console.print(keep_names_whole(table))
     for k in pub.clipped:
         console.print(
             f"* {rel.statistic_names[k]}: the noisy value {pub.raw[k]:.4f} was clipped to "
@@ -153,9 +159,9 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
 @click.option(
     "--mechanism",
     "mechanism_name",
-    default="DauM-G",
-    show_default=True,
-    help=f"One of: {', '.join(MECHANISM_NAMES)}.",
+    default=None,
+    help=f"One of: {', '.join(MECHANISM_NAMES)}. Default: the mechanism `calibrate` "
+    "recommends (the best verified one available in this install).",
 )
 @click.option(
     "--target",
@@ -205,11 +211,12 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
     "count into [0, n] (post-processing, which keeps the guarantee).",
 )
 @allow_exact_option
-@report_option
+@release_report_option
+@review_report_option
 @click.pass_context
 def release(
     ctx: click.Context,
-    mechanism_name: str,
+    mechanism_name: str | None,
     target: str | None,
     plan_path: str | None,
     value_text: str | None,
@@ -218,6 +225,7 @@ def release(
     no_clip: bool,
     allow_exact: bool,
     report: str | None,
+    review_report: str | None,
     **p: Any,
 ) -> None:
     """Release the statistics of a dataset with the chosen mechanism (or a saved plan), or,
@@ -227,14 +235,14 @@ def release(
     if ledger_path is not None or dataset_name is not None:
         _release_registered(
             ctx, ledger_path, dataset_name, plan_path, target, value_text, allow_exact,
-            no_clip, report, p,
+            no_clip, report, p, review_report,
         )  # fmt: skip
         return
 
     check_apart(
         [*data_files(ctx.params.get("data")), ("--model", ctx.params.get("model_file")),
          ("--target", target), ("--plan", plan_path), *config_file(ctx)],
-        [("--report", report)],
+        [("--report", report), ("--review-report", review_report)],
     )  # fmt: skip
     s = Settings.from_click(ctx, p)
     target_df = None if target is None else load_table(target)
@@ -249,7 +257,8 @@ def release(
     rel = rel.unclipped() if no_clip else rel
     if s.as_json:
         click.echo(dumps_json({**info, **_json_release(rel)}))
-        write_release(report, cal, rel, model, plan_spec, context, show=False)
+        write_release(report, cal, rel, model, plan_spec, context, show=False,
+                      review=review_report)  # fmt: skip
         return
     console = Console()
     from distprivacy.wording import statement
@@ -268,7 +277,8 @@ def release(
         console.print(f"Plan {plan_path} ({info['plan_digest'][:19]}…), not refitted")
     console.print(f"Released dataset: {info['target']}")
     _print_release(console, cal, rel)
-    write_release(report, cal, rel, model, plan_spec, context, show=True)
+    write_release(report, cal, rel, model, plan_spec, context, show=True,
+                  review=review_report)  # fmt: skip
 
 
 def _with_plan(
@@ -308,7 +318,7 @@ def _with_plan(
 
 def _fresh(
     s: Settings,
-    mechanism_name: str,
+    mechanism_name: str | None,
     target: str | None,
     target_df: Any,
     value_text: str | None,
@@ -317,12 +327,15 @@ def _fresh(
     """``release`` without a plan: the flags planned (:func:`distprivacy.workflow.plan`) and
     the plan released at once (the records of ``--target``, or a demonstration dataset drawn
     from the data)."""
+    from distprivacy.commands._recommend import recommended_plan
     from distprivacy.workflow import plan as make_plan
+    from distprivacy.workflow import plan_all
     from distprivacy.workflow import release as release_plan
 
     if value_text is not None:
         raise DistPrivacyError("--value needs --plan (without a plan, give --target)")
-    (request,) = mechanism_specs((mechanism_name,), s)
+    # No --mechanism: every mechanism is planned and calibrate's recommendation released.
+    requests = mechanism_specs(() if mechanism_name is None else (mechanism_name,), s)
     if s.model_file is not None:
         check_model_file(s)
         if target_df is not None:
@@ -334,7 +347,7 @@ def _fresh(
     from distprivacy.mechanisms import MECHANISMS
 
     source, spec, query = inputs(s)
-    if MECHANISMS[request.name].uses_delta:
+    if any(MECHANISMS[r.name].uses_delta for r in requests):
         warn_large_delta(s.delta, spec.n)
     if target_df is not None and len(target_df) != spec.n:
         raise DistPrivacyError(
@@ -345,9 +358,17 @@ def _fresh(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the caveats are printed from the calibration
-            plan = make_plan(source, spec, query, request, s.modelling(),
-                             on_engine=on_engine(s, source, bar, engine), progress=bar,
-                             on_step=bar.describe, fingerprint=False)  # fmt: skip
+            found = on_engine(s, source, bar, engine)
+            if mechanism_name is not None:
+                plan = make_plan(source, spec, query, requests[0], s.modelling(),
+                                 on_engine=found, progress=bar, on_step=bar.describe,
+                                 fingerprint=False)  # fmt: skip
+            else:
+                plan = recommended_plan(
+                    plan_all(source, spec, query, requests, s.modelling(), on_engine=found,
+                             progress=bar, on_step=bar.describe, fingerprint=False),
+                    s.utility,
+                )  # fmt: skip
             out = release_plan(plan, target=target_df, allow_exact=allow_exact,
                                population=engine[0] if target_df is None else None,
                                random_state=s.seed)  # fmt: skip
@@ -370,6 +391,7 @@ def _release_registered(
     no_clip: bool,
     report: str | None,
     p: dict[str, Any],
+    review_report: str | None = None,
 ) -> None:
     """``release --ledger L --dataset NAME --plan NAME``: the library reads the registered
     file and the approved plan itself; the releaser hands in neither (issue 30)."""
@@ -398,11 +420,12 @@ def _release_registered(
             "with --ledger the published values are the ones the ledger records, clipped into "
             "their ranges; drop --no-clip (it is for releases outside a ledger)"
         )
-    check_apart([*ledger_files(ledger_path, "--ledger"), *config_file(ctx)], [("--report", report)])
+    outputs = [("--report", report), ("--review-report", review_report)]
+    check_apart([*ledger_files(ledger_path, "--ledger"), *config_file(ctx)], outputs)
     led = _open_ledger(ledger_path)
     assert led is not None
     ctx.call_on_close(led.close)
-    check_apart(_registered_files(led, dataset_name), [("--report", report)])
+    check_apart(_registered_files(led, dataset_name), outputs)
     bar = LazyProgress("releasing", enabled=s.show)
 
     def on_wait(waited: float, limit: float) -> None:
@@ -444,7 +467,8 @@ def _release_registered(
     context = {**info, **plan.modelling}
     if s.as_json:
         click.echo(dumps_json({**info, **_json_release(rel)}))
-        write_release(report, cal, rel, plan.model, plan.spec, context, show=False)
+        write_release(report, cal, rel, plan.model, plan.spec, context, show=False,
+                      review=review_report)  # fmt: skip
         return
     console = Console()
     from distprivacy.wording import statement
@@ -464,7 +488,8 @@ def _release_registered(
         f"{c.max_attack_accuracy:.1%} accuracy (exact joint accounting of every release under "
         "the secret)"
     )
-    write_release(report, cal, rel, plan.model, plan.spec, context, show=True)
+    write_release(report, cal, rel, plan.model, plan.spec, context, show=True,
+                  review=review_report)  # fmt: skip
 
 
 def _registered_files(led: Ledger, name: str) -> list[tuple[str, str | None]]:

@@ -41,10 +41,11 @@ __all__ = [
 ]
 
 
-def write_report(path: str | Path, html: str, *, private: bool) -> Path:
+def write_report(path: str | Path, html: str, *, private: bool, public: bool = False) -> Path:
     """Write a report atomically; mode 0600 when ``private`` (it holds exact statistics of
-    the data, or a ledger's contents). A path that exists and is not a regular file is never
-    written over (:func:`distprivacy.outputs.atomic_write`)."""
+    the data, or a ledger's contents), 0644 when ``public`` (a page to publish: readable by
+    all whatever the umask), else the usual mode. A path that exists and is not a regular
+    file is never written over (:func:`distprivacy.outputs.atomic_write`)."""
     from distprivacy.outputs import write_text
 
-    return write_text(path, html, mode=0o600 if private else None)
+    return write_text(path, html, mode=0o600 if private else 0o644 if public else None)

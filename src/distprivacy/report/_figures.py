@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from distprivacy.report._curves import Sweep
-from distprivacy.report._html import esc, figure, table
+from distprivacy.report._html import esc, figure, prose, table, unsci
 from distprivacy.report._svg import DASHED, RING, Mark, Series, legend_html, line_chart
 
 __all__ = [
@@ -26,7 +26,8 @@ __all__ = [
 
 
 def g(x: Any, digits: int = 4) -> str:
-    """A number in ``digits`` significant digits ('—' for None or NaN)."""
+    """A number in ``digits`` significant digits, as the terminal prints it, never in
+    e-notation: 9.82e-05 is written 9.82 × 10⁻⁵ ('—' for None or NaN)."""
     if x is None:
         return "—"
     x = float(x)
@@ -34,7 +35,7 @@ def g(x: Any, digits: int = 4) -> str:
         return "—"
     if math.isinf(x):
         return "∞" if x > 0 else "−∞"
-    return f"{x:.{digits}g}" if abs(x) < 1e5 else f"{x:.3e}"
+    return unsci(f"{x:.{digits}g}" if abs(x) < 1e5 else f"{x:.{digits - 1}e}")
 
 
 def pct(x: Any, digits: int = 1) -> str:
@@ -120,9 +121,10 @@ def accuracy_figure(
     """The bound on any attacker's accuracy against ε (mechanisms with the same curve share a
     line); ``measured`` (name, ε, accuracy, low, high) adds an audit's attacks with intervals."""
     series = [
-        Series(", ".join(names) + _ASSUMED * sw.assumed.get(names[0], False), e, a, style=k)
+        Series(", ".join(names) + _ASSUMED * sw.assumed.get(names[0], False), e, a, style=k,
+               dashed=sw.assumed.get(names[0], False))
         for names, e, a, k in _groups(sw)
-    ]
+    ]  # fmt: skip
     for j, (name, eps, acc, lo, hi) in enumerate(measured):
         series.append(
             Series(
@@ -161,8 +163,9 @@ def accuracy_figure(
         "is true (equally likely a priori) from one release; 50 % is a coin flip. Mechanisms "
         "whose bounds agree within 0.1 percentage point share a line."
         + (
-            " A line marked “assumed, not verified” is not a guarantee: it rests on a modelling "
-            "assumption the library could not check for this data (the table says which)."
+            " A dashed line marked “assumed, not verified” is not a guarantee: it rests on a "
+            "modelling assumption the library could not check for this data (the table says "
+            "which)."
             if any(sw.assumed.get(m, False) for m in sw.mechanisms)
             else ""
         )
@@ -220,7 +223,7 @@ def protected_section(spec: Any, context: Mapping[str, Any]) -> str:
 
     rows: list[list[str]] = []
     if spec is not None:
-        head = f"<p>The release must not reveal {esc(protected_sentence(spec))}.</p>"
+        head = f"<p>The release must not reveal {prose(protected_sentence(spec))}.</p>"
         rows += [
             ["protected property", str(spec.predicate)],
             ["candidate shares p", ", ".join(f"{float(v):g}" for v in spec.values)],
@@ -308,7 +311,7 @@ def assumptions_section(
     if not_applicable:
         out += (
             '<h3>Mechanisms not applicable</h3><ul class="plain">'
-            + "".join(f"<li>{esc(r)}</li>" for r in not_applicable.values())
+            + "".join(f"<li>{prose(r)}</li>" for r in not_applicable.values())
             + "</ul>"
         )
     return out

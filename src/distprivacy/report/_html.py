@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["Page", "esc", "figure", "table"]
+__all__ = ["Page", "esc", "figure", "prose", "table", "unsci"]
 
 CSS = """
 :root{color-scheme:light}
@@ -51,6 +51,11 @@ ul.plain{padding-left:1.2em}
 ul.plain li{margin:.25em 0}
 .small{font-size:.88em;color:#555}
 footer{margin-top:2em;font-size:.85em;color:#555;border-top:1px solid #e4e6ea;padding-top:.6em}
+.notice{border:1px solid #c9d3de;background:#f7f9fb;padding:8px 12px;border-radius:4px;
+ font-size:.93em}
+p,li,figcaption{overflow-wrap:anywhere}
+td{overflow-wrap:break-word}
+td code{overflow-wrap:anywhere}
 @media (max-width:600px){
  body{font-size:15px}
  main{padding:12px 12px 30px}
@@ -62,6 +67,38 @@ footer{margin-top:2em;font-size:.85em;color:#555;border-top:1px solid #e4e6ea;pa
  svg .note{font-size:20px}
  svg .mark{font-size:21px}
 }
+@media (max-width:480px){
+ .scroll{overflow:visible;border:0}
+ table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:100%}
+ table.cards thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+ table.cards tr{border:1px solid #dfe3e8;border-radius:6px;margin:0 0 10px;padding:4px 0;
+  background:#fff}
+ table.cards tbody tr:nth-child(even){background:#fff}
+ table.cards td{display:flex;gap:10px;justify-content:space-between;border:0;
+  padding:3px 10px;text-align:right;white-space:normal}
+ table.cards td::before{content:attr(data-label);font-weight:600;color:#444;text-align:left;
+  flex:0 1 45%}
+ table.cards td:first-child{display:block;text-align:left;font-weight:600;
+  border-bottom:1px solid #eceef1;padding:4px 10px 6px}
+ table.cards td:first-child::before{content:none}
+ table.cards td,table:not(.cards) td{overflow-wrap:anywhere}
+ table:not(.cards){table-layout:fixed}
+}
+@page{margin:14mm 12mm}
+@media print{
+ body{background:#fff;font-size:10pt}
+ main{max-width:none;padding:0}
+ .statement{border:1px solid #9ab;border-left:6px solid #0072B2}
+ .scroll{overflow:visible;border:0}
+ table{font-size:8pt;width:100%;table-layout:auto}
+ th,td,td.num,th.num{white-space:normal;padding:3px 4px}
+ tr,figure,.statement,.notice{break-inside:avoid}
+ h2,h3,p.caption{break-after:avoid}
+ main>section{break-before:page}
+ main>section.statement,main>section.statement+section{break-before:auto}
+ figure svg.chart{max-width:160mm}
+ a{color:inherit;text-decoration:none}
+}
 """
 
 #: Nothing may load: no script, no network, styles and images only from the page itself.
@@ -71,6 +108,34 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 def esc(text: object) -> str:
     """HTML-escape any value's text (quotes included)."""
     return escape(str(text), quote=True)
+
+
+#: A number in e-notation inside a text (``9.82e-05``, ``2.28e+03``).
+_SCI = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)e([+-]?\d+)(?![\w.])")
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(mantissa: str, exponent: int) -> str:
+    """``9.82``, −5 → ``9.82 × 10⁻⁵`` (``1 × 10³`` written ``10³``)."""
+    power = "10" + str(exponent).translate(_SUPERSCRIPT)
+    return power if mantissa in ("1", "1.0") else f"{mantissa} × {power}"
+
+
+def unsci(text: str) -> str:
+    """Every e-notation number in ``text`` written as a power of ten (``δ = 9.82e-05`` →
+    ``δ = 9.82 × 10⁻⁵``)."""
+    return _SCI.sub(lambda m: power_of_ten(m.group(1), int(m.group(2))), text)
+
+
+def prose(text: object) -> str:
+    """A sentence as HTML: escaped, its numbers out of e-notation, and each `backticked`
+    span set as code (never a raw backtick)."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: dropped
+        parts = [*parts[:-2], parts[-2] + parts[-1]]
+    return "".join(
+        f"<code>{esc(p)}</code>" if k % 2 else esc(unsci(p)) for k, p in enumerate(parts)
+    )
 
 
 def _slug(text: str) -> str:
@@ -90,9 +155,12 @@ def table(
     table_id: str | None = None,
 ) -> str:
     """A table in a horizontally scrolling box, its caption above it (outside the box, so
-    that it wraps on a phone). Cells are escaped except the columns ``raw``
-    (already HTML, built by this package); ``numeric`` columns are right-aligned."""
+    that it wraps on a phone); on a phone (≤ 480 px) each row of a table of three columns or
+    more becomes a card, each cell labelled with its column's header. Cells are escaped
+    (their numbers out of e-notation, :func:`unsci`) except the columns ``raw`` (already
+    HTML, built by this package); ``numeric`` columns are right-aligned."""
     num = set(numeric)
+    cards = len(header) > 2  # a two-column table fits a phone as it is
     head = "".join(
         f'<th scope="col"{NUM if i in num else ""}>{esc(h)}</th>' for i, h in enumerate(header)
     )
@@ -100,12 +168,15 @@ def table(
     for r in rows:
         cells = []
         for i, v in enumerate(r):
-            text = str(v) if i in raw else esc(v)
-            cells.append(f"<td{NUM if i in num else ''}>{text}</td>")
+            text = str(v) if i in raw else esc(unsci(str(v)))
+            # Each card is titled by its first cell; the others are labelled with their header.
+            label = f' data-label="{esc(header[i])}"' if cards and 0 < i < len(header) else ""
+            cells.append(f"<td{NUM if i in num else ''}{label}>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     tid = f' id="{esc(table_id)}"' if table_id else ""
+    kind = ' class="cards"' if cards else ""
     return (
-        f'<p class="caption">{esc(caption)}</p><div class="scroll"><table{tid}>'
+        f'<p class="caption">{prose(caption)}</p><div class="scroll"><table{tid}{kind}>'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
 
@@ -113,7 +184,7 @@ def table(
 def figure(svg: str, legend: str, caption: str, *, title: str) -> str:
     """A figure: its title (visible), the chart, the legend and a caption."""
     return (
-        f"<figure><h3>{esc(title)}</h3>{svg}{legend}<figcaption>{esc(caption)}</figcaption>"
+        f"<figure><h3>{esc(title)}</h3>{svg}{legend}<figcaption>{prose(caption)}</figcaption>"
         "</figure>"
     )
 
@@ -129,8 +200,12 @@ class Page:
 
     def statement(self, sentences: Sequence[str]) -> None:
         """The words a steward signs, first."""
-        body = "".join(f"<p>{esc(s)}</p>" for s in sentences)
+        body = "".join(f"<p>{prose(s)}</p>" for s in sentences)
         self.parts.append(f'<section class="statement" id="statement">{body}</section>')
+
+    def notice(self, text: str) -> None:
+        """A boxed note right under the statement (who may read this page)."""
+        self.parts.append(f'<p class="notice">{prose(text)}</p>')
 
     def section(self, heading: str, html: str) -> None:
         """A titled section (``html`` built by this package: escaped already)."""
@@ -143,8 +218,8 @@ class Page:
 
     def render(self, footer: Sequence[str]) -> str:
         """The whole document."""
-        sub = "".join(f"<p>{esc(s)}</p>" for s in self.subtitle)
-        foot = "".join(f"<p>{esc(s)}</p>" for s in footer)
+        sub = "".join(f"<p>{prose(s)}</p>" for s in self.subtitle)
+        foot = "".join(f"<p>{prose(s)}</p>" for s in footer)
         return (
             "<!DOCTYPE html>\n"
             '<html lang="en"><head><meta charset="utf-8">'

@@ -21,9 +21,9 @@ from distprivacy.report._figures import (
     protected_section,
     utility_figure,
 )
-from distprivacy.report._html import Page, esc, figure, table
+from distprivacy.report._html import Page, esc, figure, prose, table
 from distprivacy.report._interval import noise_halfwidths
-from distprivacy.report._svg import DASHED, Series, legend_html, line_chart
+from distprivacy.report._svg import DASHED, Series, integer_ticks, legend_html, line_chart
 
 __all__ = ["audit_report", "calibrate_report", "ledger_report", "release_report"]
 
@@ -44,13 +44,43 @@ LEDGER_NOTE = (
 )
 
 
-def _footer(private: bool) -> list[str]:
+#: At the top of a page holding exact statistics.
+REVIEW_NOTICE = (
+    "Internal: this page holds exact statistics of the data (the model's typical values and "
+    "spreads) and was written readable by its owner only (mode 0600). Do not publish it; "
+    "`release --report FILE` writes the page to publish."
+)
+
+
+def values_hint(spec: Any) -> str:
+    """How to choose ``--values``, with this spec's own pairs (the terminal's line too)."""
+    text = (
+        "Choosing --values: shares of the protected property that bracket the true one, which "
+        "an attacker must not tell apart; the guarantee covers exactly the listed pairs"
+    )
+    if spec is None:
+        return text + "."
+    pairs = dict.fromkeys(tuple(sorted((float(a), float(b)))) for a, b in spec.pairs)
+    return f"{text} (here {'; '.join(f'{a:g} vs {b:g}' for a, b in pairs)})."
+
+
+#: The footer of a public page (``release --report``).
+PUBLIC_NOTE = (
+    "This page holds no exact statistic of the data: only the released (noisy) values, their "
+    "intervals, the guarantee and the method. It may be published (written with mode 0644)."
+)
+
+
+def _footer(private: bool, public: bool = False) -> list[str]:
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
         f"Made by distprivacy {__version__} on {now}. Self-contained: no script, nothing loaded."
     ]
     if private:
-        out.append(PRIVATE_NOTE)
+        out.append(PRIVATE_NOTE + " Do not publish it: `release --report` writes the page to "
+                   "publish.")  # fmt: skip
+    if public:
+        out.append(PUBLIC_NOTE)
     return out
 
 
@@ -115,18 +145,33 @@ def _per_statistic(c: Any) -> str:
     )  # fmt: skip
 
 
+#: Mechanisms per table of the noise matrix: more would make it scroll sideways on a laptop
+#: and lose columns on paper.
+MATRIX_COLUMNS = 4
+
+
 def _matrix(cals: Sequence[Any]) -> str:
-    rows = []
-    for k, name in enumerate(cals[0].statistic_names):
-        rows.append(
-            [name] + [f"{g(c.noise_sd[k])} ({_rel(float(c.relative_error[k]))})" for c in cals]
+    """Noise SD per statistic and mechanism: tables of at most :data:`MATRIX_COLUMNS`
+    mechanisms each, every one repeating the statistic column."""
+    groups = [cals[k : k + MATRIX_COLUMNS] for k in range(0, len(cals), MATRIX_COLUMNS)]
+    out = []
+    for j, group in enumerate(groups, 1):
+        rows = []
+        for k, name in enumerate(group[0].statistic_names):
+            rows.append(
+                [name] + [f"{g(c.noise_sd[k])} ({_rel(float(c.relative_error[k]))})" for c in group]
+            )
+        part = f", part {j} of {len(groups)}" if len(groups) > 1 else ""
+        out.append(
+            table(
+                ["statistic", *[c.mechanism for c in group]],
+                rows,
+                caption="Noise SD per statistic and mechanism (in brackets: SD / typical value)"
+                + part,
+                numeric=tuple(range(1, len(group) + 1)),
+            )
         )
-    return table(
-        ["statistic", *[c.mechanism for c in cals]],
-        rows,
-        caption="Noise SD per statistic and mechanism (in brackets: SD / typical value)",
-        numeric=tuple(range(1, len(cals) + 1)),
-    )
+    return "".join(out)
 
 
 def _spec(model: Any) -> Any:
@@ -171,13 +216,18 @@ def calibrate_report(
         page.statement(
             [
                 words,
-                f"Figures for {first.mechanism}, the mechanism of best utility; every "
-                "applicable mechanism is compared below.",
+                f"Figures for {first.mechanism}, the recommended mechanism (the least noise "
+                "among the verified mechanisms available in this install; release uses it by "
+                "default); every applicable mechanism is compared below.",
             ]
         )
     else:
         page.statement(["No mechanism is applicable: nothing can be released with a guarantee."])
-    page.section("What is protected", protected_section(spec, context))
+    page.notice(REVIEW_NOTICE)
+    page.section(
+        "What is protected",
+        protected_section(spec, context) + f"<p>{prose(values_hint(spec))}</p>",
+    )
     if first is not None:
         page.section(
             "Per statistic",
@@ -212,28 +262,52 @@ def release_report(
     context: Mapping[str, Any],
     sweep: Sweep,
     ledger: Mapping[str, Any] | None = None,
+    public: bool = False,
 ) -> str:
-    """The report of ``distprivacy release``: the released values with their noise intervals,
-    the curves, the checks made, and the ledger's cumulative guarantee when recorded in one."""
+    """The report of ``distprivacy release``.
+
+    Parameters
+    ----------
+    calibration, release
+        What the release used and drew.
+    spec : ProtectionSpec or None
+        What is protected.
+    context : mapping
+        The command's settings and sources.
+    sweep : Sweep
+        The curves (:func:`~distprivacy.report.sweep`).
+    ledger : mapping, optional
+        The ledger's record of the release (its cumulative guarantee).
+    public : bool
+        The page to publish (``release --report``): the released values with their intervals,
+        the guarantee, what is protected and the method — no exact statistic, no column
+        relative to the data's own values, no path, no warning quoting the data's spreads;
+        written 0644. Otherwise the review page (``--review-report``): every figure, written
+        0600.
+    """
     from distprivacy.wording import statement
 
     c, rel = calibration, release
-    page = Page("Release report", _subtitle(spec, context))
+    title = "Release" if public else "Release report (internal review)"
+    page = Page(title, _subtitle(spec, {} if public else context))
     demo = "(demonstration)" in str(context.get("target", ""))
     page.statement(
         [statement(spec, rel.statistic_names, c.guarantee, released=True, demonstration=demo)]
     )
+    page.notice(PUBLIC_NOTE if public else REVIEW_NOTICE)
     pub = rel.published  # the published values and intervals, as the terminal states them
-    rows = [
-        [name, g(v, 6) + (" *" if k in pub.clipped else ""), f"[{g(lo, 5)}, {g(hi, 5)}]",
-         g(sd), _rel(float(re))]
-        for k, (name, v, lo, hi, sd, re) in enumerate(
-            zip(rel.statistic_names, pub.values, pub.low, pub.high, c.noise_sd,
-                c.relative_error, strict=True)
-        )
-    ]  # fmt: skip
+    rows = []
+    for k, (name, v, lo, hi, sd) in enumerate(
+        zip(rel.statistic_names, pub.values, pub.low, pub.high, c.noise_sd, strict=True)
+    ):
+        interval = "—" if math.isnan(lo) or math.isnan(hi) else f"[{g(lo)}, {g(hi)}]"
+        row = [name, f"{v:.4f}" + (" *" if k in pub.clipped else ""), interval, g(sd)]
+        if not public:
+            row.append(_rel(float(c.relative_error[k])))
+        rows.append(row)
+    header = ["statistic", "released value", "95 % interval", "noise SD"]
     released = table(
-        ["statistic", "released value", "95 % interval", "noise SD", "noise SD / typical value"],
+        header if public else [*header, "noise SD / typical value"],
         rows,
         caption=f"Released by {c.mechanism}: the true value lies in the interval with "
         "probability 95 % over the noise",
@@ -242,9 +316,10 @@ def release_report(
     )
     for k in pub.clipped:
         released += (
-            f"<p>* {esc(rel.statistic_names[k])}: the noisy value {g(pub.raw[k], 6)} was "
-            f"clipped into [{g(pub.ranges[k][0])}, {g(pub.ranges[k][1])}], and its interval "
-            "with it; post-processing keeps the guarantee.</p>"
+            f'<p class="small">* {esc(rel.statistic_names[k])}: the noisy value '
+            f"{g(pub.raw[k])} was clipped into its range [{g(pub.ranges[k][0])}, "
+            f"{g(pub.ranges[k][1])}], and its interval with it; post-processing keeps the "
+            "guarantee.</p>"
         )
     if not c.adds_noise:
         released += (
@@ -255,34 +330,45 @@ def release_report(
         for e in getattr(rel, "exact_statistics", ()):
             kind = "" if e.justified else ' class="verdict-bad"'
             note = e.describe().replace("`allow_exact=True`", "--allow-exact")
-            released += f"<p{kind}>{esc(note)}</p>"
+            released += f"<p{kind}>{prose(note)}</p>"
     page.section("Released statistics", released)
-    page.section("What is protected", protected_section(spec, context))
-    page.section(
-        "Privacy and utility",
-        utility_figure(sweep, (c.mechanism, c.epsilon, c.expected_l2_error))
-        + accuracy_figure(sweep, (c.mechanism, c.epsilon, c.max_attack_accuracy)),
-    )
-    checks = [
-        (
-            "the released dataset looks like one the model describes",
-            "support and plausibility checked before the noise was drawn (Mahalanobis "
-            "distance to the nearest share within the χ² limit at level 10⁻¹²)",
-            "passed",
-        ),
-        (
-            "the noise came from a secure generator",
-            "yes" if rel.secure else "no: --seed makes it reproducible (never publish it)",
-            "passed" if rel.secure else "FAILED",
-        ),
-    ]
-    page.section(
-        "Assumptions and checks", _verification(c) + assumptions_section([c], None, checks)
-    )
+    if public:
+        page.section("The guarantee", _guarantee_section(c) + _verification(c))
+        page.section("What is protected", protected_section(spec, _public_context(context)))
+        page.section("Method", _method_section(c, rel))
+        page.section(
+            "Privacy",
+            accuracy_figure(sweep, (c.mechanism, c.epsilon, c.max_attack_accuracy)),
+        )
+    else:
+        page.section("What is protected", protected_section(spec, context))
+        page.section(
+            "Privacy and utility",
+            utility_figure(sweep, (c.mechanism, c.epsilon, c.expected_l2_error))
+            + accuracy_figure(sweep, (c.mechanism, c.epsilon, c.max_attack_accuracy)),
+        )
+        checks = [
+            (
+                "the released dataset looks like one the model describes",
+                "support and plausibility checked before the noise was drawn (Mahalanobis "
+                "distance to the nearest share within the χ² limit at level 10⁻¹²)",
+                "passed",
+            ),
+            (
+                "the noise came from a secure generator",
+                "yes" if rel.secure else "no: --seed makes it reproducible (never publish it)",
+                "passed" if rel.secure else "FAILED",
+            ),
+        ]
+        page.section(
+            "Assumptions and checks", _verification(c) + assumptions_section([c], None, checks)
+        )
     if ledger is not None:
         cum = ledger["cumulative"]
+        where = "the steward's ledger" if public else f"ledger {ledger['ledger']}"
+        budget = "" if public else f" (budget {ledger['budget']})"
         text = (
-            f"Recorded in ledger {ledger['ledger']} (budget {ledger['budget']}) as release "
+            f"Recorded in {where}{budget} as release "
             f"{ledger['releases_of_this_dataset']} of this dataset: all its releases together "
             f"give ε = {g(cum['epsilon'])} at δ = {g(cum['delta'], 3)}"
             + (
@@ -292,8 +378,61 @@ def release_report(
             )
             + f", no attacker above {pct(cum['max_attack_accuracy'])} accuracy."
         )
-        page.section("Ledger", f"<p>{esc(text)}</p>")
-    return page.render(_footer(private=True))
+        page.section("Ledger", f"<p>{prose(text)}</p>")
+    return page.render(_footer(private=not public, public=public))
+
+
+#: Settings a public page may show (no path, no source).
+_PUBLIC_KEYS = ("epsilon", "delta", "calibration", "covariances", "target_mu",
+                "max_attack_accuracy")  # fmt: skip
+
+
+def _public_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: context[k] for k in _PUBLIC_KEYS if context.get(k) is not None}
+
+
+def _guarantee_section(c: Any) -> str:
+    """The guarantee in words and figures, from the release's own guarantee object (the one
+    the statement states): (ε, δ), μ when it has one, the attack bound, verified or not."""
+    gu = getattr(c, "guarantee", None) or c
+    acc = getattr(gu, "max_attack_accuracy", None)
+    acc = c.max_attack_accuracy if acc is None else acc
+    rows = [
+        ["ε (privacy loss)", g(gu.epsilon)],
+        ["δ (probability the ε bound may fail)", g(gu.delta, 3)],
+    ]
+    if getattr(gu, "mu", None) is not None:
+        rows.append(["μ (Gaussian differential privacy)", g(gu.mu)])
+    verified = bool(getattr(gu, "verified", c.verified))
+    rows += [
+        ["best accuracy of any attacker", f"{pct(acc)} (50 % is a coin flip)"],
+        ["checked for the noise drawn", "verified" if verified else "assumed, not verified"],
+    ]
+    words = (
+        "<p>Whatever an attacker knows besides this release, seeing it cannot tell the protected "
+        "shares apart better than the accuracy below. The guarantee rests on the assumptions "
+        "listed with the method.</p>"
+    )
+    return words + table(["guarantee", "value"], rows, caption="The guarantee of this release")
+
+
+def _method_section(c: Any, rel: Any) -> str:
+    """The mechanism, its theorem, the noise's family and what the guarantee assumes."""
+    rows = [
+        ["mechanism", c.mechanism],
+        ["theorem", c.theorem],
+        ["noise", noise_words(c)],
+        ["expected L2 error E‖Z‖₂", g(c.expected_l2_error)],
+        ["noise generator", "secure" if rel.secure else "seeded (not for publication)"],
+    ]
+    out = table(["method", "value"], rows, caption="How the noise was calibrated and drawn")
+    if c.assumptions:
+        out += (
+            '<h3>What the guarantee assumes</h3><ul class="plain">'
+            + "".join(f"<li>{prose(a)}</li>" for a in c.assumptions)
+            + "</ul>"
+        )
+    return out
 
 
 def _verification(c: Any) -> str:
@@ -498,6 +637,8 @@ def ledger_report(shown: Mapping[str, Any], entries: Sequence[Any], budget: Any)
         ylog=False,
         hlines=[(100.0, "budget")],
         ylim=(0.0, max(110.0, max(ys, default=0.0) * 1.08)),
+        xlim=(0.5, last + 0.5),
+        xticks=integer_ticks(last),  # release numbers are whole
     )
     caption = (
         "After each release (marker), the cumulative guarantee of all releases of that "

@@ -4,19 +4,35 @@ is HTML beside it (:func:`legend_html`), so that it wraps on a phone instead of 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Mark", "Series", "legend_html", "line_chart", "style_of"]
+__all__ = [
+    "Mark",
+    "Series",
+    "integer_ticks",
+    "label_box",
+    "legend_html",
+    "line_chart",
+    "series_points",
+    "style_of",
+]
 
-#: Okabe–Ito's colour-blind-safe palette, then Tol's muted one.
+#: Twelve colours any two of which differ by a CIEDE2000 ΔE of at least 20 in normal vision
+#: and at least 12 as seen with deuteranopia or protanopia (Machado et al. 2009's simulation),
+#: each at least 30 from the white page: chosen by a greedy max–min search over a grid of
+#: saturated sRGB colours (normal-vision differences weighted 1/1.6), ordered so that each
+#: next colour is the farthest from those before it, and checked by
+#: ``tests/report/test_palette.py``. After twelve, the colours repeat with a dash pattern.
 PALETTE = (
-    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255",
-    "#117733", "#AA4499", "#44AA99", "#999933", "#661100", "#6699CC",
+    "#0069F0", "#FFB400", "#4B3C00", "#009678", "#FF0069", "#B496FF", "#780F3C", "#694B87",
+    "#E16900", "#2D96B4", "#0000F0", "#A54B3C",
 )  # fmt: skip
 #: Dash patterns, cycled after the colours.
 DASHES = ("", "6 3", "2 3", "8 3 2 3")
@@ -29,7 +45,8 @@ LEFT, RIGHT, TOP, BOTTOM = 84, 16, 14, 58
 class Series:
     """One line: its points (non-finite ones, and non-positive ones on a log axis, are
     skipped), an optional error bar per point (``low``/``high``), a style index, and whether
-    it is drawn as steps (a level held until the next point)."""
+    it is drawn as steps (a level held until the next point), and whether it is dashed (a
+    curve that is not a guarantee: one drawn over it stays visible)."""
 
     label: str
     x: Sequence[float]
@@ -40,6 +57,7 @@ class Series:
     markers: bool = True
     line: bool = True
     step: bool = False
+    dashed: bool = False
 
 
 @dataclass
@@ -84,8 +102,146 @@ def tick_label(v: float) -> str:
     a = abs(v)
     if 1e-2 <= a < 1e4:  # at most four characters for decades: a phone's axis is narrow
         return f"{v:.6g}"
+    from distprivacy.report._html import power_of_ten
+
     m, e = f"{v:.0e}".split("e")
-    return f"{m}e{int(e)}"
+    return power_of_ten(m, int(e))
+
+
+def integer_ticks(last: float, first: float = 1.0, most: int = 8) -> list[float]:
+    """Whole-number ticks from ``first`` to ``last`` (at most ``most``, evenly stepped): the
+    axis of a count (release numbers) never shows 1.5."""
+    lo, hi = math.ceil(first), math.floor(last)
+    if hi < lo:
+        return [float(lo)]
+    step = max(1, math.ceil((hi - lo + 1) / most))
+    return [float(t) for t in range(lo, hi + 1, step)]
+
+
+#: Font sizes (px of the 600 × 360 view box) used to keep a label's box clear of the lines:
+#: the largest the stylesheet sets (a phone's).
+_FONT = {"mark": 21.0, "note": 20.0}
+#: A character's average advance, as a share of the font size.
+_ADVANCE = 0.58
+
+
+def label_box(x: float, y: float, text: str, anchor: str, kind: str) -> tuple[float, ...]:
+    """The box (x0, y0, x1, y1) a label at (x, y) — its baseline — takes, estimated
+    generously for the largest font the stylesheet gives it."""
+    size = _FONT[kind]
+    w = len(text) * size * _ADVANCE
+    x0 = x if anchor == "start" else x - w if anchor == "end" else x - w / 2
+    return (x0, y - size * 0.85, x0 + w, y + size * 0.25)
+
+
+def _crosses(box: tuple[float, ...], a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether the segment a–b meets the box (Liang–Barsky clipping)."""
+    x0, y0, x1, y1 = box
+    t0, t1 = 0.0, 1.0
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    for p, q in ((-dx, a[0] - x0), (dx, x1 - a[0]), (-dy, a[1] - y0), (dy, y1 - a[1])):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+#: Where a point's label may go, (dx, dy) from the point to the label's baseline, nearest
+#: first (then twice, three and four and a half times as far).
+_AROUND = ((12, -12, "start"), (-12, -12, "end"), (12, 26, "start"), (-12, 26, "end"),
+           (0, -18, "middle"), (0, 34, "middle"))  # fmt: skip
+
+
+class _Placer:
+    """Puts labels where they cross no line, no point and no other label, inside the plot."""
+
+    def __init__(self, lines: list[list[tuple[float, float]]]) -> None:
+        self.segments = [(p, q) for pts in lines for p, q in itertools.pairwise(pts)]
+        self.points = [p for pts in lines for p in pts]
+        self.boxes: list[tuple[float, ...]] = []
+        self.last_cost: float = 0.0
+
+    def cost(self, box: tuple[float, ...]) -> int:
+        inside = LEFT <= box[0] and box[2] <= WIDTH - RIGHT and TOP <= box[1]
+        inside = inside and box[3] <= HEIGHT - BOTTOM
+        hits = sum(_crosses(box, a, b) for a, b in self.segments)
+        pad = 4.0
+        hits += sum(
+            box[0] - pad <= x <= box[2] + pad and box[1] - pad <= y <= box[3] + pad
+            for x, y in self.points
+        )
+        hits += sum(_overlaps(box, b) for b in self.boxes)
+        return hits + (0 if inside else 1000)
+
+    def place(
+        self, text: str, kind: str, candidates: Sequence[tuple[float, float, str]]
+    ) -> tuple[float, float, str]:
+        """The first candidate (x, y, anchor) whose box is clear, else the least crowded."""
+        best, best_cost = candidates[0], math.inf
+        for x, y, anchor in candidates:
+            c = self.cost(label_box(x, y, text, anchor, kind))
+            if c < best_cost:
+                best, best_cost = (x, y, anchor), c
+            if c == 0:
+                break
+        self.last_cost = best_cost
+        self.boxes.append(label_box(*best[:2], text, best[2], kind))
+        return best
+
+
+def _leader(px: float, py: float, box: tuple[float, ...]) -> str:
+    """A thin line from a ring to its label when the label had to move away from it (its
+    box more than 30 px from the point): from the ring's edge to the box's nearest point."""
+    x0, y0, x1, y1 = box
+    # The box as drawn at laptop size is about two thirds of the estimate: aim at its middle
+    # height and at the side facing the point.
+    qx = min(max(px, x0), x1)
+    qy = min(max(py, y0 + (y1 - y0) * 0.3), y1 - (y1 - y0) * 0.3)
+    dist = math.hypot(qx - px, qy - py)
+    if dist <= 30:
+        return ""
+    sx, sy = px + (qx - px) * 10 / dist, py + (qy - py) * 10 / dist
+    return (
+        f'<line x1="{_num(sx)}" y1="{_num(sy)}" x2="{_num(qx)}" y2="{_num(qy)}" '
+        'stroke="#000" stroke-width="1" class="leader"/>'
+    )
+
+
+def _error_bars(s: Series, X: Any, Y: Any) -> list[tuple[tuple[float, float], ...]]:
+    """The vertical segments of a series' error bars, in pixels."""
+    if s.low is None or s.high is None:
+        return []
+    out = []
+    for a, b, lo, hi in zip(s.x, s.y, s.low, s.high, strict=True):
+        if _ok(a, X.log) and _ok(b, Y.log) and _ok(lo, Y.log) and _ok(hi, Y.log):
+            x, y0, y1 = X(a), Y(lo), Y(hi)
+            out += [((x, y0), (x, y1)), ((x - 5, y0), (x + 5, y0)), ((x - 5, y1), (x + 5, y1))]
+    return out
+
+
+def series_points(s: Series, X: Any, Y: Any) -> list[tuple[float, float]]:
+    """The pixels a series' line passes through (a step series: level, then jump)."""
+    x = np.asarray(s.x, dtype=float)
+    y = np.asarray(s.y, dtype=float)
+    pts = [(X(a), Y(b)) for a, b in zip(x, y, strict=True) if _ok(a, X.log) and _ok(b, Y.log)]
+    if s.step and len(pts) > 1:
+        out = [pts[0]]
+        for px, py in pts[1:]:
+            out += [(px, out[-1][1]), (px, py)]
+        return out
+    return pts
 
 
 def _nice_step(span: float, target: int = 5) -> float:
@@ -213,27 +369,48 @@ def line_chart(
             f'<text x="{LEFT - 7}" y="{py}" dy="0.35em" text-anchor="end" '
             f'class="tick">{escape(tick_label(t))}</text>'
         )
-    for h, text in hlines:
-        if y0 <= h <= y1 and (h > 0 or not ylog):
-            py = _num(Y(h))
-            out.append(
-                f'<line x1="{LEFT}" y1="{py}" x2="{WIDTH - RIGHT}" y2="{py}" stroke="#555" '
-                f'stroke-dasharray="5 4"/><text x="{WIDTH - RIGHT - 6}" y="{py}" dy="-0.45em" '
-                f'text-anchor="end" class="note">{escape(text)}</text>'
-            )
+    lines = [series_points(s, X, Y) for s in series if s.line]
     for s in series:
         out.extend(_series_svg(s, X, Y))
-    for m in marks:
+    placer = _Placer(lines)
+    for s in series:  # points and error bars are in the way too
+        if not s.line:
+            placer.points += series_points(s, X, Y)
+        placer.segments += _error_bars(s, X, Y)
+    shown = [(h, text) for h, text in hlines if y0 <= h <= y1 and (h > 0 or not ylog)]
+    for h, _ in shown:  # the reference lines are obstacles for every label
+        placer.segments.append(((LEFT, Y(h)), (WIDTH - RIGHT, Y(h))))
+    for m in marks:  # the chosen point's label first: it matters most
         if not (_ok(m.x, xlog) and _ok(m.y, ylog)):
             continue
         px, py = X(m.x), Y(m.y)
-        right = px < (LEFT + WIDTH - RIGHT) / 2
-        tx = px + 12 if right else px - 12
-        ty = py - 12 if py > TOP + 30 else py + 22
+        placer.points.append((px, py))
+        cands = [(px + dx * r, py + dy * r, anchor) for r in (1.0, 2.0, 3.2, 4.5)
+                 for dx, dy, anchor in _AROUND]  # fmt: skip
+        tx, ty, anchor = placer.place(m.text, "mark", cands)
         out.append(
             f'<circle cx="{_num(px)}" cy="{_num(py)}" r="9" fill="none" stroke="#000" '
-            f'stroke-width="2.2"/><text x="{_num(tx)}" y="{_num(ty)}" '
-            f'text-anchor="{"start" if right else "end"}" class="mark">{escape(m.text)}</text>'
+            f'stroke-width="2.2"/>{_leader(px, py, label_box(tx, ty, m.text, anchor, "mark"))}'
+            f'<text x="{_num(tx)}" y="{_num(ty)}" '
+            f'text-anchor="{anchor}" class="mark">{escape(m.text)}</text>'
+        )
+    for h, text in shown:
+        py = Y(h)
+        # The right end first, then the left end, then anywhere along the line.
+        x_at = [(WIDTH - RIGHT - 6, "end"), (LEFT + 6, "start")]
+        x_at += [(float(x), "start") for x in range(LEFT + 14, WIDTH - RIGHT - 40, 12)]
+        cands = [(x, py + dy, a) for dy in (-6, 20) for x, a in x_at]
+        tx, ty, anchor = placer.place(text, "note", cands)
+        # No clear spot anywhere along it (a crowd of error bars): the legend names the line.
+        label = (
+            f'<text x="{_num(tx)}" y="{_num(ty)}" text-anchor="{anchor}" class="note">'
+            f"{escape(text)}</text>"
+            if placer.last_cost == 0
+            else ""
+        )
+        out.append(
+            f'<line x1="{LEFT}" y1="{_num(py)}" x2="{WIDTH - RIGHT}" y2="{_num(py)}" '
+            f'stroke="#555" stroke-dasharray="5 4"/>{label}'
         )
     out.append(
         f'<text x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{HEIGHT - 12}" text-anchor="middle" '
@@ -251,6 +428,7 @@ def _ok(v: float, log: bool) -> bool:
 
 def _series_svg(s: Series, X: _Axis, Y: _Axis) -> list[str]:
     colour, dash = style_of(s.style)
+    dash = dash or ("6 3" if s.dashed else "")
     x = np.asarray(s.x, dtype=float)
     y = np.asarray(s.y, dtype=float)
     keep = np.array([_ok(a, X.log) and _ok(b, Y.log) for a, b in zip(x, y, strict=True)], bool)
@@ -261,7 +439,8 @@ def _series_svg(s: Series, X: _Axis, Y: _Axis) -> list[str]:
     dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
     if s.line and len(pts) > 1:
         d = " ".join(
-            f"{'M' if i == 0 else 'L'}{_num(px)} {_num(py)}" for i, (px, py) in enumerate(pts)
+            f"{'M' if i == 0 else 'L'}{_num(px)} {_num(py)}"
+            for i, (px, py) in enumerate(series_points(s, X, Y))
         )
         out.append(
             f'<path d="{d}" fill="none" stroke="{colour}" stroke-width="2"{dash_attr}>'
@@ -293,6 +472,7 @@ def legend_html(series: Sequence[Series], extra: Sequence[tuple[str, str]] = ())
     items = []
     for s in series:
         colour, dash = style_of(s.style)
+        dash = dash or ("6 3" if s.dashed else "")
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         line = (
             f'<line x1="1" y1="6" x2="29" y2="6" stroke="{colour}" stroke-width="2.4"{dash_attr}/>'
