@@ -126,12 +126,15 @@ def test_the_recommended_mechanism_is_available_in_this_install(adult_dir, monke
     from distprivacy.mechanisms import calibrate_all
     from distprivacy.models import fit_model
     from distprivacy.query import Query
+    from distprivacy.request import GaussianOptions
     from distprivacy.spec import ProtectionSpec
+    from distprivacy.targets import EpsDelta
 
     spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
     model = fit_model(load_adult(adult_dir), spec, Query.parse("mean:age,mean:hours_per_week"),
                       method="exact")  # fmt: skip
-    cals, _ = calibrate_all(model, 1.0, 1e-3, names=["DauM-G", "OptM-G", "ExpM-G"], utility="l2")
+    cals, _ = calibrate_all(model, EpsDelta(1.0, 1e-3), GaussianOptions(utility="l2"),
+                            names=["DauM-G", "OptM-G", "ExpM-G"])  # fmt: skip
     opt = next(c for c in cals if c.mechanism == "OptM-G")
     # Make OptM-G the least noisy, then take cvxpy away.
     cheap = min(cals, key=lambda c: c.expected_l2_error)

@@ -77,7 +77,7 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
         relative = "—" if not np.isfinite(re) else f"{re:.2%}"
         noise = "none" if name in noise_free else fmt(float(sd))
         lo, hi = pub.low[k], pub.high[k]
-        interval = "—" if np.isnan([lo, hi]).any() else f"[{lo:.4g}, {hi:.4g}]"
+        interval = "—" if np.isnan([lo, hi]).any() else f"[{lo:.4f}, {hi:.4f}]"
         value = f"{v:.4f}" + (" *" if k in pub.clipped else "")
         table.add_row(StatName(name), value, interval, noise, relative)
     console.print(keep_names_whole(table))

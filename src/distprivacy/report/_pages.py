@@ -300,7 +300,7 @@ def release_report(
     for k, (name, v, lo, hi, sd) in enumerate(
         zip(rel.statistic_names, pub.values, pub.low, pub.high, c.noise_sd, strict=True)
     ):
-        interval = "—" if math.isnan(lo) or math.isnan(hi) else f"[{g(lo)}, {g(hi)}]"
+        interval = "—" if math.isnan(lo) or math.isnan(hi) else f"[{lo:.4f}, {hi:.4f}]"
         row = [name, f"{v:.4f}" + (" *" if k in pub.clipped else ""), interval, g(sd)]
         if not public:
             row.append(_rel(float(c.relative_error[k])))
