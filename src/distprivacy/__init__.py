@@ -98,6 +98,8 @@ _LAZY: dict[str, str] = {
     "Rule": "distprivacy.targets",
     # the privacy ledger and plans
     "Ledger": "distprivacy.ledger",
+    # the release service's client (`distprivacy serve`, docs/serve.md)
+    "Client": "distprivacy.service.client",
     # one release, start to finish
     "release": "distprivacy.workflow",
     "ReleaseOutcome": "distprivacy.workflow",
@@ -124,6 +126,7 @@ __all__ = [
     "CallableStatistic",
     "ClassicRuleWarning",
     "ClassicShortfallWarning",
+    "Client",
     "Count",
     "DataUnavailableError",
     "DauM",
