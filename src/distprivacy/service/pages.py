@@ -43,8 +43,8 @@ def _svc(request: Request) -> Service:
     return request.app.state.service
 
 
-def _render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-    return HTMLResponse(_env.get_template(name).render(**ctx), status_code=status)
+def _render(template: str, code: int = 200, **ctx: Any) -> HTMLResponse:
+    return HTMLResponse(_env.get_template(template).render(**ctx), status_code=code)
 
 
 def _cookie(resp: Response, request: Request, name: str, value: str, max_age: int) -> None:
@@ -133,7 +133,7 @@ async def login(request: Request) -> Response:
         return resp
     resp = RedirectResponse(f"/{p.role}", status_code=303)
     _cookie(resp, request, COOKIE, sid, 8 * 3600)
-    resp.delete_cookie(LOGIN_COOKIE, path="/")
+    resp.delete_cookie(LOGIN_COOKIE, path="/", httponly=True, samesite="strict")
     return resp
 
 
@@ -142,7 +142,7 @@ async def logout(request: Request) -> Response:
     await _form(request, p)
     await run_in_threadpool(_svc(request).logout, request.cookies.get(COOKIE, ""))
     resp = RedirectResponse("/login", status_code=303)
-    resp.delete_cookie(COOKIE, path="/")
+    resp.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return resp
 
 
