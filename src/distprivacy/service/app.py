@@ -153,6 +153,8 @@ async def _json(request: Request) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise ServiceError(400, "the body is not valid JSON") from None
+    except RecursionError:
+        raise ServiceError(400, "the body's JSON is nested too deeply") from None
     if not isinstance(body, dict):
         raise ServiceError(400, "the body must be a JSON object")
     return body

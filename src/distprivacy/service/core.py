@@ -74,6 +74,17 @@ def check_name(value: Any, what: str) -> str:
     return value
 
 
+def row_id(value: Any, what: str) -> int:
+    """A numeric id from a path (1 … 2⁶²), else a 404 naming ``what``."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ServiceError(404, f"no such {what}") from None
+    if not 0 < n < 2**62:
+        raise ServiceError(404, f"no such {what}")
+    return n
+
+
 def budget_from(raw: Any) -> Any:
     """A typed target from ``{"mu": x}``, ``{"epsilon": e, "delta": d}`` or ``{"accuracy": a}``
     (numbers, or their text from a form)."""
@@ -482,10 +493,7 @@ class Service:
     def _pending(self, pid: Any) -> tuple[dict[str, Any], Any]:
         from distprivacy.mechanisms.plans import Plan
 
-        try:
-            pid = int(pid)
-        except (TypeError, ValueError):
-            raise ServiceError(404, "no such plan awaiting review") from None
+        pid = row_id(pid, "plan awaiting review")
         rows = self.store.pending(pid)
         if not rows:
             raise ServiceError(404, "no such plan awaiting review")
@@ -602,10 +610,7 @@ class Service:
 
     def revoke(self, p: Principal, token_id: Any) -> dict[str, Any]:
         self.require(p, "steward")
-        try:
-            tid = int(token_id)
-        except (TypeError, ValueError):
-            raise ServiceError(404, "no such token") from None
+        tid = row_id(token_id, "token")
         owner = self.store.token_owner(tid)
         if owner is None:
             raise ServiceError(404, "no such token")
@@ -685,10 +690,7 @@ class Service:
         return self.store.releases(None if p.role == "steward" else p.name)
 
     def one_release(self, p: Principal, rid: Any) -> dict[str, Any]:
-        try:
-            rid = int(rid)
-        except (TypeError, ValueError):
-            raise ServiceError(404, "no such release") from None
+        rid = row_id(rid, "release")
         rows = self.store.releases(None if p.role == "steward" else p.name, rid)
         if not rows:
             raise ServiceError(404, "no such release")
