@@ -380,9 +380,9 @@ class Service:
                 with self._ledger() as led:
                     led.add_secret(key, name, protect, target, population=pop)
 
-        detail = {"protect": protect, "population": str(population), "budget": str(target)}
+        detail = {"protect": protect, "population": str(population), "budget": _target_text(target)}
         self._steward_act(p, "declare secret", name, act, detail)
-        return {"secret": name, "protect": protect, "budget": str(target)}
+        return {"secret": name, "protect": protect, "budget": _target_text(target)}
 
     def register(
         self,
@@ -447,8 +447,10 @@ class Service:
             with self._ledger() as led:
                 led.set_budget(key, secret, target, reason)
 
-        self._steward_act(p, "set budget", secret, act, {"budget": str(target), "reason": reason})
-        return {"secret": secret, "budget": str(target), "reason": reason}
+        self._steward_act(
+            p, "set budget", secret, act, {"budget": _target_text(target), "reason": reason}
+        )
+        return {"secret": secret, "budget": _target_text(target), "reason": reason}
 
     def upload_plan(self, p: Principal, secret: Any, raw: Any) -> dict[str, Any]:
         """Keep a plan (a ``calibrate --save`` file) for the steward's review."""
@@ -831,3 +833,9 @@ def _secret_view(s: Mapping[str, Any], steward: bool, scrub: Any) -> dict[str, A
         pop = s.get("population") or {}
         out["population"] = scrub(str(pop.get("path", ""))) if isinstance(pop, Mapping) else ""
     return out
+
+
+def _target_text(target: Any) -> str:
+    """A budget in words (the target's own ``describe``, when it has one)."""
+    describe = getattr(target, "describe", None)
+    return str(describe()) if callable(describe) else str(target)
