@@ -13,9 +13,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import BUDGET_FACTOR, ROOT, set_up, start_server
+from service_world import BUDGET_FACTOR, ROOT, set_up, skip_without_serve, start_server
 
 import distprivacy as dp
+
+skip_without_serve()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import BUDGET_FACTOR, PROTECT, plan_mu, start_server
+from service_world import BUDGET_FACTOR, PROTECT, plan_mu, skip_without_serve, start_server
+
+skip_without_serve()
 
 if importlib.util.find_spec("playwright") is None:
     pytest.skip(

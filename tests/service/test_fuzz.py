@@ -11,7 +11,9 @@ import random
 import urllib.parse
 
 import pytest
-from conftest import set_up, start_server
+from service_world import set_up, skip_without_serve, start_server
+
+skip_without_serve()
 
 N = 1000
 SEED = int(os.environ.get("DISTPRIVACY_FUZZ_SEED", "20261127"))

@@ -11,8 +11,10 @@ import re
 import urllib.parse
 
 import pytest
-from conftest import PROTECT, plan_mu, set_up, start_server, upload
 from pages_client import Pages
+from service_world import PROTECT, plan_mu, set_up, skip_without_serve, start_server, upload
+
+skip_without_serve()
 
 
 @pytest.fixture(scope="module")
