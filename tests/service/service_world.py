@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -101,6 +102,9 @@ class Server:
 def start_server(state: Path, *extra: str) -> Server:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    # the server's log goes to a file beside its state (a pipe nobody reads could fill up)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    log = open(state.parent / f"{state.name}.log", "a")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -114,22 +118,32 @@ def start_server(state: Path, *extra: str) -> Server:
             *extra,
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=log,
         env=env,
         text=True,
     )
     token = ""
-    line = proc.stdout.readline() if proc.stdout else ""
-    if "first login token" in line:
-        token = line.rsplit(" ", 1)[-1].strip()
     server = Server(f"http://127.0.0.1:{port}", state, token, proc)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
+        # the first start prints the steward's token on stdout; a restart prints nothing there
+        ready, _, _ = select.select([proc.stdout], [], [], 0.05)
+        if ready and not server.token:
+            line = proc.stdout.readline() if proc.stdout else ""
+            if "first login token" in line:
+                server.token = line.rsplit(" ", 1)[-1].strip()
         if proc.poll() is not None:
-            raise RuntimeError(f"the service exited: {proc.stderr.read() if proc.stderr else ''}")
+            log.close()
+            text = (state.parent / f"{state.name}.log").read_text()
+            raise RuntimeError(f"the service exited: {text[-3000:]}")
         try:
             status, _, _ = server.call("GET", "/api/openapi.json")
             if status == 200:
+                if not server.token and proc.stdout:
+                    ready, _, _ = select.select([proc.stdout], [], [], 1.0)
+                    line = proc.stdout.readline() if ready else ""
+                    if "first login token" in line:
+                        server.token = line.rsplit(" ", 1)[-1].strip()
                 return server
         except OSError:
             pass
@@ -190,4 +204,162 @@ def set_up(server: Server, files: dict[str, Path], secret: str = "hisp") -> dict
         "analyst": out["token"],
         "analyst_token_id": out["token_id"],
         "review": review,
+    }
+
+
+def make_cps_files(root: Path) -> dict[str, Path]:
+    """In ``root``: the population (2,000 rows of CPS 1991, tests/public_data.py), two samples
+    of 100 and a plan for DauM-G at ε = 0.5 fitted on the population (``calibrate --save``)."""
+    import contextlib
+    import io
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import public_data
+    finally:
+        sys.path.pop(0)
+    from distprivacy.cli import main
+
+    pop = public_data.small("cps91")
+    pop.to_csv(root / "population.csv", index=False)
+    pop.sample(n=100, random_state=1).to_csv(root / "wave1.csv", index=False)
+    pop.sample(n=100, random_state=2).to_csv(root / "wave2.csv", index=False)
+    plan = root / "plan.json"
+    args = [
+        "calibrate",
+        "--data",
+        str(root / "population.csv"),
+        "--protect",
+        PROTECT,
+        "--values",
+        "0.05,0.10,0.15",
+        "--statistics",
+        STATISTICS,
+        "--subset-size",
+        "100",
+        "--mechanism",
+        "DauM-G",
+        "--epsilon",
+        "0.5",
+        "--save",
+        str(plan),
+        "--json",
+    ]
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = main(args)
+    if rc != 0:
+        raise RuntimeError(f"calibrate --save failed (exit {rc})")
+    return {
+        "population": root / "population.csv",
+        "wave1": root / "wave1.csv",
+        "wave2": root / "wave2.csv",
+        "plan": plan,
+    }
+
+
+def make_analysts(server: Server, n: int, secret: str = "hisp") -> list[str]:
+    """``n`` analysts' tokens for ``secret`` (made by the steward over the API)."""
+    out = []
+    for i in range(n):
+        status, made, _ = server.call(
+            "POST",
+            "/api/users",
+            {"name": f"analyst{i}", "role": "analyst", "secrets": [secret]},
+            server.token,
+        )
+        assert status == 201, made
+        out.append(made["token"])
+    return out
+
+
+def hammer(
+    server: Server,
+    tokens: list[str],
+    *,
+    stop_on_refusal: bool = True,
+    dataset: str = "wave1",
+    plan: str = "means",
+) -> list[tuple[int, Any, float]]:
+    """Every token in its own thread releasing until refused (or the connection fails):
+    (status, answer, seconds) per request; status 0 for a failed connection."""
+    import threading
+
+    results: list[tuple[int, Any, float]] = []
+    lock = threading.Lock()
+
+    def worker(token: str) -> None:
+        while True:
+            t0 = time.perf_counter()
+            try:
+                status, out, _ = server.call(
+                    "POST", "/api/releases", {"dataset": dataset, "plan": plan}, token
+                )
+            except OSError as e:
+                status, out = 0, str(e)
+            with lock:
+                results.append((status, out, time.perf_counter() - t0))
+            if status != 201 and (stop_on_refusal or status == 0):
+                return
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in tokens]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def ledger_ids(state: Path) -> tuple[list[int], Any]:
+    """The release ids the ledger in ``state`` holds, and its verify report."""
+    from distprivacy.ledger import Ledger
+
+    with Ledger(state / "ledger.db") as led:
+        ids = [int(e["id"]) for e in led.show()["releases"]]
+        report = led.verify()
+        assert led.integrity_check() == "ok"
+    return ids, report
+
+
+def restart(server: Server) -> Server:
+    """The same state served again (a new process, a new port), the steward's token kept."""
+    again = start_server(server.state)
+    assert again.token == "", "a restart must not make a new steward token"
+    again.token = server.token
+    return again
+
+
+def kill_trial(server: Server, tokens: list[str], delay: float) -> tuple[Server, dict[str, Any]]:
+    """Analysts release while the service is SIGKILLed after ``delay`` seconds; then every
+    answered release must be in the ledger and in the service's own records, the ledger must
+    verify, and a restarted service must release again. Returns the restarted server."""
+    import threading
+
+    results: list[tuple[int, Any, float]] = []
+    runner = threading.Thread(
+        target=lambda: results.extend(hammer(server, tokens, stop_on_refusal=False))
+    )
+    runner.start()
+    time.sleep(delay)
+    server.proc.send_signal(signal.SIGKILL)
+    server.proc.wait()
+    runner.join()
+    answered = [out["release_id"] for status, out, _ in results if status == 201]
+    refused = [out for status, out, _ in results if status not in (0, 201)]
+    ids, report = ledger_ids(server.state)
+    missing = sorted(set(answered) - set(ids))
+    again = restart(server)
+    _status, recorded, _ = again.call("GET", "/api/releases", token=server.token)
+    kept = {r["release_id"] for r in recorded}
+    status2, out, _ = again.call(
+        "POST", "/api/releases", {"dataset": "wave1", "plan": "means"}, tokens[0]
+    )
+    return again, {
+        "answered": len(answered),
+        "recorded": len(ids),
+        "missing": missing,
+        "missing_in_service": sorted(set(answered) - kept),
+        "duplicates": len(answered) - len(set(answered)),
+        "verified": report.ok,
+        "other": refused,
+        "resumed": status2 == 201 and out["release_id"] == max(ids, default=0) + 1,
     }

@@ -54,8 +54,13 @@ class Store:
         if not path.exists():
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
-        with self.db() as con:
+        con = sqlite3.connect(path, timeout=30, isolation_level=None)
+        try:
+            con.execute("PRAGMA busy_timeout=30000")
             con.execute("PRAGMA journal_mode=WAL")
+        finally:
+            con.close()
+        with self.db() as con:
             for stmt in _SCHEMA:
                 con.execute(stmt)
 

@@ -1,0 +1,78 @@
+"""Faults and contention on a real server: concurrent analysts on one secret spend its budget
+exactly (no release lost or counted twice, every refusal after the last release), and a service
+SIGKILLed during releases loses nothing it answered and resumes after a restart."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from service_world import (
+    hammer,
+    kill_trial,
+    ledger_ids,
+    make_analysts,
+    set_up,
+    skip_without_serve,
+    start_server,
+)
+
+skip_without_serve()
+
+BUDGET = 0.33  # between the cumulative μ of 5 (0.3228) and 8 (0.3476) releases of wave1
+
+
+def test_concurrent_analysts_spend_the_budget_exactly(tmp_path, cps_files):
+    server = start_server(tmp_path / "svc")
+    try:
+        set_up(server, cps_files)
+        status, out, _ = server.call(
+            "POST",
+            "/api/secrets/hisp/budget",
+            {"budget": {"mu": BUDGET}, "reason": "load"},
+            server.token,
+        )
+        assert status == 200, out
+        tokens = make_analysts(server, 8)
+        results = hammer(server, tokens)
+        ok = sorted(out["release_id"] for status, out, _ in results if status == 201)
+        refused = [out["error"] for status, out, _ in results if status == 409]
+        assert len(ok) + len(refused) == len(results)
+        k = len(ok)
+        assert 5 <= k <= 7 and ok == list(range(1, k + 1))
+        assert len(refused) == len(tokens)
+        ids, report = ledger_ids(server.state)
+        assert ids == ok and report.ok
+        led = server.call("GET", "/api/secrets/hisp/ledger", token=server.token)[1]
+        assert led["secret"]["mu"] <= BUDGET
+        for text in refused:
+            m = re.search(
+                r"cumulative μ = ([0-9.]+) would exceed the budget μ = 0.33 \((\d+) "
+                r"earlier releases",
+                text,
+            )
+            assert m and float(m.group(1)) > BUDGET and int(m.group(2)) == k, text
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_sigkill_during_releases_loses_nothing_answered(tmp_path, cps_files):
+    server = start_server(tmp_path / "svc")
+    try:
+        set_up(server, cps_files)
+        server.call(
+            "POST",
+            "/api/secrets/hisp/budget",
+            {"budget": {"mu": 5.0}, "reason": "kill trials"},
+            server.token,
+        )
+        tokens = make_analysts(server, 4)
+        for delay in (0.3, 0.9, 1.7):
+            server, got = kill_trial(server, tokens, delay)
+            assert got["missing"] == [] and got["missing_in_service"] == [], got
+            assert got["duplicates"] == 0 and got["verified"] and got["resumed"], got
+            assert got["other"] == [], got
+            assert got["recorded"] >= got["answered"]
+    finally:
+        server.stop()
