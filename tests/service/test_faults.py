@@ -76,3 +76,46 @@ def test_sigkill_during_releases_loses_nothing_answered(tmp_path, cps_files):
             assert got["recorded"] >= got["answered"]
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_two_service_processes_share_one_budget(tmp_path, cps_files):
+    """Two processes serving one state directory: their releases serialise on the ledger's
+    write lock; the budget is spent exactly as by one."""
+    import threading
+
+    first = start_server(tmp_path / "svc")
+    second = None
+    try:
+        set_up(first, cps_files)
+        first.call(
+            "POST",
+            "/api/secrets/hisp/budget",
+            {"budget": {"mu": BUDGET}, "reason": "two processes"},
+            first.token,
+        )
+        tokens = make_analysts(first, 8)
+        second = start_server(first.state)
+        assert second.token == ""  # no second steward
+        second.token = first.token
+        results: list = []
+        runs = [
+            threading.Thread(target=lambda s=s, t=t: results.extend(hammer(s, t)))
+            for s, t in ((first, tokens[:4]), (second, tokens[4:]))
+        ]
+        for r in runs:
+            r.start()
+        for r in runs:
+            r.join()
+        ok = sorted(out["release_id"] for status, out, _ in results if status == 201)
+        refused = [out for status, out, _ in results if status == 409]
+        k = len(ok)
+        assert 5 <= k <= 7 and ok == list(range(1, k + 1))
+        assert len(refused) == 8 and len(results) == k + 8
+        assert all(f"({k} earlier releases" in r["error"] for r in refused), refused
+        ids, report = ledger_ids(first.state)
+        assert ids == ok and report.ok
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()

@@ -648,11 +648,12 @@ class Service:
                 with self._ledger() as led:
                     rec = led.release(plan, dataset)
             except (DistPrivacyError, OSError) as e:
-                err = (
-                    self._refusal(e)
-                    if isinstance(e, DistPrivacyError)
-                    else ServiceError(503, "the ledger could not be written; nothing was released")
-                )
+                if isinstance(e, DistPrivacyError):
+                    # the request named a plan and a dataset that exist: whatever the ledger
+                    # refuses (the budget, a changed file, a damaged ledger) is a conflict
+                    err = ServiceError(409, self.scrub(str(e) or type(e).__name__))
+                else:
+                    err = ServiceError(503, "the ledger could not be written; nothing was released")
                 outcome = "refused" if isinstance(e, BudgetExceededError) else "failed"
                 self.store.audit(
                     p.name, p.role, "release", dataset, outcome, {**detail, "error": err.message}
