@@ -81,6 +81,13 @@ def test_two_releases_then_the_exact_refusal(flow):
     assert [e["outcome"] for e in reversed(releases)] == ["released", "released", "refused"]
     assert all(e["user"] == "ana" for e in releases)
     assert "would exceed the budget" in releases[0]["detail"]["error"]
+    # another analyst of the same secret sees neither the values nor the releases of the first
+    status, bea, _ = server.call(
+        "POST", "/api/users", {"name": "bea", "role": "analyst", "secrets": ["hisp"]}, server.token
+    )
+    assert server.call("GET", "/api/releases", token=bea["token"])[1] == []
+    assert server.call("GET", "/api/releases/1", token=bea["token"])[0] == 404
+    assert server.call("GET", "/api/releases/1", token=analyst)[0] == 200
     # the analyst's view of the ledger has no released values, the steward's has them
     status, seen, _ = server.call("GET", "/api/secrets/hisp/ledger", token=analyst)
     assert status == 200 and "events" not in seen
