@@ -718,6 +718,8 @@ class Service:
             for s in shown.get("secrets", [])
             if p.may_see(s.get("secret", ""))
         ]
+        for sv in secrets:
+            sv["history"] = _history(shown.get("releases", []), sv)
         datasets = []
         for name, versions in reg.datasets.items():
             d = versions[-1]
@@ -840,3 +842,35 @@ def _target_text(target: Any) -> str:
     """A budget in words (the target's own ``describe``, when it has one)."""
     describe = getattr(target, "describe", None)
     return str(describe()) if callable(describe) else str(target)
+
+
+def _history(releases: list[Any], secret: dict[str, Any]) -> dict[str, Any]:
+    """The cumulative figure of a secret's gauge after each of its releases, as the points of
+    a small server-drawn SVG chart (300 × 80, the budget the top line)."""
+    unit = secret["gauge"]["unit"]
+    field = {"μ": "mu", "ε": "epsilon"}.get(unit)
+    limit = secret["gauge"]["limit"]
+    values = []
+    for r in releases:
+        c = r.get("cumulative") if isinstance(r, Mapping) else None
+        if r.get("property") == f"secret:{secret['name']}" and isinstance(c, Mapping) and field:
+            v = c.get(field)
+            if isinstance(v, int | float) and math.isfinite(v):
+                values.append(float(v))
+    if not values or not limit:
+        return {"values": values, "points": "", "label": ""}
+    top = max(float(limit), *values) * 1.05
+    n = len(values)
+    xs = [10 + 280 * (i + 1) / n for i in range(n)]
+    points = " ".join(f"{x:.1f},{75 - 65 * v / top:.1f}" for x, v in zip(xs, values, strict=True))
+    label = (
+        f"cumulative {unit} after each of {n} release(s): "
+        + ", ".join(f"{v:.4g}" for v in values)
+        + f"; budget {float(limit):.4g}"
+    )
+    return {
+        "values": values,
+        "points": f"10,75 {points}",
+        "label": label,
+        "budget_y": f"{75 - 65 * float(limit) / top:.1f}",
+    }
