@@ -169,3 +169,27 @@ def test_openapi_document(flow):
     assert status == 200 and doc["openapi"].startswith("3.")
     assert {"/api/releases", "/api/secrets/{name}/ledger"} <= set(doc["paths"])
     assert "409" in doc["paths"]["/api/releases"]["post"]["responses"]
+
+
+def test_steward_token_rotation(flow):
+    """A logged-in steward makes a second steward token (its own wrapped copy of the signing
+    key), revokes the first; the new one signs decisions, the old one is refused."""
+    server, world = flow
+    old = server.token
+    status, made, _ = server.call("POST", "/api/users", {"name": "steward", "role": "steward"}, old)
+    assert status == 201 and made["token"] != old
+    users = server.call("GET", "/api/users", token=made["token"])[1]
+    (first,) = [t for u in users if u["name"] == "steward" for t in u["tokens"] if t["id"] == 1]
+    status, out, _ = server.call("POST", f"/api/tokens/{first['id']}/revoke", token=made["token"])
+    assert status == 200, out
+    assert server.call("GET", "/api/me", token=old)[0] == 401
+    status, out, _ = server.call(
+        "POST",
+        "/api/secrets/hisp/budget",
+        {"budget": {"mu": 2 * world["mu"]}, "reason": "signed with the new token"},
+        made["token"],
+    )
+    assert status == 200, out
+    status, led, _ = server.call("GET", "/api/secrets/hisp/ledger", token=made["token"])
+    assert [e["kind"] for e in led["events"]][-1] == "budget"
+    server.token = made["token"]
