@@ -4,6 +4,7 @@ table (tests/public_data.py), a plan calibrated on it, a steward's and an analys
 
 from __future__ import annotations
 
+import http.client
 import importlib.util
 import json
 import os
@@ -294,7 +295,7 @@ def hammer(
                 status, out, _ = server.call(
                     "POST", "/api/releases", {"dataset": dataset, "plan": plan}, token
                 )
-            except OSError as e:
+            except (OSError, http.client.HTTPException) as e:  # killed mid-answer
                 status, out = 0, str(e)
             with lock:
                 results.append((status, out, time.perf_counter() - t0))
