@@ -17,7 +17,8 @@ import re
 import secrets as _secrets
 import stat
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,7 @@ class Service:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
         self._steward_lock = threading.Lock()
+        self._ledger_lock = threading.Lock()
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -312,12 +314,25 @@ class Service:
 
     # -- the ledger -------------------------------------------------------------------------------
 
-    def _ledger(self) -> Any:
+    @contextmanager
+    def _ledger(self) -> Iterator[Any]:
+        """The ledger, opened for one operation and closed after it — one at a time in this
+        process (:attr:`_ledger_lock`). Opening a ledger reads its file's header with a plain
+        open/close, and closing any descriptor of a file drops every POSIX lock this process
+        holds on it, the SQLite locks of its other connections included; another process could
+        then think itself the last one and remove the WAL under them ("database disk image is
+        malformed", seen with two service processes on one state). With one connection at a
+        time per process, that close drops nothing."""
         from distprivacy.ledger import Ledger
 
-        if not self.ledger_path.exists():
-            raise ServiceError(409, "no secret is declared yet: the steward declares one first")
-        return Ledger(self.ledger_path)
+        with self._ledger_lock:
+            if not self.ledger_path.exists():
+                raise ServiceError(409, "no secret is declared yet: the steward declares one first")
+            led = Ledger(self.ledger_path)
+            try:
+                yield led
+            finally:
+                led.close()
 
     def _lock(self, secret: str) -> threading.Lock:
         with self._locks_lock:
@@ -367,18 +382,19 @@ class Service:
         def act(key: Any) -> None:
             from distprivacy.ledger import Ledger
 
-            if not self.ledger_path.exists():
-                Ledger.init(
-                    self.ledger_path,
-                    steward=key,
-                    secret=name,
-                    protect=protect,
-                    budget=target,
-                    population=pop,
-                ).close()
-            else:
-                with self._ledger() as led:
-                    led.add_secret(key, name, protect, target, population=pop)
+            with self._ledger_lock:
+                if not self.ledger_path.exists():
+                    Ledger.init(
+                        self.ledger_path,
+                        steward=key,
+                        secret=name,
+                        protect=protect,
+                        budget=target,
+                        population=pop,
+                    ).close()
+                    return
+            with self._ledger() as led:
+                led.add_secret(key, name, protect, target, population=pop)
 
         detail = {"protect": protect, "population": str(population), "budget": _target_text(target)}
         self._steward_act(p, "declare secret", name, act, detail)
