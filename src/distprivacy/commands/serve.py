@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -51,9 +52,17 @@ def serve(state: str, host: str, port: int, data_root: str | None, max_upload: i
         import uvicorn
     except ModuleNotFoundError:
         raise MissingExtraError("distprivacy serve", "uvicorn") from None
+    import socket
+
     from distprivacy.service.app import create_app
     from distprivacy.service.core import Service, ServiceError
 
+    try:  # a port in use is one line, before anything is created
+        with socket.create_server((host, port)):
+            pass
+    except OSError as e:
+        why = os.strerror(e.errno) if e.errno else str(e)
+        raise DistPrivacyError(f"cannot listen on {host}:{port}: {why}") from None
     try:
         svc, first = Service.open(state, data_root, max_upload)
     except ServiceError as e:
