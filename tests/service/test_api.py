@@ -193,3 +193,17 @@ def test_steward_token_rotation(flow):
     status, led, _ = server.call("GET", "/api/secrets/hisp/ledger", token=made["token"])
     assert [e["kind"] for e in led["events"]][-1] == "budget"
     server.token = made["token"]
+
+
+def test_a_port_in_use_is_one_line(flow, tmp_path):
+    server, _ = flow
+    port = server.url.rsplit(":", 1)[1]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-m", "distprivacy", "serve", "--state", str(tmp_path / "s"), "--port",
+         port],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    assert not (tmp_path / "s").exists()
