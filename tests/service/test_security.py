@@ -331,6 +331,8 @@ def test_html_injection_is_escaped_under_a_strict_csp(world, cps_files, tmp_path
                 "DauM-G",
                 "--epsilon",
                 "0.5",
+                "--covariances",
+                "pooled",
                 "--save",
                 str(plan),
             ]
