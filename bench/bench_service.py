@@ -1,13 +1,13 @@
 """``distprivacy serve`` under load and faults (issue 34), over HTTP on a real server.
 
-    python3 bench/bench_service.py [--analysts 50] [--budget-mu 0.375] [--trials 50]
+    python3 bench/bench_service.py [--analysts 50] [--budget-epsilon 1.05] [--trials 50]
                                    [--seed 34] [--out bench/results_service.txt]
 
 1. Load: ``--analysts`` analysts (one token and one thread each) release wave1 (100 records
    of CPS 1991) with the approved DauM-G plan on one secret until the budget refuses them.
    Must be: releases 1..K answered exactly once, K rows in the ledger, every refusal a budget
-   refusal naming K earlier releases and a cumulative μ above the budget, the recorded
-   cumulative μ within it, ``ledger verify`` ok. Prints latency p50/p99 of releases and of
+   refusal naming K earlier releases, the recorded cumulative ε (at δ = 10⁻³) within the
+   (ε, δ) budget, ``ledger verify`` ok. Prints latency p50/p99 of releases and of
    refusals, and throughput.
 2. SIGKILL: ``--trials`` times, 4 analysts release while the service is SIGKILLed after a
    random delay (0.2–2.5 s, seeded); then every answered release must be in the ledger and in
@@ -53,7 +53,7 @@ def load(root: Path, files: dict, analysts: int, budget: float) -> list[str]:
         server.call(
             "POST",
             "/api/secrets/hisp/budget",
-            {"budget": {"mu": budget}, "reason": "bench"},
+            {"budget": {"epsilon": budget, "delta": 1e-3}, "reason": "bench"},
             server.token,
         )
         tokens = make_analysts(server, analysts)
@@ -65,11 +65,12 @@ def load(root: Path, files: dict, analysts: int, budget: float) -> list[str]:
         other = [(s, out) for s, out, _ in results if s not in (201, 409)]
         k = len(ok)
         ids, report = ledger_ids(server.state)
-        cum = server.call("GET", "/api/secrets/hisp/ledger", token=server.token)[1]["secret"]["mu"]
-        # the budget refuses by μ, or by the attack bound Φ(μ/2) a μ budget implies
+        cum = server.call("GET", "/api/secrets/hisp/ledger", token=server.token)[1]["secret"][
+            "epsilon"
+        ]
         pattern = (
-            r"cumulative (?:μ|attack bound) = [0-9.]+%? would exceed the budget "
-            r"μ = [0-9.]+ .*?\((\d+) earlier releases"
+            r"cumulative δ = [0-9.e-]+ at ε = [0-9.]+ \(ε = [0-9.]+ at δ = 0.001\) would exceed "
+            r"the budget \(ε, δ\) = \([0-9.]+, 0.001\) \((\d+) earlier releases"
         )
         named = [re.search(pattern, t) for t in refused]
         good_refusals = all(m and int(m.group(1)) == k for m in named)
@@ -81,13 +82,14 @@ def load(root: Path, files: dict, analysts: int, budget: float) -> list[str]:
             "one refusal per analyst": len(refused) == analysts,
             "every refusal a budget refusal naming K": good_refusals,
             "no other status": other == [],
-            "recorded cumulative μ within the budget": cum <= budget,
+            "recorded cumulative ε within the budget": cum <= budget,
             "ledger verify": report.ok,
         }
         lines += [
-            f"load: {analysts} analysts over HTTP on one secret, budget μ = {budget}",
-            f"  K = {k} releases recorded (cumulative μ = {cum:.4f}), {len(refused)} refusals,"
-            f" {len(other)} other answers, {len(results)} requests in {wall:.1f} s"
+            f"load: {analysts} analysts over HTTP on one secret, budget (ε, δ) = ({budget}, 0.001)",
+            f"  K = {k} releases recorded (cumulative ε = {cum:.4f} at δ = 0.001),"
+            f" {len(refused)} refusals, {len(other)} other answers,"
+            f" {len(results)} requests in {wall:.1f} s"
             f" ({len(results) / wall:.2f} requests/s, {k / wall:.2f} releases/s)",
             f"  release latency p50 {pct(lat_ok, 0.5):.3f} s, p99 {pct(lat_ok, 0.99):.3f} s;"
             f" refusal latency p50 {pct(lat_no, 0.5):.3f} s, p99 {pct(lat_no, 0.99):.3f} s",
@@ -114,7 +116,7 @@ def kills(root: Path, files: dict, trials: int, seed: int) -> list[str]:
         server.call(
             "POST",
             "/api/secrets/hisp/budget",
-            {"budget": {"mu": 5.0}, "reason": "kill trials"},
+            {"budget": {"epsilon": 50.0, "delta": 1e-3}, "reason": "kill trials"},
             server.token,
         )
         tokens = make_analysts(server, 4)
@@ -150,7 +152,7 @@ def kills(root: Path, files: dict, trials: int, seed: int) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--analysts", type=int, default=50)
-    ap.add_argument("--budget-mu", type=float, default=0.375)
+    ap.add_argument("--budget-epsilon", type=float, default=1.05)
     ap.add_argument("--trials", type=int, default=50)
     ap.add_argument("--seed", type=int, default=34)
     ap.add_argument("--out", default=None)
@@ -162,7 +164,7 @@ def main() -> int:
             f"bench_service.py (python {sys.version.split()[0]}, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})"
         ]
-        lines += load(root, files, a.analysts, a.budget_mu)
+        lines += load(root, files, a.analysts, a.budget_epsilon)
         print("\n".join(lines), flush=True)
         more = kills(root, files, a.trials, a.seed) if a.trials else []
         print("\n".join(more), flush=True)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from service_world import BUDGET_FACTOR, ROOT, set_up, skip_without_serve, start_server
+from service_world import DELTA, EPSILON, ROOT, set_up, skip_without_serve, start_server
 
 import distprivacy as dp
 
@@ -59,16 +59,19 @@ def test_two_releases_then_the_exact_refusal(flow):
     # μ and √2 μ (they share F(D))
     assert outs[0]["cumulative"]["mu"] == pytest.approx(mu, rel=1e-9)
     assert mu < outs[1]["cumulative"]["mu"] < 2**0.5 * mu
-    assert outs[1]["cumulative"]["mu"] < BUDGET_FACTOR * mu
+    assert outs[1]["cumulative"]["epsilon"] <= EPSILON
     status, out, _ = server.call(
         "POST", "/api/releases", {"dataset": "wave1", "plan": "means"}, analyst
     )
     assert status == 409, out
     assert set(out) == {"error"}
-    m = re.search(r"cumulative μ = ([0-9.]+) would exceed the budget μ = ([0-9.]+)", out["error"])
+    m = re.search(
+        r"cumulative δ = ([0-9.e-]+) at ε = 0.7 \(ε = ([0-9.]+) at δ = 0.001\) would exceed the "
+        r"budget \(ε, δ\) = \(0.7, 0.001\)",
+        out["error"],
+    )
     assert m, out["error"]
-    assert float(m.group(2)) == pytest.approx(BUDGET_FACTOR * mu, abs=1e-4)
-    assert float(m.group(1)) > float(m.group(2))
+    assert float(m.group(1)) > DELTA and float(m.group(2)) > EPSILON
     assert "2 earlier releases" in out["error"] and "nothing was recorded" in out["error"]
     # the analyst sees their two releases, the steward the ledger and the three events
     status, mine, _ = server.call("GET", "/api/releases", token=analyst)
@@ -97,18 +100,17 @@ def test_two_releases_then_the_exact_refusal(flow):
 
 def test_a_budget_raise_is_recorded_and_lets_the_third_through(flow, cps_files):
     server, world = flow
-    mu = world["mu"]
     status, out, _ = server.call(
         "POST",
         "/api/secrets/hisp/budget",
-        {"budget": {"mu": 1.5 * mu}, "reason": "a third wave"},
+        {"budget": {"epsilon": 0.8, "delta": DELTA}, "reason": "a third wave"},
         world["analyst"],
     )
     assert status == 403, out
     status, out, _ = server.call(
         "POST",
         "/api/secrets/hisp/budget",
-        {"budget": {"mu": 1.5 * mu}, "reason": "a third wave"},
+        {"budget": {"epsilon": 0.8, "delta": DELTA}, "reason": "a third wave"},
         server.token,
     )
     assert status == 200, out
@@ -155,7 +157,7 @@ def test_the_client_and_the_command_line(flow, tmp_path):
     if budget_left:  # run alone after the budget raise: the fourth fits or is refused
         assert json.loads(done.stdout)["plan"] == "means"
     else:
-        assert done.stderr.startswith("error: release refused: cumulative μ"), done.stderr
+        assert done.stderr.startswith("error: release refused: cumulative δ = "), done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
     env["DISTPRIVACY_TOKEN"] = "dps_not-a-token"
     done = subprocess.run(cmd[:-2], capture_output=True, text=True, env=env, timeout=120)
@@ -174,7 +176,7 @@ def test_openapi_document(flow):
 def test_steward_token_rotation(flow):
     """A logged-in steward makes a second steward token (its own wrapped copy of the signing
     key), revokes the first; the new one signs decisions, the old one is refused."""
-    server, world = flow
+    server, _world = flow
     old = server.token
     status, made, _ = server.call("POST", "/api/users", {"name": "steward", "role": "steward"}, old)
     assert status == 201 and made["token"] != old
@@ -186,7 +188,7 @@ def test_steward_token_rotation(flow):
     status, out, _ = server.call(
         "POST",
         "/api/secrets/hisp/budget",
-        {"budget": {"mu": 2 * world["mu"]}, "reason": "signed with the new token"},
+        {"budget": {"epsilon": 1.0, "delta": DELTA}, "reason": "signed with the new token"},
         made["token"],
     )
     assert status == 200, out

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from service_world import BUDGET_FACTOR, PROTECT, plan_mu, skip_without_serve, start_server
+from service_world import DELTA, EPSILON, PROTECT, skip_without_serve, start_server
 
 skip_without_serve()
 
@@ -84,15 +84,15 @@ def test_the_whole_flow_in_chromium(browser, cps_files, tmp_path):
         page.wait_for_url("**/steward")
         shots.take(page, "steward-empty")
 
-        mu = plan_mu(cps_files["plan"])
-        budget = BUDGET_FACTOR * mu
+        budget = EPSILON
         page.get_by_label("Name", exact=True).first.fill("hisp")
         page.get_by_label("Protected property").fill(PROTECT)
         page.get_by_label("Population file (CSV or Parquet)").set_input_files(
             str(cps_files["population"])
         )
-        page.locator("#s-kind").select_option("mu")
-        page.locator("#s-value").fill(repr(budget))
+        page.locator("#s-kind").select_option("epsilon-delta")
+        page.locator("#s-value").fill(repr(EPSILON))
+        page.locator("#s-delta").fill(repr(DELTA))
         page.get_by_role("button", name="Declare the secret").click()
         page.wait_for_load_state()
         assert "declared secret hisp" in page.locator(".notice.ok").inner_text()
@@ -149,13 +149,13 @@ def test_the_whole_flow_in_chromium(browser, cps_files, tmp_path):
         apage.wait_for_load_state()
         refusal = apage.locator(".notice.error").inner_text()
         m = re.search(
-            r"cumulative μ = ([0-9.]+) would exceed the budget μ = ([0-9.]+) "
-            r"\(2 earlier releases of this secret\); nothing was recorded",
+            r"cumulative δ = ([0-9.e-]+) at ε = 0.7 \(ε = ([0-9.]+) at δ = 0.001\) would exceed "
+            r"the budget \(ε, δ\) = \(0.7, 0.001\) \(2 earlier releases of this secret\); "
+            r"nothing was recorded",
             refusal,
         )
         assert m, refusal
-        assert float(m.group(2)) == pytest.approx(budget, abs=1e-4)
-        assert float(m.group(1)) > budget
+        assert float(m.group(1)) > DELTA and float(m.group(2)) > EPSILON
         shots.take(apage, "analyst-refused")
         apage.get_by_role("link", name="Report of release 1").click()
         apage.wait_for_url("**/analyst/releases/*")
@@ -171,7 +171,12 @@ def test_the_whole_flow_in_chromium(browser, cps_files, tmp_path):
         assert float(meter.get_attribute("max")) == pytest.approx(budget)
         assert 0 < float(meter.get_attribute("value")) < budget
         chart = page.locator("svg.chart").first.get_attribute("aria-label")
-        assert chart.startswith(f"cumulative μ after each of 2 release(s): {mu:.4g}, "), chart
+        # one release alone: its own ε at δ = 10⁻³ (0.4995); two: 0.6668
+        assert re.fullmatch(
+            r"cumulative ε after each of 2 release\(s\): 0\.4995, 0\.6668; "
+            r"budget 0\.7",
+            chart,
+        ), chart
         shots.take(page, "steward")
         assert violations == []
         assert len(shots.taken) == 2 * 8

@@ -19,7 +19,8 @@ from service_world import (
 
 skip_without_serve()
 
-BUDGET = 0.345  # between the cumulative μ of 6 (0.3407) and 7 (0.3481) releases of wave1
+#: ε at δ = 10⁻³: between the cumulative ε of 6 (0.9165) and 7 (0.9449) releases of wave1
+BUDGET = 0.93
 
 
 def test_concurrent_analysts_spend_the_budget_exactly(tmp_path, cps_files):
@@ -29,7 +30,7 @@ def test_concurrent_analysts_spend_the_budget_exactly(tmp_path, cps_files):
         status, out, _ = server.call(
             "POST",
             "/api/secrets/hisp/budget",
-            {"budget": {"mu": BUDGET}, "reason": "load"},
+            {"budget": {"epsilon": BUDGET, "delta": 1e-3}, "reason": "load"},
             server.token,
         )
         assert status == 200, out
@@ -44,14 +45,14 @@ def test_concurrent_analysts_spend_the_budget_exactly(tmp_path, cps_files):
         ids, report = ledger_ids(server.state)
         assert ids == ok and report.ok
         led = server.call("GET", "/api/secrets/hisp/ledger", token=server.token)[1]
-        assert led["secret"]["mu"] <= BUDGET
-        for text in refused:  # by μ, or by the attack bound Φ(μ/2) a μ budget implies
+        assert led["secret"]["epsilon"] <= BUDGET
+        for text in refused:
             m = re.search(
-                r"cumulative (μ = [0-9.]+|attack bound = [0-9.]+%) would exceed the budget "
-                r"μ = 0.345 .*?\((\d+) earlier releases",
+                r"cumulative δ = ([0-9.e-]+) at ε = 0.93 \(ε = ([0-9.]+) at δ = 0.001\) would "
+                r"exceed the budget \(ε, δ\) = \(0.93, 0.001\) \((\d+) earlier releases",
                 text,
             )
-            assert m and int(m.group(2)) == k, text
+            assert m and float(m.group(2)) > BUDGET and int(m.group(3)) == k, text
     finally:
         server.stop()
 
@@ -64,7 +65,7 @@ def test_sigkill_during_releases_loses_nothing_answered(tmp_path, cps_files):
         server.call(
             "POST",
             "/api/secrets/hisp/budget",
-            {"budget": {"mu": 5.0}, "reason": "kill trials"},
+            {"budget": {"epsilon": 50.0, "delta": 1e-3}, "reason": "kill trials"},
             server.token,
         )
         tokens = make_analysts(server, 4)
@@ -91,7 +92,7 @@ def test_two_service_processes_share_one_budget(tmp_path, cps_files):
         first.call(
             "POST",
             "/api/secrets/hisp/budget",
-            {"budget": {"mu": BUDGET}, "reason": "two processes"},
+            {"budget": {"epsilon": BUDGET, "delta": 1e-3}, "reason": "two processes"},
             first.token,
         )
         tokens = make_analysts(first, 8)

@@ -12,7 +12,7 @@ import urllib.parse
 
 import pytest
 from pages_client import Pages
-from service_world import PROTECT, plan_mu, set_up, skip_without_serve, start_server, upload
+from service_world import PROTECT, set_up, skip_without_serve, start_server, upload
 
 skip_without_serve()
 
@@ -32,7 +32,7 @@ def world(tmp_path_factory, cps_files):
                 "name": "other",
                 "protect": PROTECT,
                 "population": pop,
-                "budget": {"mu": 2 * plan_mu(cps_files["plan"])},
+                "budget": {"epsilon": 1.0, "delta": 1e-3},
             },
             st,
         )
@@ -331,8 +331,6 @@ def test_html_injection_is_escaped_under_a_strict_csp(world, cps_files, tmp_path
                 "DauM-G",
                 "--epsilon",
                 "0.5",
-                "--covariances",
-                "pooled",
                 "--save",
                 str(plan),
             ]
@@ -346,7 +344,7 @@ def test_html_injection_is_escaped_under_a_strict_csp(world, cps_files, tmp_path
             "name": "markup",
             "protect": PROTECT,
             "population": upload(server, st, tmp_path / "evil-pop.csv"),
-            "budget": {"mu": 1.0},
+            "budget": {"epsilon": 1.0, "delta": 1e-3},
         },
         st,
     )
@@ -368,7 +366,10 @@ def test_html_injection_is_escaped_under_a_strict_csp(world, cps_files, tmp_path
     )
     pid = out["pending"]
     status, out, _ = server.call(
-        "POST", "/api/secrets/markup/budget", {"budget": {"mu": 1.1}, "reason": EVIL}, st
+        "POST",
+        "/api/secrets/markup/budget",
+        {"budget": {"epsilon": 1.1, "delta": 1e-3}, "reason": EVIL},
+        st,
     )
     assert status == 200, out
     status, made, _ = server.call(
