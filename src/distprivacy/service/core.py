@@ -603,6 +603,12 @@ class Service:
         existing = self.store.user(name)
         if existing is not None and existing["role"] != role:
             raise ServiceError(409, f"user {name!r} exists with role {existing['role']}")
+        if existing is not None and role == "analyst" and set(secrets) != set(existing["secrets"]):
+            raise ServiceError(
+                409,
+                f"analyst {name!r} exists with secrets {', '.join(existing['secrets'])}; a new "
+                "token has the same scope (make another user for another scope)",
+            )
         wrapped, token = None, tk.new_token()
         if role == "steward":
             key = self._signing_key(p)
