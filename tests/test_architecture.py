@@ -23,7 +23,7 @@ LAYERS: dict[str, int] = {
     "mechanisms": 7,
     "composition": 8, "statistic_attacks": 8, "attribute": 8, "local": 8,
     "mechanism_audit": 9, "ledger": 9, "inference": 9,
-    "experiments": 10, "workflow": 10, "report": 10,
+    "experiments": 10, "workflow": 10, "report": 10, "service": 10,
     "commands": 11,
     "cli": 12,
     "__main__": 13,

@@ -115,6 +115,8 @@ _LAZY: dict[str, str] = {
     "Modelling": "distprivacy.request",
     # the privacy ledger and plans
     "Ledger": "distprivacy.ledger",
+    # the release service's client (`distprivacy serve`, docs/serve.md)
+    "Client": "distprivacy.service.client",
     # one release, start to finish
     "release": "distprivacy.workflow",
     "ReleaseOutcome": "distprivacy.workflow",
@@ -157,6 +159,7 @@ __all__ = [
     "CallableStatistic",
     "ClassicRuleWarning",
     "ClassicShortfallWarning",
+    "Client",
     "Count",
     "DataUnavailableError",
     "DauM",

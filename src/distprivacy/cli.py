@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "distprivacy.commands.ledger:ledger",
         "A privacy ledger: every release recorded before it is shown, with a budget.",
     ),
+    "serve": (
+        "distprivacy.commands.serve:serve",
+        "Run the release service: it holds the ledger, keys and data; users log in.",
+    ),
     "reproduce": (
         "distprivacy.commands.reproduce:reproduce",
         "Reproduce the papers' tables and figures (and the comparisons beyond them).",

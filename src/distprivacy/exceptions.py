@@ -54,6 +54,10 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "networkx": ("networkx", "torch"),
     "skops": ("skops", "saved"),
     "safetensors": ("safetensors", "saved"),
+    "starlette": ("starlette", "serve"),
+    "uvicorn": ("uvicorn", "serve"),
+    "jinja2": ("jinja2", "serve"),
+    "multipart": ("python-multipart", "serve"),
 }
 
 

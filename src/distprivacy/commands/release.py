@@ -203,6 +203,10 @@ def _plan_values(value_text: str, plan: Plan) -> np.ndarray:
     metavar="NAME",
     help="With --ledger: the registered dataset to release (`ledger register`).",
 )
+@click.option("--server", default=None, metavar="URL",
+              help="Release through a service (`distprivacy serve`): --dataset NAME --plan NAME, "
+                   "the token from $DISTPRIVACY_TOKEN or --token-file (0600).")  # fmt: skip
+@click.option("--token-file", "token_file", default=None, type=click.Path(dir_okay=False))
 @click.option(
     "--no-clip",
     "no_clip",
@@ -222,6 +226,8 @@ def release(
     value_text: str | None,
     ledger_path: str | None,
     dataset_name: str | None,
+    server: str | None,
+    token_file: str | None,
     no_clip: bool,
     allow_exact: bool,
     report: str | None,
@@ -232,6 +238,10 @@ def release(
     with --ledger, a registered dataset with an approved plan (both named)."""
     from distprivacy.datasets import load_table
 
+    if server is not None:  # a service holds the ledger, the plan and the data (docs/serve.md)
+        from distprivacy.commands.serve import release_through_server
+
+        return release_through_server(server, dataset_name, plan_path, token_file, p["as_json"])
     if ledger_path is not None or dataset_name is not None:
         _release_registered(
             ctx, ledger_path, dataset_name, plan_path, target, value_text, allow_exact,
