@@ -118,14 +118,14 @@ def _entry(name: str, model: Any, rule: str, kw: dict, cov: str, utility: str) -
 
 def snapshot(data_dir: str | None) -> dict[str, Any]:
     """Every entry's plain data, keyed ``table|target|rule|covariances|utility|mechanism``."""
-    from distprivacy.mechanisms import MECHANISMS, GaussianMechanism
+    from distprivacy.mechanisms import MECHANISMS
 
     models = _models(data_dir)
     out: dict[str, Any] = {}
     for table, model in models.items():
         for label, rule, kw, cov, utility in TARGETS:
             for name, cls in MECHANISMS.items():
-                gaussian = issubclass(cls, GaussianMechanism)
+                gaussian = cls.targets_gdp
                 if not gaussian and ("epsilon" not in kw or (cov, utility) != ("fitted", "scaled")):
                     continue  # pure-ε mechanisms: one entry per (ε, δ)
                 if getattr(cls, "needs_samples", False) and model.samples_ is None:

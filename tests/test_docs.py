@@ -35,8 +35,9 @@ sys.path.insert(0, str(DOCS))
 #: Examples that are fragments (they name objects made elsewhere on their page) or that are run
 #: by a test of their own: page → (reason, where it runs).
 NOT_RUN = {
-    "extending.md": "run by tests/mechanisms/test_extending.py and "
-    "tests/test_extending_statistics.py (they register a mechanism and a statistic kind once)",
+    "extending.md": "run by tests/mechanisms/test_extending.py, "
+    "tests/test_extending_statistics.py and tests/test_extending_engines.py (they register a "
+    "mechanism and a statistic kind once; the engine's moments are checked against pandas')",
     "ledger.md": "needs a plan, a records file and a steward key made on the page; the same calls "
     "run in docs/guide/python.md, and tests/ledger/test_secrets.py runs these",
     "model_inference.md": "a fragment: the populations adv_g0, victim_g0, … come from the page's "

@@ -32,7 +32,7 @@ def _classes(module) -> dict[str, type]:
 
 def _attribute_calibrations():
     """Each attribute mechanism with a small problem of its own, calibrated."""
-    apgm = attribute.AttributeGaussianMechanism(epsilon=1.0, delta=1e-3)
+    apgm = attribute.AttributeGaussianMechanism(EpsDelta(1.0, 1e-3))
     quilt = attribute.AttributeQuiltMechanism(
         school_networks(), query="count:height>66&sat>1300", secrets="income", epsilon=1.0
     )

@@ -50,7 +50,7 @@ ALPHA = 1e-6  # significance of the statistical tests: a false alarm once in a m
 
 
 def calibrate(query: str, rule: str = "classic", reading: str = "centres"):
-    mech = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA, rule=rule)
+    mech = AttributeGaussianMechanism(EpsDelta(EPS, DELTA), rule=rule)
     return mech.calibrate(hospital_framework(), hospital_theta(), query, pair_distance=reading)
 
 
@@ -113,7 +113,7 @@ def test_regression_theta_is_the_gaussian_theta_of_its_worst_vertex() -> None:
     fw = hospital_framework()
     vii, slope, tau2 = 0.24, -24.5, 225.0
     V = np.array([[vii, vii * slope], [vii * slope, vii * slope**2 + tau2]])
-    mech = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA, rule="classic")
+    mech = AttributeGaussianMechanism(EpsDelta(EPS, DELTA), rule="classic")
     a = mech.calibrate(
         fw, GaussianTheta(("gender", "weight"), V), "weight", pair_distance="centres"
     )
@@ -162,7 +162,7 @@ def test_exact_rule_meets_delta_tightly(query: str) -> None:
 def test_classic_rule_warns_at_epsilon_one() -> None:
     (w,) = calibrate("weight").warnings
     assert w.category is ClassicRuleWarning and "proven only for ε < 1" in w
-    half = AttributeGaussianMechanism(epsilon=0.5, delta=DELTA, rule="classic")
+    half = AttributeGaussianMechanism(EpsDelta(0.5, DELTA), rule="classic")
     assert not half.calibrate(hospital_framework(), hospital_theta(), "weight").warnings
 
 
@@ -234,7 +234,7 @@ def test_theta_as_a_list_takes_the_worst_case() -> None:
         pairs=pairs_from_sets("a", ["0", "1"]), domains=(AttributeDomain("a"),), n=10
     )
     Vs = np.array([[[1.0, 0.5], [0.5, 1.0]], [[2.0, 0.5], [0.5, 4.0]]])
-    cal = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA).calibrate(
+    cal = AttributeGaussianMechanism(EpsDelta(EPS, DELTA)).calibrate(
         fw, GaussianTheta(("a", "b"), Vs), "b"
     )
     assert cal.sensitivity == pytest.approx(0.5)  # max(0.5/1, 0.5/2) · d(U) = 1
@@ -250,7 +250,7 @@ def test_covariance_ranges_attain_their_extremes_at_vertices() -> None:
     lo = np.array([[0.5, 0.1], [0.1, 2.0]])
     hi = np.array([[1.0, 0.4], [0.4, 3.0]])
     theta = GaussianTheta.from_ranges(("a", "b"), lo, hi, sensitive="a", query=["b"])
-    cal = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA).calibrate(fw, theta, "b")
+    cal = AttributeGaussianMechanism(EpsDelta(EPS, DELTA)).calibrate(fw, theta, "b")
     grid = np.linspace(0, 1, 21)
     vii = 0.5 + 0.5 * grid[:, None, None]
     vij = 0.1 + 0.3 * grid[None, :, None]
@@ -261,7 +261,7 @@ def test_covariance_ranges_attain_their_extremes_at_vertices() -> None:
 
 def test_vector_query_uses_l2_sensitivity_and_covariance_top_up() -> None:
     fw = hospital_framework()
-    mech = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA, rule="exact")
+    mech = AttributeGaussianMechanism(EpsDelta(EPS, DELTA), rule="exact")
     q = ["weight", "blood_pressure", "temperature"]
     cal = mech.calibrate(fw, hospital_theta(), q, pair_distance="centres")
     assert cal.sensitivity == pytest.approx(0.25 * math.sqrt(24.5**2 + 10**2 + 0.3**2))
@@ -282,7 +282,7 @@ def test_general_form_from_conditional_moments() -> None:
     term = conditional_moments_term("g", means, variances, [(0, 1), (0, 2)])
     assert term.sensitivity == pytest.approx(3.0)
     assert term.floor[0, 0] == pytest.approx(0.5)
-    cal = AttributeGaussianMechanism(epsilon=0.5, delta=1e-5, rule="classic").calibrate_moments(
+    cal = AttributeGaussianMechanism(EpsDelta(0.5, 1e-5), rule="classic").calibrate_moments(
         "g", means, variances, [(0, 1), (0, 2)]
     )
     assert cal.noise_variance == pytest.approx((classic_c(1e-5) * 3.0 / 0.5) ** 2 - 0.5)
@@ -297,7 +297,7 @@ def test_general_form_vector_and_several_sensitive_attributes() -> None:
     assert t1.sensitivity == pytest.approx(5.0)
     assert np.allclose(t1.floor, np.diag([1.0, 2.0]))
     t2 = SensitivityTerm("g2", 2.0, np.diag([0.5, 0.1]))
-    mech = AttributeGaussianMechanism(epsilon=1.0, delta=1e-5, rule="classic")
+    mech = AttributeGaussianMechanism(EpsDelta(1.0, 1e-5), rule="classic")
     cal = mech.calibrate_terms([t1, t2], ["a", "b"])
     r2 = (classic_c(1e-5)) ** 2
     expected = max(r2 * 25 - 1.0, r2 * 4 - 0.1)
@@ -315,7 +315,7 @@ def test_secret_dependent_variance_warns_and_exact_delta_is_checked() -> None:
     μ-GDP δ; unequal: a warning, and δ equals ∫ (p − e^ε q)₊ computed by quadrature."""
     from scipy import integrate
 
-    mech = AttributeGaussianMechanism(epsilon=1.0, delta=1e-3, rule="exact")
+    mech = AttributeGaussianMechanism(EpsDelta(1.0, 1e-3), rule="exact")
     eq = mech.calibrate_moments("g", [[0.0, 2.0]], [[1.0, 1.0]], [(0, 1)])
     assert not eq.warnings
     assert delta_with_moments(eq, [[0.0, 2.0]], [[1.0, 1.0]], [(0, 1)]) == pytest.approx(
@@ -341,7 +341,7 @@ def test_secret_dependent_variance_warns_and_exact_delta_is_checked() -> None:
 
 def test_no_correlation_needs_no_noise() -> None:
     term = SensitivityTerm("g", 0.0, [[1.0]])
-    cal = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA).calibrate_terms([term])
+    cal = AttributeGaussianMechanism(EpsDelta(EPS, DELTA)).calibrate_terms([term])
     assert not cal.adds_noise and cal.mu == 0.0 and cal.expected_error == 0.0
 
 
@@ -367,7 +367,7 @@ def test_problem_from_dict_and_file(tmp_path) -> None:
         'sensitive = "gender"\nquery = ["w"]\nn = 10\nsecrets = [0, 1]\n'
         'attributes = ["gender", "w"]\ncovariances = [[1.0, 0.5], [0.5, 1.0]]\n'
     )
-    cal2 = GaussianProblem.from_file(str(f)).calibrate(epsilon=1, delta=1e-3)
+    cal2 = GaussianProblem.from_file(str(f)).calibrate(EpsDelta(1, 1e-3))
     assert cal2.sensitivity == pytest.approx(0.5)
 
 
@@ -403,18 +403,35 @@ def test_wasserstein_on_gaussian_problems() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("epsilon", "delta", "rule", "match"),
     [
-        ({"epsilon": 0.0, "delta": 1e-3}, "epsilon must be a positive number"),
-        ({"epsilon": -1.0, "delta": 1e-3}, "epsilon must be a positive number"),
-        ({"epsilon": 1.0, "delta": 0.0}, r"delta must lie in \(0, 1\)"),
-        ({"epsilon": 1.0, "delta": 1.0}, r"delta must lie in \(0, 1\)"),
-        ({"epsilon": 1.0, "delta": 1e-3, "rule": "rdp"}, "unknown calibration rule"),
+        (0.0, 1e-3, "exact", "epsilon must be"),
+        (-1.0, 1e-3, "exact", "epsilon must be"),
+        (1.0, 0.0, "exact", r"delta must lie in \(0, 1\)"),
+        (1.0, 1.0, "exact", r"delta must lie in \[0, 1\)"),
+        (1.0, 1e-3, "rdp", "unknown calibration rule"),
     ],
 )
-def test_bad_privacy_parameters(kwargs: dict, match: str) -> None:
+def test_bad_privacy_parameters(epsilon: float, delta: float, rule: str, match: str) -> None:
     with pytest.raises(DistPrivacyError, match=match):
-        AttributeGaussianMechanism(**kwargs)
+        AttributeGaussianMechanism(EpsDelta(epsilon, delta), rule=rule)
+
+
+def test_the_loose_form_is_refused_naming_the_target(tmp_path) -> None:
+    """The form before issue 32 (loose ε, δ) is refused in one line naming the new call; a
+    problem without ε and δ of its own needs the target."""
+    with pytest.raises(DistPrivacyError, match=r"AttributeGaussianMechanism\(EpsDelta\(1.0"):
+        AttributeGaussianMechanism(epsilon=1.0, delta=1e-3)
+    f = tmp_path / "p.toml"
+    f.write_text(
+        'sensitive = "gender"\nquery = ["w"]\nn = 10\nsecrets = [0, 1]\n'
+        'attributes = ["gender", "w"]\ncovariances = [[1.0, 0.5], [0.5, 1.0]]\n'
+    )
+    problem = GaussianProblem.from_file(str(f))
+    with pytest.raises(DistPrivacyError, match=r"calibrate\(EpsDelta"):
+        problem.calibrate(epsilon=1.0, delta=1e-3)
+    with pytest.raises(DistPrivacyError, match="give the target"):
+        problem.calibrate()
 
 
 def test_bad_variances_and_shapes() -> None:
@@ -447,7 +464,7 @@ def test_bad_variances_and_shapes() -> None:
 
 
 def test_bad_problem_statements() -> None:
-    mech = AttributeGaussianMechanism(epsilon=EPS, delta=DELTA)
+    mech = AttributeGaussianMechanism(EpsDelta(EPS, DELTA))
     fw = hospital_framework()
     with pytest.raises(DistPrivacyError, match="unknown attribute 'height'"):
         mech.calibrate(fw, GaussianTheta(("gender", "w"), np.eye(2)), "height")

@@ -33,10 +33,11 @@ from distprivacy.exceptions import (
 from distprivacy.experiments.attribute_privacy import hospital_framework, hospital_theta
 from distprivacy.guarantee import Calibrated, Guarantee, Release
 from distprivacy.profiles import gdp_delta
+from distprivacy.targets import EpsDelta
 
 
 def apgm(query: str = "weight", rule: str = "classic") -> APGMCalibration:
-    mech = AttributeGaussianMechanism(epsilon=1.0, delta=1e-3, rule=rule)
+    mech = AttributeGaussianMechanism(EpsDelta(1.0, 1e-3), rule=rule)
     return mech.calibrate(hospital_framework(), hospital_theta(), query, pair_distance="centres")
 
 
@@ -107,7 +108,7 @@ def test_apgm_vector_query_on_regression_theta_assumes_independent_residuals() -
 
 
 def test_apgm_general_form_is_assumed_and_a_secret_dependent_covariance_unverified() -> None:
-    mech = AttributeGaussianMechanism(epsilon=1.0, delta=1e-3)
+    mech = AttributeGaussianMechanism(EpsDelta(1.0, 1e-3))
     equal = mech.calibrate_moments("g", [[0.0, 2.0]], [[1.0, 1.0]], [(0, 1)])
     assert not equal.guarantee.verified and not equal.warnings  # Gaussianity assumed
     off = mech.calibrate_moments("g", [[0.0, 2.0]], [[1.0, 1.5]], [(0, 1)])

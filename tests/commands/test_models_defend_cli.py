@@ -15,6 +15,7 @@ from distprivacy.cli import main
 from distprivacy.inference.models_audit import make_estimator
 from distprivacy.inference.models_defend import defend_game, evaluate_release, with_noise_scaled
 from distprivacy.randomness import check_random_state
+from distprivacy.targets import EpsDelta
 
 
 def _frame() -> pd.DataFrame:
@@ -38,7 +39,7 @@ def table(tmp_path_factory):
 
 
 GAME = dict(label="y", protect="sex==Female", ratios=(0.1, 0.7), features=["x", "z", "sex"],
-            epsilon=1.0, delta=1e-5, n_models=60, n_train=300, n_jobs=1)  # fmt: skip
+            target=EpsDelta(1.0, 1e-5), n_models=60, n_train=300, n_jobs=1)  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=["outputs", "parameters"])

@@ -26,6 +26,7 @@ from distprivacy.inference.output_defence import (
 from distprivacy.inference.population import ModelPopulation
 from distprivacy.noise import NoiseDistribution
 from distprivacy.profiles import gdp_delta
+from distprivacy.targets import EpsDelta
 
 D = 5
 W0 = np.array([1.0, 0.5, 0.0, 0.0, 0.0])
@@ -91,7 +92,7 @@ def test_too_little_noise_is_caught(setup):
 
 
 def test_range_dp_baseline_is_the_analytic_gaussian():
-    cal = range_dp_calibration(9, 1.0, 1e-3)
+    cal = range_dp_calibration(9, EpsDelta(1.0, 1e-3))
     sigma = cal.noise.scales[0]
     mu = 3.0 / sigma  # Δ₂ = √9 · 1
     assert gdp_delta(1.0, mu) == pytest.approx(1e-3, rel=1e-6)
@@ -114,7 +115,7 @@ def test_bad_inputs(setup):
         (lambda: OutputStatistic(setup["Q"], output="margin"), "output must be"),
         (lambda: fit_output_model(a0.subset(np.arange(3)), a1, stat), "cannot fit a covariance"),
         (lambda: fit_output_model(a0, a1, OutputStatistic(np.ones((3, 2)))), "query has 2"),
-        (lambda: range_dp_calibration(0, 1.0, 1e-3), "dim must be"),
+        (lambda: range_dp_calibration(0, EpsDelta(1.0, 1e-3)), "dim must be"),
         (
             lambda: evaluate_defences((a0, a1), (a0, a1), stat, np.ones(3), {"none": None}),
             "labels must be 4",
@@ -125,7 +126,7 @@ def test_bad_inputs(setup):
                 (a0, a1),
                 stat,
                 setup["y"],
-                {"x": range_dp_calibration(3, 1.0, 1e-3)},
+                {"x": range_dp_calibration(3, EpsDelta(1.0, 1e-3))},
             ),
             "for 3 outputs",
         ),

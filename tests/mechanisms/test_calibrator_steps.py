@@ -9,13 +9,14 @@ import ast
 import inspect
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import distprivacy as dp
-from distprivacy.exceptions import MoreNoiseWarning, NotApplicableError
-from distprivacy.mechanisms import MECHANISMS, GaussianMechanism, make_mechanism
+from distprivacy.exceptions import DistPrivacyError, MoreNoiseWarning, NotApplicableError
+from distprivacy.mechanisms import MECHANISMS, GaussianMechanism, GDPMechanism, make_mechanism
 from distprivacy.mechanisms import _calibrator as calib
 from distprivacy.mechanisms.calibration import (
     BASIS_EQUAL_COVARIANCES,
@@ -25,7 +26,7 @@ from distprivacy.mechanisms.calibration import (
 from distprivacy.models import GaussianModel
 from distprivacy.noise import NoiseDistribution
 from distprivacy.request import GaussianOptions
-from distprivacy.targets import EpsDelta
+from distprivacy.targets import GDP, EpsDelta
 
 EXACT_FITTED = calib.CalibrationOptions("exact", "fitted", True, "average")
 EXACT_POOLED = calib.CalibrationOptions("exact", "pooled", True, "average")
@@ -169,15 +170,15 @@ FLAGS = ("requires_invertible", "checks_model_profile", "no_noise_fix", "_guaran
 
 def test_no_calibrate_flags_remain():
     """Neither the base nor any registered Gaussian mechanism carries the old flags or hook, and
-    ``GaussianMechanism._calibrate`` reads nothing of the mechanism but its calibrator and its
+    ``GDPMechanism._calibrate`` reads nothing of the mechanism but its calibrator and its
     rule: the strategy is the Calibrator's."""
-    gaussian = [c for c in MECHANISMS.values() if issubclass(c, GaussianMechanism)]
+    gaussian = [c for c in MECHANISMS.values() if c.targets_gdp]
     assert len(gaussian) >= 7
-    for cls in [GaussianMechanism, *gaussian]:
+    for cls in [GDPMechanism, GaussianMechanism, *gaussian]:
         assert not [f for f in FLAGS if hasattr(cls, f)], cls
-        assert "_calibrate" not in vars(cls) or cls is GaussianMechanism, cls
+        assert "_calibrate" not in vars(cls) or cls is GDPMechanism, cls
         assert isinstance(cls.properties, calib.GaussianProperties)
-    src = textwrap.dedent(inspect.getsource(GaussianMechanism._calibrate))
+    src = textwrap.dedent(inspect.getsource(GDPMechanism._calibrate))
     fn = ast.parse(src).body[0]
     read = {
         n.attr
@@ -190,11 +191,7 @@ def test_no_calibrate_flags_remain():
 
 
 def test_the_declared_properties_of_the_builtins():
-    P = {
-        n: MECHANISMS[n].properties
-        for n in MECHANISMS
-        if issubclass(MECHANISMS[n], GaussianMechanism)
-    }
+    P = {n: MECHANISMS[n].properties for n in MECHANISMS if MECHANISMS[n].targets_gdp}
     assert P["NoNoise"] == calib.GaussianProperties(needs_invertible=True, adds_noise=False)
     assert P["DauM-G"] == calib.GaussianProperties(needs_invertible=True)
     # ExpM-G and DirM-G state the μ of their noise on the model, not their target μ* (issue 33).
@@ -231,3 +228,29 @@ def test_certify_and_verify_share_the_one_search():
     for mod in (gaussian, adversarial, optimal):
         src = inspect.getsource(mod)
         assert "bisect(" not in src and "expand(" not in src, mod.__name__
+
+
+def test_no_noise_is_its_own_class_and_callers_ask_a_declared_property():
+    """NoNoise (Thm 4.4) releases F(D) itself: a GDPMechanism, not a GaussianMechanism. Callers
+    branch on the declared ``targets_gdp``, never on ancestry; a GaussianMechanism that declares
+    ``adds_noise=False`` is refused when defined."""
+    from distprivacy.mechanisms import NoNoise
+
+    assert issubclass(NoNoise, GDPMechanism) and not issubclass(NoNoise, GaussianMechanism)
+    assert NoNoise.targets_gdp and not NoNoise.properties.adds_noise
+    gdp = {n for n, c in MECHANISMS.items() if c.targets_gdp}
+    assert gdp == {n for n, c in MECHANISMS.items() if issubclass(c, GDPMechanism)}
+    assert not any(c.targets_gdp for c in MECHANISMS.values() if not issubclass(c, GDPMechanism))
+    for path in ("commands/calibrate.py", "experiments/paper.py", "workflow.py",
+                 "mechanisms/__init__.py", "commands/_common.py"):  # fmt: skip
+        text = (Path(dp.__file__).parent / path).read_text(encoding="utf-8")
+        assert "issubclass(" not in text or "GaussianMechanism)" not in text, path
+    with pytest.raises(DistPrivacyError, match="GDPMechanism"):
+
+        class Silent(GaussianMechanism):
+            properties = calib.GaussianProperties(adds_noise=False)
+
+    cal = make_mechanism("NoNoise", GDP(1e6), GaussianOptions(report_delta=1e-3)).calibrate(
+        _model()
+    )
+    assert not cal.adds_noise

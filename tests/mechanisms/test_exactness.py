@@ -20,7 +20,6 @@ from distprivacy.ledger import BudgetExceededError
 from distprivacy.mechanisms import (
     MECHANISMS,
     Calibration,
-    GaussianMechanism,
     _exactness,
     make_mechanism,
 )
@@ -60,7 +59,7 @@ def model(population):
 
 def _huge(name: str):
     """The mechanism at μ = 10⁶ (Gaussian) or ε = 10⁶ (pure-ε), by what the registry says."""
-    if issubclass(MECHANISMS[name], GaussianMechanism):
+    if MECHANISMS[name].targets_gdp:
         return make_mechanism(name, GDP(1e6), GaussianOptions(report_delta=1e-3))
     return make_mechanism(name, EpsDelta(1e6, 1e-3))
 

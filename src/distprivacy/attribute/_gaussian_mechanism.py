@@ -34,11 +34,13 @@ from distprivacy.exceptions import (
     AssumptionWarning,
     ClassicRuleWarning,
     DistPrivacyError,
+    DistPrivacyTypeError,
     Notice,
 )
 from distprivacy.guarantee import Guarantee, Release, noisy_release
 from distprivacy.noise import NoiseDistribution
 from distprivacy.randomness import RandomState
+from distprivacy.targets import EpsDelta
 
 if TYPE_CHECKING:
     from distprivacy.attribute._gaussian_theta import GaussianTheta, RegressionTheta
@@ -397,10 +399,8 @@ class AttributeGaussianMechanism:
 
     Parameters
     ----------
-    epsilon : float
-        ε > 0.
-    delta : float
-        δ ∈ (0, 1).
+    target : EpsDelta
+        The (ε, δ) to meet (:mod:`distprivacy.targets`): ε > 0, δ ∈ (0, 1).
     rule : {"exact", "classic"}
         ``classic``: c = √(2 ln(1.25/δ)) as in Alg. 1. ``exact`` (default): the least noise
         whose μ-GDP guarantee implies (ε, δ) exactly (module docstring).
@@ -414,9 +414,16 @@ class AttributeGaussianMechanism:
     name: ClassVar[str] = "APGM"
     theorem: ClassVar[str] = THEOREM
 
-    def __init__(self, *, epsilon: float, delta: float, rule: str = "exact") -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.delta = check_delta(delta)
+    def __init__(self, target: EpsDelta | None = None, *, rule: str = "exact", **old: Any) -> None:
+        if old or not isinstance(target, EpsDelta):
+            given = ", ".join(f"{k}={v!r}" for k, v in old.items()) or repr(target)
+            raise DistPrivacyTypeError(
+                "AttributeGaussianMechanism takes an (ε, δ) target (distprivacy.targets), e.g. "
+                f"AttributeGaussianMechanism(EpsDelta(1.0, 1e-3), rule='exact'); got {given}"
+            )
+        self.target = target
+        self.epsilon = check_epsilon(target.epsilon)
+        self.delta = check_delta(target.delta)
         self.rule = check_rule(rule)
 
     @property

@@ -16,7 +16,7 @@ from distprivacy.attribute._gaussian_mechanism import APGMCalibration, Attribute
 from distprivacy.attribute._gaussian_terms import PAIR_READINGS, RULES
 from distprivacy.attribute._gaussian_theta import GaussianTheta, RegressionTheta
 from distprivacy.attribute.framework import AttributeFramework
-from distprivacy.exceptions import DistPrivacyError
+from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.files import (
     AnyOf,
     Array,
@@ -32,6 +32,7 @@ from distprivacy.files import (
     read_mapping_file,
     validate,
 )
+from distprivacy.targets import EpsDelta
 
 if TYPE_CHECKING:
     from distprivacy.attribute.pufferfish import WassersteinCalibration
@@ -231,21 +232,41 @@ class GaussianProblem:
 
     def calibrate(
         self,
+        target: EpsDelta | None = None,
         *,
-        epsilon: float | None = None,
-        delta: float | None = None,
         rule: str | None = None,
         pair_distance: str | None = None,
+        **old: Any,
     ) -> APGMCalibration:
-        """Algorithm 1 on this problem; arguments override the problem's own settings."""
+        """Algorithm 1 on this problem.
+
+        Parameters
+        ----------
+        target : EpsDelta, optional
+            The (ε, δ) to meet; default: the problem's own ``epsilon`` and ``delta``.
+        rule, pair_distance : str, optional
+            Override the problem's own settings.
+
+        Returns
+        -------
+        APGMCalibration
+        """
+        if old:
+            given = ", ".join(f"{k}={v!r}" for k, v in old.items())
+            raise DistPrivacyTypeError(
+                "GaussianProblem.calibrate takes an (ε, δ) target: calibrate(EpsDelta(1.0, "
+                f"1e-3)) (distprivacy.targets); got {given}"
+            )
         s = self.settings
-        eps = epsilon if epsilon is not None else s.get("epsilon")
-        dlt = delta if delta is not None else s.get("delta")
-        if eps is None or dlt is None:
-            raise DistPrivacyError("give epsilon and delta (e.g. `epsilon=1` `delta=0.001`)")
-        mech = AttributeGaussianMechanism(
-            epsilon=eps, delta=dlt, rule=rule or s.get("rule", "exact")
-        )
+        if target is None:
+            eps, dlt = s.get("epsilon"), s.get("delta")
+            if eps is None or dlt is None:
+                raise DistPrivacyError(
+                    "give the target (e.g. `calibrate(EpsDelta(1, 0.001))`) or the problem's "
+                    "epsilon and delta"
+                )
+            target = EpsDelta(eps, dlt)
+        mech = AttributeGaussianMechanism(target, rule=rule or s.get("rule", "exact"))
         return mech.calibrate(
             self.framework,
             self.theta,

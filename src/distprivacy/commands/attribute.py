@@ -165,6 +165,8 @@ def gaussian(
         "cov_high": None if cov_high is None else _matrix(cov_high, "--cov-high"),
         "slopes": _keyed(slopes, "--slope") or None,
         "residual_variances": _keyed(residuals, "--residual-variance") or None,
+        "epsilon": epsilon,  # the flags override the file's (ε, δ): the problem's target
+        "delta": delta,
     }
     theta_keys = ("covariances", "cov_low", "cov_high", "slopes", "residual_variances")
     if any(cli[k] is not None for k in theta_keys):  # Θ on the command line replaces the file's
@@ -180,9 +182,7 @@ def gaussian(
         out = {"framework": problem.framework.to_dict(), "statistics": stats, **cal.to_dict()}
         out["adds_noise"] = cal.adds_noise
     else:
-        cal = problem.calibrate(
-            epsilon=epsilon, delta=delta, rule=rule, pair_distance=pair_distance
-        )
+        cal = problem.calibrate(rule=rule, pair_distance=pair_distance)  # the (ε, δ) of the flags
         out = {"framework": problem.framework.to_dict(), **cal.to_dict()}
     if value is not None:
         vals = _numbers(value, "--value")

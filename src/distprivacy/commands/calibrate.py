@@ -157,12 +157,13 @@ def _check_gdp_target(names: list[str], s: Settings) -> None:
     alone, it is refused in one line naming the Gaussian mechanisms and --epsilon."""
     if not s.targets_gdp:
         return
-    from distprivacy.mechanisms import MECHANISMS, GaussianMechanism
+    from distprivacy.mechanisms import MECHANISMS
 
-    gaussian = [n for n, cls in MECHANISMS.items() if issubclass(cls, GaussianMechanism)]
-    if any(n in gaussian for n in names):
+    gdp = [n for n, cls in MECHANISMS.items() if cls.targets_gdp]
+    if any(n in gdp for n in names):
         return
-    gaussian.remove("NoNoise")  # (it adds no noise: not one to suggest)
+    # The ones to suggest add noise (NoNoise releases F(D) itself).
+    gaussian = [n for n in gdp if MECHANISMS[n].properties.adds_noise]
     flag = "--target-mu" if s.target_mu is not None else "--max-attack-accuracy"
     chosen = ", ".join(names)
     raise DistPrivacyError(

@@ -37,6 +37,7 @@ from distprivacy.engines._base import (
     SQLCompileError,
     StratumMoments,
     UnsupportedStatisticError,
+    check_strata,
 )
 from distprivacy.exceptions import DistPrivacyError
 
@@ -48,6 +49,7 @@ __all__ = [
     "SQLCompileError",
     "StratumMoments",
     "UnsupportedStatisticError",
+    "check_strata",
     "load_source",
     "resolve_engine",
     "spark_session",

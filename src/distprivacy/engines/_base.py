@@ -67,7 +67,15 @@ class StratumMoments:
 
 
 def check_strata(spec: ProtectionSpec, n_pos: int, n_neg: int) -> None:
-    """The checks of :meth:`ProtectionSpec.groups`, from the two stratum sizes.
+    """The checks of :meth:`ProtectionSpec.groups`, from the two stratum sizes (for an
+    engine's :meth:`Engine.strata_moments`).
+
+    Parameters
+    ----------
+    spec : ProtectionSpec
+        What is protected: the subset size n and the shares θ_p.
+    n_pos, n_neg : int
+        Records with the property, and without it.
 
     Raises
     ------

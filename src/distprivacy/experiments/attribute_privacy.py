@@ -49,6 +49,7 @@ from distprivacy.exceptions import require_extra
 from distprivacy.experiments._run import write_run
 from distprivacy.outputs import check_output_dir, save_figure
 from distprivacy.randomness import RandomState, check_random_state
+from distprivacy.targets import EpsDelta
 
 EPSILON = 1.0
 DELTA = 1e-3
@@ -178,7 +179,6 @@ def _ours_distribution_privacy(sens: float, var: float, rule: str) -> Any:
     from distprivacy.mechanisms import make_mechanism
     from distprivacy.models import GaussianModel
     from distprivacy.request import GaussianOptions
-    from distprivacy.targets import EpsDelta
 
     model = GaussianModel(
         thetas=["s_a", "s_b"],
@@ -213,7 +213,7 @@ def hospital_table(
             d_u = fw.diameter("gender", reading)
             label = "paper (d(U)=0.25)" if reading == "centres" else f"literal (d(U)={d_u:g})"
             for rule in ("classic", "exact"):
-                cal = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule).calibrate(
+                cal = AttributeGaussianMechanism(EpsDelta(EPSILON, DELTA), rule=rule).calibrate(
                     fw, theta, query, pair_distance=reading
                 )
                 released = cal.release(truth, gen, size=runs, allow_exact=True).values
@@ -302,7 +302,7 @@ def correlation_sweep(
     for v in np.linspace(0.0, vmax, points):
         theta = GaussianTheta(("gender", "x"), np.array([[v_ii, v], [v, v_jj]]))
         for rule in ("classic", "exact"):
-            cal = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule).calibrate(
+            cal = AttributeGaussianMechanism(EpsDelta(EPSILON, DELTA), rule=rule).calibrate(
                 fw, theta, "x", pair_distance="centres"
             )
             z = cal.release(0.0, gen, size=runs, allow_exact=True).values
@@ -354,7 +354,6 @@ def adult_comparison(frame: pd.DataFrame, *, quick: bool) -> pd.DataFrame:
     from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
     from distprivacy.request import GaussianOptions
     from distprivacy.spec import ProtectionSpec
-    from distprivacy.targets import EpsDelta
 
     spec = ProtectionSpec(ADULT_PROPERTY, ADULT_N, ADULT_VALUES)
     query = Query.parse(ADULT_DEFAULT_STATISTICS)
@@ -363,7 +362,7 @@ def adult_comparison(frame: pd.DataFrame, *, quick: bool) -> pd.DataFrame:
     means, covs = model.means_[None], model.covariances_[None]  # one θ, two secrets
     rows = []
     for rule in ("classic", "exact"):
-        mech = AttributeGaussianMechanism(epsilon=EPSILON, delta=DELTA, rule=rule)
+        mech = AttributeGaussianMechanism(EpsDelta(EPSILON, DELTA), rule=rule)
         cal = mech.calibrate_moments(fw.sensitive[0], means, covs, [(0, 1)], query.names)
         rows.append(
             {

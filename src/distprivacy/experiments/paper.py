@@ -21,7 +21,6 @@ import pandas as pd
 
 from distprivacy.experiments import reference as ref
 from distprivacy.mechanisms import MECHANISMS, Calibration
-from distprivacy.mechanisms.gaussian import GaussianMechanism
 from distprivacy.mechanisms.group_dp import GroupDPGaussian
 from distprivacy.models import MonteCarloModel
 from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
@@ -168,7 +167,7 @@ class PaperReproduction:
             cal = GroupDPGaussian(target, opts, group_size=1).calibrate(model)
         else:
             cls = MECHANISMS[name]
-            if issubclass(cls, GaussianMechanism):
+            if cls.targets_gdp:
                 cal = cls(target, opts).calibrate(model)
             else:
                 pure = EpsDelta(epsilon, delta if cls.uses_delta else 0.0)

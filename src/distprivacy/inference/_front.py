@@ -633,6 +633,7 @@ def defend(
     """
     from distprivacy.inference.models_audit import check_ratios
     from distprivacy.inference.models_defend import defend_game
+    from distprivacy.targets import EpsDelta
 
     settings = DefenceSettings() if settings is None else settings
     game = GameSettings() if game is None else game
@@ -640,7 +641,7 @@ def defend(
     est, name = _estimator(estimator)
     found = defend_game(
         _table(data), label=label, protect=protect, ratios=alphas, estimator=est,
-        release=settings.release, epsilon=settings.epsilon, delta=settings.delta,
+        release=settings.release, target=EpsDelta(settings.epsilon, settings.delta),
         mechanisms=list(settings.mechanisms), n_models=game.n_models, n_train=game.n_train,
         n_query=settings.n_query, features=game.features, random_state=random_state,
         n_jobs=game.n_jobs, progress=progress, level=settings.level,

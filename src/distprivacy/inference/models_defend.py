@@ -62,6 +62,7 @@ from distprivacy.inference.saved import EstimatorPopulation
 from distprivacy.mechanisms import Calibration
 from distprivacy.models import GaussianModel
 from distprivacy.randomness import RandomState, check_random_state
+from distprivacy.targets import EpsDelta
 
 __all__ = [
     "DEFENDED_FORMAT",
@@ -301,8 +302,7 @@ def defend_game(
     ratios: Sequence[float],
     estimator: Any,
     release: str,
-    epsilon: float,
-    delta: float,
+    target: EpsDelta,
     mechanisms: Sequence[str] = DEFAULT_MECHANISMS,
     n_models: int,
     n_train: int,
@@ -321,11 +321,15 @@ def defend_game(
     ``ratios``: two or more distinct shares of the protected rows; every pair of them is
     protected (the calibration covers each pair, and the attacks are run on each).
 
+    ``target``: the (ε, δ) every defence is calibrated to (:class:`~distprivacy.targets.EpsDelta`).
+
     ``n_models`` models per ratio for each of: the adversary's shadows, the defender's shadows
     (they fit the Gaussian model) and the released models (scored): 3 · ``n_models`` per ratio.
     """
     if release not in RELEASES:
         raise DistPrivacyError(f"`release` must be one of {', '.join(RELEASES)}, got {release!r}")
+    if not isinstance(target, EpsDelta):
+        raise DistPrivacyError(f"`target` must be an (ε, δ) target (EpsDelta), got {target!r}")
     alphas = check_ratios(ratios, n_train)
     gen = check_random_state(random_state, secure=False)
     prep = prepare_audit(
@@ -382,7 +386,12 @@ def defend_game(
     released = tuple(stat(EstimatorPopulation(p.models[n_models:], p.meta)) for p in vic)
     model = fit_output_models(defender, stat)
     cals, skipped = calibrate_defences(
-        model, [epsilon], delta, tuple(mechanisms), dp_baseline=False, output_range=None
+        model,
+        [target.epsilon],
+        target.delta,
+        tuple(mechanisms),
+        dp_baseline=False,
+        output_range=None,
     )
     defences: dict[str, Calibration | None] = {"none": None}
     defences.update({c.mechanism: c for c in cals})

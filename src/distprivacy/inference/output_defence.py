@@ -176,9 +176,7 @@ def fit_output_models(pops: Sequence[Any], statistic: Statistic) -> GaussianMode
     )
 
 
-def range_dp_calibration(
-    dim: int, epsilon: float, delta: float, output_range: float = 1.0
-) -> Calibration:
+def range_dp_calibration(dim: int, target: EpsDelta, output_range: float = 1.0) -> Calibration:
     """DP-style baseline: the Gaussian mechanism with sensitivity √dim · ``output_range``.
 
     When each of the ``dim`` released coordinates lies in an interval of length
@@ -189,6 +187,11 @@ def range_dp_calibration(
     """
     from distprivacy.profiles import gdp_accuracy, gdp_mu
 
+    if not isinstance(target, EpsDelta):
+        raise DistPrivacyError(
+            f"range_dp_calibration takes an (ε, δ) target, e.g. EpsDelta(1.0, 1e-3); got {target!r}"
+        )
+    epsilon, delta = target.epsilon, target.delta
     if not isinstance(dim, int | np.integer) or dim < 1:
         raise DistPrivacyError(f"dim must be a positive integer, got {dim!r}")
     if not (isinstance(output_range, int | float) and 0 < output_range < math.inf):
@@ -254,7 +257,7 @@ def calibrate_defences(
                     "the DP baseline needs bounded outputs; pass output_range (probabilities: 1) "
                     "or dp_baseline=False"
                 )
-            done.append(range_dp_calibration(dim, eps, delta, output_range))
+            done.append(range_dp_calibration(dim, EpsDelta(eps, delta), output_range))
     return done, skipped
 
 

@@ -47,7 +47,7 @@ from distprivacy.mechanisms.expected_value import (
     ExpectedValueGaussian,
     ExpectedValueLaplace,
 )
-from distprivacy.mechanisms.gaussian import GaussianMechanism
+from distprivacy.mechanisms.gaussian import GaussianMechanism, GDPMechanism
 from distprivacy.mechanisms.group_dp import GroupDPGaussian, GroupDPLaplace
 from distprivacy.mechanisms.optimal import OptimalGaussian
 from distprivacy.mechanisms.wasserstein import (
@@ -322,6 +322,7 @@ __all__ = [
     "EigenvectorGaussian",
     "ExpectedValueGaussian",
     "ExpectedValueLaplace",
+    "GDPMechanism",
     "GaussianAccounting",
     "GaussianMechanism",
     "GroupDPGaussian",

@@ -27,6 +27,7 @@ from distprivacy.mechanisms.base import (
 from distprivacy.mechanisms.gaussian import (
     Convention,
     GaussianMechanism,
+    GDPMechanism,
     certify_top_up,
     max_mahalanobis,
     pair_covariances,
@@ -52,7 +53,7 @@ def _cov_text(model: FModel, convention: Convention) -> tuple[str, Notice | None
 
 
 @register_mechanism
-class NoNoise(GaussianMechanism):
+class NoNoise(GDPMechanism):
     """Release F(D) unchanged when the model's own uncertainty suffices.
 
     Chen & Ohrimenko (2023), Theorem 4.4: M(D) = F(D) is (ε, δ)-distribution private when

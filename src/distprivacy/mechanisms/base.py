@@ -91,6 +91,11 @@ class Mechanism(ABC):
     basis: ClassVar[str] = BASIS_TRANSLATION
     uses_delta: ClassVar[bool] = True
     needs_samples: ClassVar[bool] = False
+    #: Its guarantee is a μ-GDP curve: it takes a μ or attack-accuracy target, not only an
+    #: (ε, δ), and reads the Gaussian options (True for every
+    #: :class:`~distprivacy.mechanisms.gaussian.GDPMechanism`: the Gaussian ones and NoNoise).
+    #: Callers ask this, never the class's ancestry.
+    targets_gdp: ClassVar[bool] = False
     #: Optional dependencies of the calibration (import names, keys of
     #: :data:`distprivacy.exceptions.EXTRAS`), e.g. OptM-G's ``("cvxpy",)``.
     extras: ClassVar[tuple[str, ...]] = ()

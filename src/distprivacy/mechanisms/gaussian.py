@@ -28,7 +28,7 @@ rule's are also issued as Python warnings, by category).
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -129,8 +129,13 @@ def certify_top_up(
     return certified, tau
 
 
-class GaussianMechanism(Mechanism):
-    """Base of the Gaussian mechanisms: calibrate Σ_Z to a μ-GDP target μ*.
+class GDPMechanism(Mechanism):
+    """Base of the mechanisms whose guarantee is a μ-GDP curve of the fitted Gaussian model,
+    calibrated by the :class:`~distprivacy.mechanisms._calibrator.Calibrator` to a target μ*:
+    the Gaussian-noise mechanisms (:class:`GaussianMechanism`) and NoNoise (Thm 4.4, which
+    releases F(D) itself). It takes a μ or attack-accuracy target as well as an (ε, δ), and the
+    Gaussian options (:attr:`targets_gdp`); what it declares in :attr:`properties` chooses the
+    calibrator's steps.
 
     Parameters
     ----------
@@ -164,6 +169,7 @@ class GaussianMechanism(Mechanism):
     #: (:class:`~distprivacy.mechanisms._calibrator.GaussianProperties`, :func:`~distprivacy.
     #: mechanisms._calibrator.steps_for`).
     properties: ClassVar[GaussianProperties] = GaussianProperties()
+    targets_gdp: ClassVar[bool] = True
 
     def _set_target(self, target: Target, options: GaussianOptions | None) -> None:
         """ε, δ, the rule and the options: ε and δ of an (ε, δ) target, or μ* of a μ or
@@ -273,3 +279,30 @@ class GaussianMechanism(Mechanism):
             assumptions=proposal.assumptions,
             details=dict(proposal.details),
         )
+
+
+class GaussianMechanism(GDPMechanism):
+    """Base of the Gaussian mechanisms: calibrate the Gaussian noise Σ_Z to a μ-GDP target μ*.
+
+    Parameters
+    ----------
+    target : EpsDelta, GDP or MaxAttackAccuracy
+        As :class:`GDPMechanism`.
+    options : GaussianOptions, optional
+        As :class:`GDPMechanism` (rule, covariances, utility, check_profile, report_delta).
+
+    Notes
+    -----
+    A subclass only proposes noise (:meth:`GDPMechanism.propose`); the calibrator verifies,
+    fixes and accounts it. A Gaussian mechanism adds noise: its declared :attr:`properties`
+    have ``adds_noise=True`` (a mechanism that releases F(D) itself is a
+    :class:`GDPMechanism`, as NoNoise is), checked when the subclass is defined.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.properties.adds_noise:
+            raise DistPrivacyError(
+                f"{cls.__name__} declares adds_noise=False: a mechanism that adds no noise is a "
+                "GDPMechanism (as NoNoise is), not a GaussianMechanism"
+            )
