@@ -307,7 +307,9 @@ def _print_text(
         best = _best(cals, s.utility)
         first = next((c for c in cals if best and c.mechanism == best["mechanism"]), cals[0])
         words = statement(spec_of(model), model.statistic_names_, first.guarantee, released=False)
-        print_statement(console, f"{words} (with {first.mechanism}, recommended below).")
+        print_statement(
+            console, f"{words.rstrip('.')} (with {first.mechanism}, recommended below)."
+        )
     if not show_all:
         print_setting(console, info, s)
         print_short(console, cals, _best(cals, s.utility), skipped, spec_of(model))

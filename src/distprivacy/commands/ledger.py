@@ -224,7 +224,7 @@ def show(path: str, as_json: bool, report: str | None) -> None:
                 str(r["time"]).replace("T", " ")[:19],
                 str(r["fingerprint"]).split(":")[-1][:10],
                 str(r["mechanism"]),
-                "—" if g.get("mu") is None else f"{g['mu']:.4g}",
+                _gdp_mu(g),
                 f"{g['epsilon']:.4g}",
                 f"{g['delta']:.3g}",
                 str(len(r["statistics"])),
@@ -233,13 +233,13 @@ def show(path: str, as_json: bool, report: str | None) -> None:
     print_columns(
         console,
         "Releases (oldest first; the dataset is its fingerprint's start)",
-        ("id", "time (UTC)", "dataset", "mechanism", "μ", "ε", "δ", "stats"),
+        ("id", "time (UTC)", "dataset", "mechanism", "μ-GDP", "ε", "δ", "stats"),
         rows,
         [(1, 2, 3), (4, 5, 6, 7)],
         left=(1, 2, 3),
     )
     for c in shown["cumulative"]:
-        mu = "—" if c["mu"] is None else f"{c['mu']:.4g}"
+        mu = _gdp_mu(c)
         verdict = "within budget" if c["within_budget"] else "[red]OVER BUDGET[/]"
         console.print(
             f"Cumulative for dataset {str(c['fingerprint']).split(':')[-1][:10]} ({c['property']}, "
@@ -247,6 +247,13 @@ def show(path: str, as_json: bool, report: str | None) -> None:
             f"{c['at_delta']:.3g}, no attacker above {c['max_attack_accuracy']:.1%} accuracy; "
             f"{verdict}"
         )
+
+
+def _gdp_mu(g: dict) -> str:
+    """μ as a GDP parameter when the guarantee is μ-GDP, else '—' (its (ε, δ) points and
+    attack bound state it: issue 33)."""
+    gdp = g.get("gdp", g.get("curve") == "gdp")
+    return "—" if g.get("mu") is None or not gdp else f"{g['mu']:.4g}"
 
 
 def _show_secrets(path: str, shown: dict) -> None:
@@ -269,7 +276,7 @@ def _show_secrets(path: str, shown: dict) -> None:
             f"dataset(s) with {len(x['plans'])} approved plan(s)"
         )
         if "mu" in x:
-            mu = "" if x["mu"] is None else f"μ = {x['mu']:.4g}, "
+            mu = "" if _gdp_mu(x) == "—" else f"μ = {x['mu']:.4g}-GDP, "
             verdict = "within budget" if x["within_budget"] else "OVER BUDGET"
             line += (
                 f"; all together: {mu}ε = {x['epsilon']:.4g} at δ = {x['at_delta']:.3g}, no "
@@ -286,7 +293,7 @@ def _show_secrets(path: str, shown: dict) -> None:
                 str(r["property"]).removeprefix("secret:"),
                 str(r["fingerprint"]).removeprefix("dataset:"),
                 str(r["mechanism"]),
-                "—" if g.get("mu") is None else f"{g['mu']:.4g}",
+                _gdp_mu(g),
                 f"{g['epsilon']:.4g}",
                 f"{g['delta']:.3g}",
             )
@@ -294,7 +301,7 @@ def _show_secrets(path: str, shown: dict) -> None:
     print_columns(
         console,
         "Releases (oldest first)",
-        ("id", "time (UTC)", "secret", "dataset", "mechanism", "μ", "ε", "δ"),
+        ("id", "time (UTC)", "secret", "dataset", "mechanism", "μ-GDP", "ε", "δ"),
         rows,
         [(1, 2, 3, 4), (5, 6, 7)],
         left=(1, 2, 3, 4),

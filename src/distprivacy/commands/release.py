@@ -444,7 +444,9 @@ def _release_registered(
 
     led.on_wait = on_wait
     try:
-        rec = led.release(plan_name, dataset_name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the caveats are printed from the calibration
+            rec = led.release(plan_name, dataset_name)
     finally:
         bar.close()
     plan, rel, cal = rec.plan, rec.release, rec.plan.calibration

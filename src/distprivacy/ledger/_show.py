@@ -63,6 +63,7 @@ def show_ledger(ledger: Ledger, compose: Composer | None = None) -> dict[str, An
                 "property": last.property_text or key[1],
                 "releases": len(group),
                 "mu": g.mu,
+                "gdp": g.is_gdp,  # μ is a GDP parameter only then (issue 33)
                 "epsilon": eps,
                 "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
                 "at_delta": d,
@@ -91,7 +92,7 @@ def _delta_at_budget(g: Guarantee, budget: Any) -> float | None:
 
 
 _CUMULATIVE_KEYS = (
-    "releases", "mu", "epsilon", "delta", "at_delta", "delta_at_budget_epsilon",
+    "releases", "mu", "gdp", "epsilon", "delta", "at_delta", "delta_at_budget_epsilon",
     "max_attack_accuracy", "within_budget", "theorem", "recomputed",
 )  # fmt: skip
 
@@ -142,6 +143,7 @@ def _show_secrets(ledger: Ledger, compose: Composer | None) -> dict[str, Any]:
             item.update(
                 {
                     "mu": g.mu,
+                    "gdp": g.is_gdp,
                     "epsilon": eps,
                     "delta": g.delta_at(eps) if math.isfinite(eps) else 1.0,
                     "at_delta": d,
