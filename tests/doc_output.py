@@ -19,14 +19,17 @@ VOLATILE = [
 def line_pattern(shown: str, released_cell: bool = False) -> re.Pattern[str]:
     """A regular expression for one shown line: ``…`` matches anything, runs of spaces any
     run of spaces, the volatile parts (:data:`VOLATILE`) their kind; with ``released_cell``
-    the table row's second cell (a released value, random) any number."""
+    the table row's second cell (a released value, random) any number, and its third (the
+    value's 95 % interval) any interval."""
     marks: list[tuple[int, int, str]] = []
     for pattern, regex in VOLATILE:
         marks += [(m.start(), m.end(), regex) for m in re.finditer(pattern, shown)]
     if released_cell:
         cells = [m.start() for m in re.finditer("│", shown)]
         if len(cells) >= 3:
-            marks.append((cells[1] + 1, cells[2], r"\s*-?[0-9.e+]+\s*"))
+            marks.append((cells[1] + 1, cells[2], r"\s*-?[0-9.e+]+( \*)?\s*"))
+        if len(cells) >= 4 and "[" in shown[cells[2] : cells[3]]:  # its 95 % interval
+            marks.append((cells[2] + 1, cells[3], r"\s*\[-?[0-9.e+]+, -?[0-9.e+]+\]\s*"))
     out, pos = "", 0
     for start, end, regex in sorted(marks):
         if start < pos:

@@ -35,6 +35,8 @@ sys.path.insert(0, str(DOCS))
 #: Examples that are fragments (they name objects made elsewhere on their page) or that are run
 #: by a test of their own: page → (reason, where it runs).
 NOT_RUN = {
+    "serve.md": "needs a running service and an analyst's token; tests/service/test_api.py "
+    "releases through dp.Client against a real server the same way",
     "extending.md": "run by tests/mechanisms/test_extending.py, "
     "tests/test_extending_statistics.py and tests/test_extending_engines.py (they register a "
     "mechanism and a statistic kind once; the engine's moments are checked against pandas')",

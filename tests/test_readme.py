@@ -177,9 +177,9 @@ def test_readme_walkthrough_releases_a_table_of_ones_own_with_a_ledger(own_table
     for _ in range(3):
         again = run_bash(release + " --json", own_table)
         if again.returncode == 0:
-            seen.append(round(json.loads(again.stdout)["ledger"]["cumulative"]["mu"], 4))
-    for mu in seen:
-        assert f"{mu:.4g}".rstrip("0") in prose, (mu, prose)
+            seen.append(round(json.loads(again.stdout)["ledger"]["cumulative"]["epsilon"], 4))
+    for eps in seen:  # the cumulative ε at the budget's δ after two and three releases
+        assert f"{eps:.4g}".rstrip("0") in prose, (eps, prose)
     assert len(seen) == 2, seen  # the second and third released; the fourth refused
     assert again.returncode == 2
     assert normalise(again.stderr.strip()) == refusal
