@@ -60,9 +60,15 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
     intervals, the noise, the guarantee of the noise drawn (what was checked, what is
     assumed) and its caveats — every number the one the JSON and the report state
     (:attr:`Release.published <distprivacy.guarantee.Release.published>`)."""
-    from distprivacy.exceptions import DemonstrationWarning, SeededNoiseWarning
-    from distprivacy.mechanisms._verification import checked_and_assumed
+    console.print(keep_names_whole(_values_table(cal, rel)))
+    _print_clipping(console, rel)
+    console.print(f"Noise: {noise_summary(cal)}; expected L2 error {fmt(cal.expected_l2_error)}")
+    _print_guarantee(console, cal)
+    _print_caveats(console, cal, rel)
 
+
+def _values_table(cal: Calibration, rel: Release) -> Table:
+    """The published values, their intervals, the noise and the relative error."""
     pub = rel.published
     table = Table(title=f"Release by {cal.mechanism} ({cal.theorem})")
     text_column(table, "statistic")
@@ -80,7 +86,12 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
         interval = "—" if np.isnan([lo, hi]).any() else f"[{lo:.4f}, {hi:.4f}]"
         value = f"{v:.4f}" + (" *" if k in pub.clipped else "")
         table.add_row(StatName(name), value, interval, noise, relative)
-    console.print(keep_names_whole(table))
+    return table
+
+
+def _print_clipping(console: Console, rel: Release) -> None:
+    """Which values were clipped into their ranges, or lie outside them (--no-clip)."""
+    pub = rel.published
     for k in pub.clipped:
         console.print(
             f"* {rel.statistic_names[k]}: the noisy value {pub.raw[k]:.4f} was clipped to "
@@ -93,7 +104,13 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
             f"[yellow]warning:[/] {rel.statistic_names[k]} = {pub.raw[k]:.4f} lies outside "
             f"its range {range_text(pub.ranges[k])} (kept raw: --no-clip)"
         )
-    console.print(f"Noise: {noise_summary(cal)}; expected L2 error {fmt(cal.expected_l2_error)}")
+
+
+def _print_guarantee(console: Console, cal: Calibration) -> None:
+    """The guarantee of the noise drawn, the target it was calibrated for, and what was
+    checked on the data and what is assumed."""
+    from distprivacy.mechanisms._verification import checked_and_assumed
+
     g = cal.guarantee
     console.print(
         f"Guarantee of the noise drawn: no attacker above {g.max_attack_accuracy:.1%} accuracy "
@@ -111,6 +128,12 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
         console.print("Assumed:")
         for a in found.assumed:
             console.print(f"  - {escape(to_flags(a))}")
+
+
+def _print_caveats(console: Console, cal: Calibration, rel: Release) -> None:
+    """An exact release, the exactness gate's notes, the warnings and a seeded noise."""
+    from distprivacy.exceptions import DemonstrationWarning, SeededNoiseWarning
+
     if not cal.adds_noise:
         console.print(
             "[yellow]warning:[/] no noise was added: these are the TRUE statistics "
@@ -390,31 +413,19 @@ def _fresh(
     return plan, out, info
 
 
-def _release_registered(
+def _refuse_with_ledger(
     ctx: click.Context,
-    ledger_path: str | None,
-    dataset_name: str | None,
-    plan_name: str | None,
+    s: Settings,
     target: str | None,
     value_text: str | None,
     allow_exact: bool,
     no_clip: bool,
-    report: str | None,
-    p: dict[str, Any],
-    review_report: str | None = None,
 ) -> None:
-    """``release --ledger L --dataset NAME --plan NAME``: the library reads the registered
-    file and the approved plan itself; the releaser hands in neither (issue 30)."""
+    """What a ledger's release refuses before opening it: any option the registered dataset
+    and the approved plan fix, an exact release (over every budget) and --no-clip."""
     from distprivacy.ledger import BudgetExceededError
     from distprivacy.ledger._release import EXACT_REFUSED
 
-    if ledger_path is None or dataset_name is None or plan_name is None:
-        raise DistPrivacyError(
-            "a ledger releases a registered dataset with an approved plan: give --ledger "
-            "LEDGER --dataset NAME --plan NAME (the steward registers datasets with `ledger "
-            "register` and approves plans with `ledger approve`)"
-        )
-    s = Settings.from_click(ctx, p)
     extra = [f for f, v in (("--target", target), ("--value", value_text)) if v is not None]
     extra += [option_flag(k) for k in (*PLAN_FIXES, "seed") if s.was_given(k)]
     extra += ["--mechanism"] if given(ctx, "mechanism_name") else []
@@ -430,6 +441,31 @@ def _release_registered(
             "with --ledger the published values are the ones the ledger records, clipped into "
             "their ranges; drop --no-clip (it is for releases outside a ledger)"
         )
+
+
+def _release_registered(
+    ctx: click.Context,
+    ledger_path: str | None,
+    dataset_name: str | None,
+    plan_name: str | None,
+    target: str | None,
+    value_text: str | None,
+    allow_exact: bool,
+    no_clip: bool,
+    report: str | None,
+    p: dict[str, Any],
+    review_report: str | None = None,
+) -> None:
+    """``release --ledger L --dataset NAME --plan NAME``: the library reads the registered
+    file and the approved plan itself; the releaser hands in neither (issue 30)."""
+    if ledger_path is None or dataset_name is None or plan_name is None:
+        raise DistPrivacyError(
+            "a ledger releases a registered dataset with an approved plan: give --ledger "
+            "LEDGER --dataset NAME --plan NAME (the steward registers datasets with `ledger "
+            "register` and approves plans with `ledger approve`)"
+        )
+    s = Settings.from_click(ctx, p)
+    _refuse_with_ledger(ctx, s, target, value_text, allow_exact, no_clip)
     outputs = [("--report", report), ("--review-report", review_report)]
     check_apart([*ledger_files(ledger_path, "--ledger"), *config_file(ctx)], outputs)
     led = _open_ledger(ledger_path)
