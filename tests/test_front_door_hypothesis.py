@@ -817,6 +817,8 @@ NOT_CALLED = {
     "ExactModel": "takes no arguments; ExactModel.fit is called",
     "SecureGenerator": "takes no arguments",
     "Planned": "what plan_all returns (plan_all is called)",
+    "Client": "needs a running service: tests/service/test_api.py releases through it against "
+    "a real server",
 }
 # Mechanism classes called through make_mechanism, the name-checked door to every one of
 # them, beside DauM, OptimalGaussian and the group-DP ones (their own keyword arguments).

@@ -43,6 +43,7 @@ def test_a_fresh_release_is_the_command_lines(adult, adult_dir, spec):
     run = CliRunner().invoke(
         cli,
         ["release", "--data", str(adult_dir), "--statistics", STATS, "--modeling", "exact",
+         "--mechanism", "DauM-G",
          "--epsilon", "1", "--delta", "0.001", "--seed", "7", "--json"],
     )  # fmt: skip
     assert run.exit_code == 0, run.output
@@ -199,6 +200,7 @@ def test_a_user_file_through_duckdb_is_the_command_lines_and_rescaling_moves_onl
     run = CliRunner().invoke(
         cli,
         ["release", "--data", str(path), "--engine", "duckdb", "--protect", CPS1988.protect,
+         "--mechanism", "DauM-G",
          "--values", "0.05,0.15", "--subset-size", "200", "--statistics", stats,
          "--modeling", "exact", "--seed", "5", "--json"],
     )  # fmt: skip

@@ -753,6 +753,9 @@ READS = {
     "ledger budget path", "ledger budget --steward-key",
     # Replaced by `ledger approve`: refused whatever it is given.
     "ledger seal path", "ledger seal plan_path",
+    # The service: its state directory (the ledger, opened in place, and its own database) and
+    # the directory datasets are registered from; an analyst's token file (0600, checked).
+    "serve --state", "serve --data-root", "release --token-file",
 }  # fmt: skip
 _NO_INPUT = {
     "ledger init path", "ledger keygen path", "local city --out", "models train --out",

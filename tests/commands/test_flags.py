@@ -14,7 +14,10 @@ from distprivacy.targets import EpsDelta
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "distprivacy"
 #: Layers that print for the command line (flags are theirs to name).
-CLI_SIDE = ("commands", "cli.py", "experiments", "report", "__main__.py")
+CLI_SIDE = ("commands", "cli.py", "experiments", "report", "__main__.py",
+            # The service's messages are read in its pages and by `release --server`: they name
+            # the commands that make its inputs (a `calibrate --save` plan, `serve --state`).
+            "service")  # fmt: skip
 #: String constants that are not advice to a Python caller: pip's own arguments, the fetch
 #: announcement that names both spellings, the option names the commands pass in.
 ALLOWED = {

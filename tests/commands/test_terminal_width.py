@@ -98,6 +98,7 @@ TABLES: dict[str, tuple[list[str], str]] = {
 
 #: The other commands and why they are not rendered here.
 NO_TABLE = {
+    "serve": "a server: the lines it logs and the steward's first token, no table",
     "ledger init": "one line naming the file and its key",
     "ledger keygen": "one line naming the key and its fingerprint",
     "ledger secret": "one line naming the secret and its budget",

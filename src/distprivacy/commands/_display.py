@@ -557,24 +557,7 @@ def print_short(
     statistic, a compact comparison of every applicable one, how to choose ``--values``, and
     what ``--all`` adds."""
     cal = next((c for c in cals if best is not None and c.mechanism == best["mechanism"]), None)
-    if cal is not None:
-        among = (
-            "verified mechanisms"
-            if best["among"] == "verified"
-            else "mechanisms (none is verified)"
-        )
-        console.print(
-            f"[bold]Recommended: {cal.mechanism}[/] (least noise among the {among} "
-            "available in this install; release uses it by default). Its noise:",
-            highlight=False,
-        )
-        console.print(recommended_table(cal))
-        if (swamped := swamped_summary(cal)) is not None:
-            console.print(
-                f"Its noise exceeds the statistic's own spread: {swamped}.", highlight=False
-            )
-    else:
-        console.print("[bold]No mechanism adds noise here: none is recommended.[/]")
+    _print_recommended(console, cal, best)
     chosen = None if cal is None else cal.mechanism
     console.print(
         "Compared (* recommended; ×rec.: E‖Z‖₂ over the recommended one's):",
@@ -594,4 +577,27 @@ def print_short(
     notes = sum(len(c.warnings) for c in cals)
     more = [f"{notes} warning{'s' * (notes != 1)}"] if notes else []
     more += [f"{len(skipped)} not applicable ({', '.join(skipped)})"] if skipped else []
+    for reason in skipped.values():
+        if "pip install" in reason:  # not in this install: say how to get it, even when short
+            console.print(reason, markup=False, highlight=False)
     console.print("--all: the full tables" + "".join(f", {m}" for m in more) + ".", highlight=False)
+
+
+def _print_recommended(
+    console: Console, cal: Calibration | None, best: dict[str, Any] | None
+) -> None:
+    """The recommended mechanism and its noise per statistic (or that none adds noise)."""
+    if cal is None or best is None:
+        console.print("[bold]No mechanism adds noise here: none is recommended.[/]")
+        return
+    among = (
+        "verified mechanisms" if best["among"] == "verified" else "mechanisms (none is verified)"
+    )
+    console.print(
+        f"[bold]Recommended: {cal.mechanism}[/] (least noise among the {among} "
+        "available in this install; release uses it by default). Its noise:",
+        highlight=False,
+    )
+    console.print(recommended_table(cal))
+    if (swamped := swamped_summary(cal)) is not None:
+        console.print(f"Its noise exceeds the statistic's own spread: {swamped}.", highlight=False)

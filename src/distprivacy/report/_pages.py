@@ -393,7 +393,8 @@ def _public_context(context: Mapping[str, Any]) -> dict[str, Any]:
 
 def _guarantee_section(c: Any) -> str:
     """The guarantee in words and figures, from the release's own guarantee object (the one
-    the statement states): (ε, δ), μ when it has one, the attack bound, verified or not."""
+    the statement states): (ε, δ) and other points of its curve, μ only when the release is
+    μ-GDP (issue 33), the attack bound, verified or not."""
     gu = getattr(c, "guarantee", None) or c
     acc = getattr(gu, "max_attack_accuracy", None)
     acc = c.max_attack_accuracy if acc is None else acc
@@ -401,8 +402,11 @@ def _guarantee_section(c: Any) -> str:
         ["ε (privacy loss)", g(gu.epsilon)],
         ["δ (probability the ε bound may fail)", g(gu.delta, 3)],
     ]
-    if getattr(gu, "mu", None) is not None:
+    if getattr(gu, "mu", None) is not None and getattr(gu, "is_gdp", False):
         rows.append(["μ (Gaussian differential privacy)", g(gu.mu)])
+    for eps, dlt in getattr(gu, "curve_points", lambda: ())():
+        if eps != gu.epsilon:
+            rows.append([f"δ at ε = {g(eps)} (the same noise's exact profile)", g(dlt, 3)])
     verified = bool(getattr(gu, "verified", c.verified))
     rows += [
         ["best accuracy of any attacker", f"{pct(acc)} (50 % is a coin flip)"],
