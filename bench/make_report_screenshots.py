@@ -150,12 +150,14 @@ def main() -> None:
     from distprivacy.mechanisms.plans import Plan
 
     # A ledger of secrets (issue 30): the secret income over Adult, two registered samples
-    # and the approved plan; four releases under the secret fit a budget of 2.5 × μ.
-    mu = 2.5 * Plan.load(work / "plan.json").guarantee.mu
+    # and the approved plan (ε = 0.5); four releases under the secret fit an (ε, δ) budget of
+    # (2, 0.001) (a μ budget holds only μ-GDP releases, and Adult's fitted Gaussians are not).
+    del Plan
     key = ("--steward-key", "steward.key")
     run("ledger", "keygen", "steward.key", cwd=work)
     run("ledger", "init", "ledger.db", *key, "--secret", "income", "--protect", "income==>50K",
-        "--population", os.environ.get("DISTPRIVACY_DATA") or "adult", "--budget-mu", repr(mu),
+        "--population", os.environ.get("DISTPRIVACY_DATA") or "adult", "--budget-epsilon", "2",
+        "--budget-delta", "0.001",
         cwd=work)  # fmt: skip
     for name, target in (("wave1", "records.csv"), ("wave2", "records2.csv")):
         run("ledger", "register", "ledger.db", name, *key, "--data", target, cwd=work)

@@ -369,7 +369,9 @@ def release_report(
         budget = "" if public else f" (budget {ledger['budget']})"
         text = (
             f"Recorded in {where}{budget} as release "
-            f"{ledger['releases_of_this_dataset']} of this dataset: all its releases together "
+            f"{ledger.get('releases_of_this_secret', ledger['releases_of_this_dataset'])} under "
+            f"its secret {ledger.get('secret', '')}: all the secret's releases together, "
+            "whatever dataset they read, "
             f"give ε = {g(cum['epsilon'])} at δ = {g(cum['delta'], 3)}"
             + (
                 ""
