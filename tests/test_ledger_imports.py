@@ -119,3 +119,26 @@ def test_the_registry_fingerprints_a_file_as_the_library_does(tmp_path):
     p = tmp_path / "f.bin"
     p.write_bytes(os.urandom((1 << 20) + 17))  # more than one block
     assert light(p) == file_fingerprint(p)
+
+
+def test_numpy_values_are_still_recognised_without_importing_numpy_first():
+    """The type tests that no longer import NumPy (they ask whether it is loaded: no NumPy value
+    exists before it is) still treat NumPy's values as before."""
+    import numpy as np
+
+    from distprivacy._json import jsonable
+    from distprivacy.checks import check_number, shown
+    from distprivacy.exceptions import DistPrivacyTypeError
+
+    assert jsonable({"a": np.arange(2), "b": np.bool_(True), "c": np.int64(3)}) == {
+        "a": [0, 1],
+        "b": True,
+        "c": 3,
+    }
+    assert jsonable([np.float64("inf"), np.float32("nan")]) == ["inf", None]
+    assert type(jsonable(np.bool_(False))) is bool and type(jsonable(np.int8(1))) is int
+    assert shown(np.zeros((2, 3))) == "ndarray of shape (2, 3)"
+    assert shown(np.array(1.5)) == "ndarray of shape ()"  # a 0-d array: shape () is falsy
+    assert check_number(np.float64(0.5), "x") == 0.5
+    with pytest.raises(DistPrivacyTypeError, match="x must be"):
+        check_number(np.bool_(True), "x")
