@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 
 def jsonable(x: Any) -> Any:
     """Plain JSON data (see the module docstring)."""
     if hasattr(x, "to_dict") and not isinstance(x, type):
         return jsonable(x.to_dict())
-    if isinstance(x, np.ndarray):
+    np = sys.modules.get("numpy")  # no NumPy object exists before NumPy is imported
+    if np is not None and isinstance(x, np.ndarray):
         return jsonable(x.tolist())
-    if isinstance(x, bool | np.bool_):
+    if isinstance(x, bool) or (np is not None and isinstance(x, np.bool_)):
         return bool(x)
-    if isinstance(x, np.integer):
+    if np is not None and isinstance(x, np.integer):
         return int(x)
-    if isinstance(x, float | np.floating):
+    if isinstance(x, float) or (np is not None and isinstance(x, np.floating)):
         v = float(x)
         if math.isnan(v):
             return None

@@ -16,13 +16,15 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CALIBRATION_RULES",
@@ -85,8 +87,16 @@ def _describe(
     return "an integer" if integer else "a finite number"
 
 
+def loaded_numpy() -> Any:
+    """NumPy if some module has imported it, else None. No value can be a NumPy object (an
+    array, a NumPy scalar, a generator) before NumPy is imported, so a type test asks this
+    instead of importing NumPy: a command that never meets an array never loads it."""
+    return sys.modules.get("numpy")
+
+
 def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool | np.bool_)
+    np = loaded_numpy()
+    return isinstance(value, bool) or (np is not None and isinstance(value, np.bool_))
 
 
 def shown(value: Any) -> str:
@@ -103,7 +113,8 @@ def shown(value: Any) -> str:
         return "None"
     kind = type(value).__name__
     shape = getattr(value, "shape", None)
-    if isinstance(shape, tuple) and (isinstance(value, np.ndarray) or shape):
+    np = loaded_numpy()
+    if isinstance(shape, tuple) and ((np is not None and isinstance(value, np.ndarray)) or shape):
         return f"{kind} of shape {shape}"
     try:
         text = " ".join(repr(value).split())
@@ -238,6 +249,8 @@ def check_label(value: Any, name: str, default: str) -> str:
 def check_texts(value: Any, name: str, *, optional: bool = False) -> tuple[str, ...] | None:
     """``value`` as a tuple of texts if it is a list, tuple or 1-D array of ``str`` (not one
     text, which would read as its letters); None with ``optional``."""
+    import numpy as np
+
     if value is None and optional:
         return None
     flat = isinstance(value, list | tuple) or (isinstance(value, np.ndarray) and value.ndim == 1)
@@ -454,6 +467,8 @@ def check_array(value: Any, name: str, what: str = "an array of real numbers") -
     DistPrivacyTypeError
         ``name must be WHAT, got ...`` (one line).
     """
+    import numpy as np
+
     if isinstance(value, str | bytes):
         raise DistPrivacyTypeError(f"{name} must be {what}, got {shown(value)}")
     try:
@@ -491,6 +506,8 @@ def check_vector(value: Any, name: str, length: int | None = None) -> np.ndarray
     DistPrivacyError
         The wrong shape, or NaN or infinite entries.
     """
+    import numpy as np
+
     arr = check_array(value, name, "a vector of real numbers")
     if arr.ndim != 1 or (length is not None and arr.shape[0] != length):
         want = "(m,)" if length is None else f"({length},)"
@@ -508,6 +525,8 @@ def check_finite(value: Any, what: str) -> np.ndarray:
     DistPrivacyError
         When any entry is NaN or infinite.
     """
+    import numpy as np
+
     arr = np.asarray(value, dtype=float)
     if not np.isfinite(arr).all():
         raise DistPrivacyError(

@@ -31,9 +31,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from distprivacy._json import jsonable, number
 from distprivacy.checks import (
@@ -53,6 +51,9 @@ from distprivacy.exceptions import (
 )
 from distprivacy.profiles import gdp_accuracy, gdp_delta, gdp_epsilon
 from distprivacy.randomness import check_random_state, is_secure
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: What the (ε, δ) curve of a guarantee is known as.
 CURVES = ("gdp", "point")
@@ -185,6 +186,8 @@ class Guarantee:
     def delta_at(self, epsilon: float) -> float:
         """An upper bound on δ(ε′) for any ε′ ≥ 0 — the privacy profile (exact for μ-GDP;
         the f_{ε,δ} bound when only the point is known)."""
+        import numpy as np
+
         eps = check_number(epsilon, "epsilon", low=0)
         if self.curve == "gdp":
             return self._gdp(eps)
@@ -504,6 +507,8 @@ def publish(
     level : float
         The intervals' probability.
     """
+    import numpy as np
+
     x = np.asarray(raw, dtype=float).reshape(-1)
     m = x.size
     rng = tuple(ranges) if ranges is not None and len(ranges) == m else (None,) * m
@@ -554,6 +559,8 @@ class Release:
         """What this release publishes (:class:`Published`): the values clipped into their
         statistics' ranges (unless ``clip`` is off) and their noise intervals — the numbers
         every output states (:func:`publish`). ``values`` stay the raw noisy ones."""
+        import numpy as np
+
         vals = np.asarray(self.values, dtype=float)
         m = len(self.statistic_names)
         if vals.ndim != 1 or vals.size != m:  # the records of a local mechanism
@@ -617,12 +624,16 @@ class Release:
     @property
     def value(self) -> float:
         """The one released number (for a single statistic)."""
+        import numpy as np
+
         if np.size(self.values) != 1:
             raise DistPrivacyError(f"this release holds {np.size(self.values)} values; use .values")
         return float(np.asarray(self.values).reshape(-1)[0])
 
     def __repr__(self) -> str:
         """The published values with their intervals, the guarantee and the warnings."""
+        import numpy as np
+
         mech = getattr(self.calibration, "mechanism", type(self.calibration).__name__)
         noise = "secure noise" if self.secure else "SEEDED noise (never publish it)"
         lines = [f"Release({mech}, {noise}):"]
@@ -649,6 +660,8 @@ class Release:
     def to_dict(self) -> dict[str, Any]:
         """Plain data: ``statistics`` the published values (:attr:`published`), with
         ``raw_statistics``, the ``intervals`` and which were ``clipped``."""
+        import numpy as np
+
         vals = np.asarray(self.values)
         pub = self.published
         out: dict[str, Any] = {}

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TypeAlias
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeAlias
 
 from distprivacy.checks import check_bool, check_int, shown
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.resources import check_memory
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Largest integer seed :func:`check_random_state` takes.
 MAX_SEED = 2**128 - 1
@@ -54,6 +55,8 @@ class _OpenDPDraws:
         self._dp = dp
 
     def _draw(self, size: int, family: str) -> np.ndarray:
+        import numpy as np
+
         dp = self._dp
         if size == 0:
             return np.empty(0)
@@ -109,10 +112,14 @@ class SecureGenerator:
 
     @staticmethod
     def _words(n: int) -> np.ndarray:
+        import numpy as np
+
         return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).copy()
 
     def random(self, size: int | tuple[int, ...] | None = None) -> np.ndarray:
         """Uniform doubles on [0, 1) with 53 random bits each."""
+        import numpy as np
+
         shape, n = self._count(size)
         return ((self._words(n) >> np.uint64(11)) * 2.0**-53).reshape(shape)
 
@@ -126,6 +133,8 @@ class SecureGenerator:
         self, low: int, high: int | None = None, size: int | tuple[int, ...] | None = None
     ) -> np.ndarray:
         """Exactly uniform integers on [low, high) (``high`` exclusive, as NumPy's)."""
+        import numpy as np
+
         if high is None:
             low, high = 0, low
         span = int(high) - int(low)
@@ -147,6 +156,8 @@ class SecureGenerator:
         p: np.ndarray | None = None,
     ) -> np.ndarray:
         """Draws from range(a), uniform or with probabilities ``p`` (inverse CDF)."""
+        import numpy as np
+
         if p is None:
             return self.integers(0, int(a), size)
         cdf = np.cumsum(np.asarray(p, dtype=float))
@@ -168,6 +179,8 @@ class SecureGenerator:
         self, shape: float, scale: float = 1.0, size: int | tuple[int, ...] | None = None
     ) -> np.ndarray:
         """Gamma with an integer shape k (an Erlang variable: k exponentials summed)."""
+        import numpy as np
+
         k = int(shape)
         if k != shape or k < 1:
             raise DistPrivacyError(
@@ -179,10 +192,13 @@ class SecureGenerator:
 
 
 #: What every ``random_state`` argument accepts.
-RandomState: TypeAlias = int | np.random.SeedSequence | np.random.Generator | SecureGenerator | None
+#: (A string: NumPy is imported by the functions that draw, not by importing this module.)
+RandomState: TypeAlias = (
+    "int | np.random.SeedSequence | np.random.Generator | SecureGenerator | None"
+)
 
 #: What :func:`check_random_state` returns: something with NumPy's Generator interface.
-Generator: TypeAlias = np.random.Generator | SecureGenerator
+Generator: TypeAlias = "np.random.Generator | SecureGenerator"
 
 
 def check_random_state(random_state: RandomState, *, secure: bool) -> Generator:
@@ -207,6 +223,8 @@ def check_random_state(random_state: RandomState, *, secure: bool) -> Generator:
         For anything but None, an integer seed in [0, 2¹²⁸ − 1], a SeedSequence or a
         generator.
     """
+    import numpy as np
+
     check_bool(secure, "secure")
     if random_state is None:
         return SecureGenerator() if secure else np.random.default_rng()

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from distprivacy.checks import check_instance, check_int, check_number, check_text
 from distprivacy.checks import shown as _shown
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 
 if TYPE_CHECKING:  # pandas is imported where a table is read: `ledger init` parses a predicate
+    import numpy as np
     import pandas as pd
 
 _OPS = ("==", "!=", "<=", ">=", "<", ">")
@@ -111,6 +110,8 @@ class Predicate:
 
     def evaluate(self, data: pd.DataFrame) -> np.ndarray:
         """Boolean mask of the records of ``data`` satisfying the predicate."""
+        import numpy as np
+
         check_column(data, self.column)
         col = data[self.column]
         missing = int(col.isna().sum())
@@ -155,6 +156,8 @@ def proportion_to_count(p: float, n: int) -> int:
 
 def grid_pairs_within(values: Sequence[float], k: float) -> tuple[tuple[int, int], ...]:
     """All ordered pairs (i, j), i ≠ j, of grid values with |p_i − p_j| ≤ k (Example 2.1)."""
+    import numpy as np
+
     v = np.asarray(values, dtype=float)
     diff = np.abs(v[:, None] - v[None, :])
     ii, jj = np.nonzero((diff <= k + 1e-12) & ~np.eye(len(v), dtype=bool))
@@ -178,6 +181,8 @@ def _items(value: object, name: str, what: str, length: int | None = None) -> tu
 def _real(v: object) -> float:
     """A proportion as a float; text, bool, complex and None are refused (NaN/inf are refused
     with the range check)."""
+    import numpy as np
+
     if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
         check_number(v, "a proportion p", low=0, high=1)  # raises
     return float(v)  # type: ignore[arg-type]
@@ -297,6 +302,8 @@ class ProtectionSpec:
         Validates that the data can realise every θ_p: the predicate holds for some but not all
         records, n ≤ len(data), and each θ_p's count fits in its group.
         """
+        import numpy as np
+
         if self.n > len(data):
             raise DistPrivacyError(
                 f"subset size n={self.n} is larger than the data ({len(data)} records); lower `n`"

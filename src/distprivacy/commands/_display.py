@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -20,6 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from distprivacy.commands._settings import Settings
     from distprivacy.mechanisms import Calibration
     from distprivacy.models import FModel
@@ -224,6 +225,8 @@ def short_theorem(text: str) -> str:
 
 def noise_summary(c: Calibration) -> str:
     """The noise in a few words: family, scale (or its range) and directions."""
+    import numpy as np
+
     n = c.noise
     if n.family == "none" or n.scales.size == 0:
         return "none"
@@ -237,6 +240,8 @@ def noise_summary(c: Calibration) -> str:
 
 
 def _relative_text(rel: float) -> str:
+    import numpy as np
+
     return "—" if not np.isfinite(rel) else (f"{rel:.1%}" if rel < 10 else f"{rel:.3g}×")
 
 
@@ -438,6 +443,8 @@ class Clip:
 def clip_release(values: np.ndarray, cal: Calibration, enabled: bool = True) -> Clip:
     """Post-process released ``values`` into their statistics' ranges (post-processing a
     release keeps its guarantee), or only note the values outside them (``enabled`` False)."""
+    import numpy as np
+
     raw = np.asarray(values, dtype=float).reshape(-1)
     from distprivacy.mechanisms._swamped import statistic_ranges
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._budget import release_delta
 from distprivacy.ledger._entry import Composer, LedgerEntry, dumps
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _is_gaussian(e: LedgerEntry) -> bool:
@@ -29,6 +30,8 @@ def _restricted(model: Any, names: Sequence[str]) -> tuple[np.ndarray, np.ndarra
 def _union_model(entries: Sequence[LedgerEntry], fit: Callable[[str], Any] | None) -> Any:
     """One model of every recorded statistic: a plan's model that covers them all and agrees
     with every other plan's model, or ``fit(union query text)``."""
+    import numpy as np
+
     from distprivacy.composition import CompositionError
     from distprivacy.mechanisms.plans import model_from_dict
 
@@ -94,6 +97,8 @@ def _check_units(entries: Sequence[LedgerEntry], models: Sequence[Any], joint: A
     on the statistic in other units (the same records with a column rescaled, which the ledger
     links to one dataset), and its noise, read in the joint model's units, would be mis-sized
     and misstate what it revealed. A shift needs no check: it moves every θ's mean alike."""
+    import numpy as np
+
     from distprivacy.composition import CompositionError
 
     in_joint = set(joint.statistic_names_)
@@ -136,6 +141,8 @@ def merge_repeats_by_dataset(
     datasets: Sequence[int] | None = None,
 ) -> list[tuple[list[int], np.ndarray, int]]:
     """:func:`merge_repeats`, keeping each merged release's dataset index."""
+    import numpy as np
+
     ds = [0] * len(releases) if datasets is None else [int(d) for d in datasets]
     groups: dict[tuple[int, tuple[int, ...], bytes], list] = {}
     for (idx, cov), d in zip(releases, ds, strict=True):
@@ -176,6 +183,8 @@ def plan_composer(
     (:meth:`~distprivacy.composition.JointGaussianModel.from_model`); without, every entry is
     taken to be of one dataset.
     """
+    import numpy as np
+
     from distprivacy.checks import check_delta
 
     fixed = None if at_delta is None else check_delta(at_delta)

@@ -14,8 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from distprivacy.ledger._anchor import read_anchor
 from distprivacy.ledger._budget import NOT_GDP, budget_text, budget_to_dict, check_budget
 from distprivacy.ledger._entry import LedgerError, LedgerTypeError, dumps
@@ -42,6 +40,7 @@ from distprivacy.ledger._verify import chain_check, refuse_unverified
 from distprivacy.targets import GDP
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from distprivacy.ledger import Ledger
@@ -102,6 +101,8 @@ def dataset_hashes(
 ) -> np.ndarray:
     """A registered dataset's keyed record hashes, checked against the digest its signed
     registration holds."""
+    import numpy as np
+
     row = con.execute(
         "SELECT hashes FROM dataset_records WHERE name = ? AND version = ?",
         (dataset.name, dataset.version),
@@ -329,6 +330,8 @@ def register_dataset(
 
 def records_digest(hashes: np.ndarray) -> str:
     import hashlib
+
+    import numpy as np
 
     return hashlib.sha256(np.ascontiguousarray(hashes, dtype="<u8").tobytes()).hexdigest()
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from distprivacy._json import jsonable
 from distprivacy.checks import check_array
 from distprivacy.exceptions import DistPrivacyError, DistPrivacyTypeError
 from distprivacy.guarantee import Guarantee
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class LedgerError(DistPrivacyError):
@@ -91,6 +92,8 @@ class LedgerEntry:
     unbounded: bool = False
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         for name in ("fingerprint", "property", "mechanism"):
             v = getattr(self, name)
             if not isinstance(v, str) or not v:

@@ -8,8 +8,6 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from distprivacy._json import number
 from distprivacy.guarantee import Guarantee
 from distprivacy.ledger._chain import FIELDS, sql_error
@@ -50,6 +48,8 @@ def select(
 def row_entry(ledger: Ledger, row: Sequence[Any]) -> LedgerEntry:
     """A row as a :class:`LedgerEntry` (the plan decrypted); one line naming the row when
     it is malformed."""
+    import numpy as np
+
     rid = row[0]
     try:
         (_, time, fp, prop, ptext, comp, digest, mech, stats, g, fam, cov, vals, plan,

@@ -18,6 +18,7 @@ matrix of :func:`~distprivacy.mechanisms.gaussian.top_up_shape` (reported in ``d
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Any
@@ -42,6 +43,15 @@ from distprivacy.models import MODEL_MEMORY_LIMIT, FModel, model_file_memory
 from distprivacy.noise import NoiseDistribution
 from distprivacy.request import GaussianOptions
 from distprivacy.targets import Target
+
+
+@functools.cache
+def _installed_solvers() -> frozenset[str]:
+    """cvxpy's installed solvers, asked once per process: each ``cp.installed_solvers()`` tries
+    to import every solver cvxpy knows (about thirty, most absent: a search of ``sys.path``
+    each), about 1 ms a call, nine calls in the default ``calibrate``."""
+    cp = require_extra("cvxpy", "OptM-G")
+    return frozenset(cp.installed_solvers())
 
 
 def _solve_sdp(
@@ -76,7 +86,7 @@ def _solve_sdp(
     Sigma = X
     last = ""
     for solver in ("CLARABEL", "SCS"):
-        if solver not in cp.installed_solvers():
+        if solver not in _installed_solvers():
             continue
         try:
             with warnings.catch_warnings():

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
-
-import numpy as np
-from numpy.typing import ArrayLike
+from typing import TYPE_CHECKING
 
 from distprivacy.exceptions import DistPrivacyError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
 
 
 def _finite_float(value: float, name: str) -> float:
@@ -42,6 +44,8 @@ def _check_atol(atol: float) -> float:
 
 
 def _as_array(value: ArrayLike, name: str) -> np.ndarray:
+    import numpy as np
+
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -61,6 +65,8 @@ def _check_gaussians(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Means as (m,) arrays and symmetric covariances as (m, m) arrays (scalars allowed for
     m = 1), positive definite unless ``definite`` is False."""
+    import numpy as np
+
     mp = np.atleast_1d(_as_array(mean_p, "mean_p"))
     mq = np.atleast_1d(_as_array(mean_q, "mean_q"))
     if mp.ndim != 1 or mq.ndim != 1 or mp.size == 0:

@@ -4,13 +4,15 @@ space so that δ neither overflows nor underflows prematurely."""
 from __future__ import annotations
 
 import math
-
-import numpy as np
-from numpy.typing import ArrayLike
+from typing import TYPE_CHECKING
 
 from distprivacy.checks import check_delta
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.profiles._checks import _as_array, _check_epsilon, _check_mu, _finite_float
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
 
 _SQRT2 = math.sqrt(2.0)
 _LOG_DELTA_FLOOR = -1e4  # floor of log δ in the μ-GDP root finding (< log 5e-324 ≈ −745)
@@ -24,6 +26,7 @@ def _log_terms(z: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     c = log erfcx((s − z)/√2) − log erfcx(−z/√2), which keeps full relative accuracy when δ is
     far below Φ(z) (e.g. μ-GDP with small μ and ε/μ large). For z > 28 (erfcx would overflow,
     and Φ(z) ≈ 1) c is formed directly from log-CDFs."""
+    import numpy as np
     from scipy import special  # (lazy: a ledger command never loads SciPy)
 
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -36,6 +39,8 @@ def _log_terms(z: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _delta_zs(z: np.ndarray, s: np.ndarray) -> np.ndarray:
     """Φ(z) − e^{s²/2 − zs} Φ(z − s) for s > 0, in [0, 1], without overflow or cancellation."""
+    import numpy as np
+
     a, c = _log_terms(z, s)
     with np.errstate(over="ignore", invalid="ignore"):
         return np.clip(-np.exp(a) * np.expm1(c), 0.0, 1.0)
@@ -44,6 +49,8 @@ def _delta_zs(z: np.ndarray, s: np.ndarray) -> np.ndarray:
 def _normal_loss_delta(epsilon: float, mean: float, sd: float) -> float:
     """E[(1 − e^{ε − L})₊] for L ∼ N(mean, sd²): Φ(z) − e^{ε − mean + sd²/2} Φ(z − sd) with
     z = (mean − ε)/sd (and (1 − e^{ε − mean})₊ when sd = 0)."""
+    import numpy as np
+
     if sd == 0:
         return max(-math.expm1(epsilon - mean), 0.0)
     return float(_delta_zs(np.float64((mean - epsilon) / sd), np.float64(sd)))
@@ -71,6 +78,8 @@ def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> float | np.ndarray:
     float or ndarray
         δ(ε) ∈ [0, 1]; a float when both inputs are scalars.
     """
+    import numpy as np
+
     eps = _as_array(epsilon, "epsilon")
     mus = _as_array(mu, "mu")
     if np.any(eps < 0):
@@ -90,6 +99,8 @@ def gdp_delta(epsilon: ArrayLike, mu: ArrayLike) -> float | np.ndarray:
 def _gdp_log_delta(epsilon: float, mu: float) -> float:
     """log δ(ε) of μ-GDP (μ > 0), accurate where δ underflows in linear scale; clipped below
     at −10⁴ (far below log of the smallest double) so that root finders see finite values."""
+    import numpy as np
+
     a, c = _log_terms(np.float64(mu / 2 - epsilon / mu), np.float64(mu))
     if not c < 0:  # δ below the resolution of the log-CDFs: far below any representable δ
         return _LOG_DELTA_FLOOR
@@ -117,6 +128,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     float
         μ > 0.
     """
+    import numpy as np
     from scipy import optimize
 
     eps = _check_epsilon(epsilon)
@@ -163,6 +175,7 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     float
         ε ≥ 0.
     """
+    import numpy as np
     from scipy import optimize, special
 
     dlt = check_delta(delta)
