@@ -174,19 +174,7 @@ def test_no_clip_publishes_the_raw_value_everywhere(world, capsys, monkeypatch):
         _check_row(n, got["statistics"][n], got["intervals"][n], html[n])
 
 
-#: Known to differ (issue 33, left open): GroupDP-G states the group-DP theorem's guarantee,
-#: which holds for every input, while the ledger composes its noise on the fitted model (a far
-#: smaller attack bound); until the ledger composes a theorem's guarantee as the release states
-#: it, the two numbers disagree.
-LEDGER_CASES = [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="ledger composes on the model"))
-    if n.startswith("GroupDP")
-    else n
-    for n in GAUSSIAN
-]
-
-
-@pytest.mark.parametrize("name", LEDGER_CASES)
+@pytest.mark.parametrize("name", GAUSSIAN)
 def test_a_ledger_records_the_numbers_it_publishes(world, name, capsys, monkeypatch, tmp_path):
     """With a ledger: the terminal's and the report's numbers are the ones the ledger
     recorded for that release, and so are ``--json``'s for its own release; the cumulative

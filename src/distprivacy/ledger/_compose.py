@@ -164,7 +164,10 @@ def plan_composer(
 ) -> Composer:
     """The ``compose`` of :meth:`Ledger.record` for releases made from plans.
 
-    * Every release Gaussian (or noiseless) with the plan's fitted moments: the exact joint
+    * When every guarantee holds for every pair of datasets (group DP):
+      :func:`distprivacy.composition.compose_guarantees` of the guarantees as the releases
+      state them (one release: its own), even when the noise is Gaussian with fitted moments.
+    * Else, every release Gaussian (or noiseless) with the plan's fitted moments: the exact joint
       accounting of :func:`distprivacy.composition.compose_gaussian` on one model of every
       released statistic, stated at ``at_delta`` (an (ε, δ) budget's δ), or, when None, at
       the smallest δ the composed releases were calibrated for
@@ -172,8 +175,6 @@ def plan_composer(
       is a plan's own when it covers every statistic and agrees with the others' moments (the
       same plan released again, or subsets of one plan's statistics); otherwise
       ``fit(query_text)`` refits the union of the statistics on the data (refused without it).
-    * Else, when every guarantee holds for every pair of datasets (group DP):
-      :func:`distprivacy.composition.compose_guarantees`.
     * Else a single release keeps its own guarantee, and several are refused
       (:class:`~distprivacy.composition.CompositionError`): no ε is ever added silently.
 
@@ -199,6 +200,11 @@ def plan_composer(
         if not entries:
             raise CompositionError("nothing to compose")
         d = fixed if fixed is not None else release_delta(entries)
+        if all(e.guarantee.holds_for_every_input for e in entries):
+            # As the releases state them (a theorem for every input: group DP). The joint
+            # model's figure for the same noise is smaller but rests on the model; a release
+            # and its ledger state one guarantee (issue 33), and this one is never below it.
+            return compose_guarantees([e.guarantee for e in entries])
         if all(_is_gaussian(e) for e in entries):
             model = _union_model(entries, fit)
             names = list(model.statistic_names_)
@@ -236,8 +242,6 @@ def plan_composer(
             )
         if len(entries) == 1:
             return entries[0].guarantee
-        if all(e.guarantee.holds_for_every_input for e in entries):
-            return compose_guarantees([e.guarantee for e in entries])
         bad = next(
             e for e in entries if not _is_gaussian(e) and not e.guarantee.holds_for_every_input
         )
