@@ -244,6 +244,33 @@ def test_epsilon_delta_budget_and_refusals_leave_the_file_unchanged(tmp_path, le
         assert led.releases(fingerprint="dataset:other@1") == []
 
 
+def test_opening_a_ledger_reads_it_only_through_sqlite(tmp_path, ledger_world, monkeypatch):
+    """Opening a ledger never opens a descriptor of its own on the file: closing one would drop
+    every POSIX lock the process holds on it, another thread's SQLite locks included (two
+    service threads on one ledger corrupted it, issue 34). The header is checked by SQLite."""
+    import builtins
+    import io
+
+    path = tmp_path / "ledger.db"
+    new_ledger(path, ledger_world)
+    real_open, real_io_open = builtins.open, io.open
+    opened: list[str] = []
+
+    def watch(opener):
+        def inner(file, *a, **kw):
+            if isinstance(file, str | os.PathLike) and Path(file).resolve() == path.resolve():
+                opened.append(str(file))
+            return opener(file, *a, **kw)
+
+        return inner
+
+    monkeypatch.setattr(builtins, "open", watch(real_open))
+    monkeypatch.setattr(io, "open", watch(real_io_open))
+    with Ledger(path) as led:
+        assert led.verify().ok
+    assert opened == []
+
+
 def test_init_and_open_refuse_what_is_not_a_ledger(tmp_path, ledger_world):
     path = tmp_path / "l.db"
     steward = StewardKey.generate(steward_path(path))

@@ -36,7 +36,6 @@ from distprivacy.ledger._steward import StewardKey
 if TYPE_CHECKING:
     from distprivacy.ledger import Ledger
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 _JITTER = random.SystemRandom()  # for back-off delays only
 
@@ -112,19 +111,25 @@ def open_database(p: Path) -> sqlite3.Connection:
         raise LedgerError(
             f"no ledger at {str(p)!r}; create one with `distprivacy ledger init {str(p)!r}`"
         )
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(len(SQLITE_HEADER))
-    except OSError as e:
-        raise LedgerError(f"cannot read the ledger {str(p)!r}: {e.strerror}") from None
-    if head != SQLITE_HEADER:
-        raise LedgerError(f"{str(p)!r} is not a distprivacy ledger (not an SQLite database)")
+    if not os.access(p, os.R_OK):
+        raise LedgerError(f"cannot read the ledger {str(p)!r}: permission denied")
     private_companions(p)
     try:
         with private_umask():
-            return connect(p, "rw")
+            con = connect(p, "rw")
     except sqlite3.Error as e:
         raise sql_error(p, e, "open the ledger") from None
+    # The header is read by SQLite, never through a descriptor of our own: closing any other
+    # descriptor of the file drops every POSIX lock this process holds on it, including the
+    # locks of another thread's SQLite connection (two service threads, issue 34).
+    try:
+        con.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError:
+        con.close()
+        raise LedgerError(
+            f"{str(p)!r} is not a distprivacy ledger (not an SQLite database)"
+        ) from None
+    return con
 
 
 def check_schema(con: sqlite3.Connection, path: Path) -> int:
