@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from distprivacy.cli import main
-from distprivacy.commands._display import clip_release
 from distprivacy.exceptions import SwampedWarning
+from distprivacy.guarantee import publish
 from distprivacy.mechanisms import make_mechanism
 from distprivacy.mechanisms._swamped import statistic_ranges, swamped_statistics
 from distprivacy.models import GaussianModel
@@ -86,8 +86,8 @@ def test_ranges_follow_the_statistics():
     model = GaussianModel([0.4, 0.6], [[0.0], [1.0]], [[[1.0]], [[1.0]]], [(0.4, 0.6)], ["x"])
     cal = make_mechanism("ExpM-G", EpsDelta(1.0, 1e-3)).calibrate(model)
     assert statistic_ranges(cal) == [None]  # a model file: the kind is unknown
-    clip = clip_release(np.array([-5.0]), cal)
-    assert clip.values.tolist() == [-5.0] and clip.moved == []
+    pub = publish(np.array([-5.0]), cal.statistic_ranges, None)
+    assert pub.values.tolist() == [-5.0] and pub.clipped == ()
 
 
 def _plan(tmp_path, capsys) -> str:

@@ -8,7 +8,6 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -19,8 +18,6 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from distprivacy.commands._settings import Settings
     from distprivacy.mechanisms import Calibration
     from distprivacy.models import FModel
@@ -412,50 +409,6 @@ def swamped_summary(cal: Calibration) -> str | None:
 
 def range_text(r: tuple[float, float]) -> str:
     return f"[{r[0]:g}, {r[1]:g}]"
-
-
-@dataclass(frozen=True)
-class Clip:
-    """Released values post-processed into their statistics' ranges.
-
-    Attributes
-    ----------
-    values : ndarray
-        What is published: clipped (a proportion into [0, 1], a count into [0, n]) when
-        ``enabled``, else the raw noisy values.
-    ranges : list of (low, high) or None
-        Each statistic's range (:func:`distprivacy.mechanisms._swamped.statistic_ranges`).
-    enabled : bool
-        Whether clipping was asked for (``release`` clips unless ``--no-clip``).
-    moved : list of int
-        The statistics whose value was clipped.
-    outside : list of int
-        With clipping off, the statistics whose raw value lies outside its range.
-    """
-
-    values: np.ndarray
-    ranges: list[tuple[float, float] | None]
-    enabled: bool
-    moved: list[int] = field(default_factory=list)
-    outside: list[int] = field(default_factory=list)
-
-
-def clip_release(values: np.ndarray, cal: Calibration, enabled: bool = True) -> Clip:
-    """Post-process released ``values`` into their statistics' ranges (post-processing a
-    release keeps its guarantee), or only note the values outside them (``enabled`` False)."""
-    import numpy as np
-
-    raw = np.asarray(values, dtype=float).reshape(-1)
-    from distprivacy.mechanisms._swamped import statistic_ranges
-
-    ranges = statistic_ranges(cal)
-    if raw.size != len(ranges):
-        return Clip(raw, [None] * raw.size, enabled)
-    out = np.clip(raw, *np.array([r if r else (-np.inf, np.inf) for r in ranges]).T)
-    changed = [k for k in range(raw.size) if out[k] != raw[k]]
-    if enabled:
-        return Clip(out, ranges, True, moved=changed)
-    return Clip(raw, ranges, False, outside=changed)
 
 
 # --------------------------------------------------------------------------------------------
