@@ -30,6 +30,7 @@ from distprivacy.commands._display import (
     fmt,
     keep_names_whole,
     noise_summary,
+    print_fitted,
     print_header,
     print_statement,
     range_text,
@@ -60,22 +61,30 @@ def _print_release(console: Console, cal: Calibration, rel: Release) -> None:
     intervals, the noise, the guarantee of the noise drawn (what was checked, what is
     assumed) and its caveats — every number the one the JSON and the report state
     (:attr:`Release.published <distprivacy.guarantee.Release.published>`)."""
-    console.print(keep_names_whole(_values_table(cal, rel)))
+    print_fitted(  # the noise SD and its relative error share a column when width is short
+        console,
+        [lambda: [keep_names_whole(_values_table(cal, rel, False))],
+         lambda: [keep_names_whole(_values_table(cal, rel, True))]],
+    )  # fmt: skip
     _print_clipping(console, rel)
     console.print(f"Noise: {noise_summary(cal)}; expected L2 error {fmt(cal.expected_l2_error)}")
     _print_guarantee(console, cal)
     _print_caveats(console, cal, rel)
 
 
-def _values_table(cal: Calibration, rel: Release) -> Table:
-    """The published values, their intervals, the noise and the relative error."""
+def _values_table(cal: Calibration, rel: Release, merged: bool) -> Table:
+    """The published values, their intervals, the noise and the relative error (with
+    ``merged``, the last two in one column: ``1.893 (4.69%)``)."""
     pub = rel.published
     table = Table(title=f"Release by {cal.mechanism} ({cal.theorem})")
     text_column(table, "statistic")
     table.add_column("released value", justify="right")
     table.add_column(f"{pub.level:.0%} interval", justify="right")
-    table.add_column("noise std", justify="right")
-    table.add_column("relative error", justify="right")
+    if merged:
+        table.add_column("noise std (relative)", justify="right")
+    else:
+        table.add_column("noise std", justify="right")
+        table.add_column("relative error", justify="right")
     noise_free = {e.statistic for e in rel.exact_statistics if e.noise_free}
     for k, (name, v, sd, re) in enumerate(
         zip(rel.statistic_names, pub.values, cal.noise_sd, cal.relative_error, strict=True)
@@ -85,7 +94,8 @@ def _values_table(cal: Calibration, rel: Release) -> Table:
         lo, hi = pub.low[k], pub.high[k]
         interval = "—" if np.isnan([lo, hi]).any() else f"[{lo:.4f}, {hi:.4f}]"
         value = f"{v:.4f}" + (" *" if k in pub.clipped else "")
-        table.add_row(StatName(name), value, interval, noise, relative)
+        cells = [f"{noise} ({relative})"] if merged else [noise, relative]
+        table.add_row(StatName(name), value, interval, *cells)
     return table
 
 
