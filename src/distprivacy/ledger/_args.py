@@ -24,6 +24,18 @@ def path_arg(path: Any) -> Path:
     return check_path(path, "a ledger's path", error=LedgerTypeError)  # type: ignore[return-value]
 
 
+def database_arg(database: Any) -> str | None:
+    """A PostgreSQL URL (``postgresql://…``), or None for a ledger in its SQLite file."""
+    from distprivacy.ledger._postgres import is_postgres_url
+
+    if database is None or is_postgres_url(database):
+        return database
+    raise LedgerTypeError(
+        f"database must be None (the ledger's SQLite file) or a PostgreSQL URL such as "
+        f"postgresql://user@host:5432/ledger, got {database!r:.80}"
+    )
+
+
 def entry_arg(entry: Any) -> LedgerEntry:
     """``entry`` if it is a :class:`~distprivacy.ledger.LedgerEntry`."""
     return check_instance(entry, "entry", LedgerEntry, "a LedgerEntry (LedgerEntry.from_plan)",

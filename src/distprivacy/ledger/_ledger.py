@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from distprivacy.guarantee import Guarantee
-from distprivacy.ledger._args import compose_arg, keys_arg, path_arg
+from distprivacy.ledger._args import compose_arg, database_arg, keys_arg, path_arg
 from distprivacy.ledger._budget import budget_text
 from distprivacy.ledger._chain import FIELDS, FIELDS3, LEGACY_SCHEMA, VerifyReport, sql_error
 from distprivacy.ledger._entry import Composer, LedgerEntry, LedgerError, LedgerTypeError
@@ -24,7 +24,7 @@ from distprivacy.ledger._registry import (
 )
 from distprivacy.ledger._schema2 import read_budget, read_identity
 from distprivacy.ledger._steward import StewardKey, StewardPublicKey
-from distprivacy.ledger._store import check_schema, meta, open_database
+from distprivacy.ledger._store import check_schema, meta, open_store
 from distprivacy.targets import Target
 
 
@@ -34,7 +34,12 @@ class Ledger:
     Parameters
     ----------
     path : str or Path
-        An existing ledger file (its key ``<path>.key`` beside it).
+        An existing ledger file (its key ``<path>.key`` beside it); with ``database``, the
+        base of the key's and the anchor's files (``<path>.key``, ``<path>.anchor``).
+    database : str, optional
+        A PostgreSQL URL (``postgresql://user@host:port/name``) holding the ledger's rows
+        instead of the file ``path`` (:mod:`distprivacy.ledger._postgres`; the
+        ``[postgres]`` extra): several processes or hosts then share one budget.
 
     Raises
     ------
@@ -47,16 +52,18 @@ class Ledger:
     #: write lock (the CLI shows a progress bar); None: wait silently.
     on_wait: Any = None
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, database: str | None = None) -> None:
         p = path_arg(path)
         self.path = p
+        #: The PostgreSQL URL holding the rows (None: the SQLite file :attr:`path`).
+        self.database = database_arg(database)
         self.last_id: int | None = None
         #: The dataset the last release was recorded under.
         self.last_fingerprint: str | None = None
         self.last_warnings: tuple[str, ...] = ()
         #: Decrypted rows by (id, chain value): a row is immutable once its chain verifies.
         self._entries: dict[tuple[Any, Any], LedgerEntry] = {}
-        self._con = open_database(p)
+        self._con = open_store(p, self.database)
         try:
             self.version = check_schema(self._con, p)
             #: A ledger of schema 2 (before secrets): read and verified, never written.
@@ -88,6 +95,7 @@ class Ledger:
         protect: str | None = None,
         budget: Target | None = None,
         population: str | Path | None = None,
+        database: str | None = None,
         **legacy: Any,
     ) -> Ledger:
         """Create a ledger (mode 0600), its key (``<path>.key``, 0600) and its anchor, with its
@@ -96,7 +104,9 @@ class Ledger:
         ``EpsDelta(ε, δ)`` or ``MaxAttackAccuracy(a)`` (:mod:`distprivacy.targets`; a μ
         budget holds only μ-GDP releases: :mod:`distprivacy.ledger._budget`). The steward's
         key (:class:`StewardKey`, or the path of its file) signs the secret; the ledger keeps
-        only its public half. Refuses an existing file."""
+        only its public half. Refuses an existing file. ``database``: a PostgreSQL URL whose
+        empty database holds the rows (the key and the anchor are still files beside
+        ``path``)."""
         from distprivacy.ledger._backup import refuse_directory_name
         from distprivacy.ledger._decisions import secret_payload
         from distprivacy.ledger._store import create
@@ -112,11 +122,12 @@ class Ledger:
                 "population=PATH optional"
             )  # fmt: skip
         checked = path_arg(path)  # a wrong type first, then a path naming a directory
+        url = database_arg(database)
         refuse_directory_name(path, "the ledger", "ledger.db")
         key = StewardKey.load(steward)  # type: ignore[arg-type]
         first = secret_payload(secret, protect, budget, population)  # type: ignore[arg-type]
-        create(Path(checked), key, secret, first)  # type: ignore[arg-type]
-        return cls(checked)
+        create(Path(checked), key, secret, first, url)  # type: ignore[arg-type]
+        return cls(checked, database=url)
 
     # -- the steward's registry (schema 3) ---------------------------------------------------
 
@@ -374,7 +385,12 @@ class Ledger:
             what = ", ".join(
                 f"secret {s.name}: {budget_text(s.budget)}" for s in self.registry.secrets.values()
             )
-        return f"Ledger({str(self.path)!r}, {what}, {n} releases)"
+        where = repr(str(self.path))
+        if self.database is not None:
+            from distprivacy.ledger._postgres import redact
+
+            where += f", database={redact(self.database)!r}"
+        return f"Ledger({where}, {what}, {n} releases)"
 
 
 __all__ = ["Ledger"]

@@ -132,12 +132,48 @@ def open_database(p: Path) -> sqlite3.Connection:
     return con
 
 
+def open_store(p: Path, database: str | None) -> Any:
+    """The ledger's connection: the SQLite file ``p`` (:func:`open_database`), or the
+    PostgreSQL database ``database`` (:mod:`._postgres`), refused in one line when its commits
+    are not durable (``synchronous_commit`` or ``fsync`` off: a release could be answered, then
+    lost with the server)."""
+    if database is None:
+        return open_database(p)
+    from distprivacy.ledger._postgres import connect_postgres, redact
+
+    con = connect_postgres(database)
+    try:
+        if not con.durable_commits():
+            raise LedgerError(
+                f"the database {redact(database)!r} does not wait for its disk at COMMIT "
+                "(synchronous_commit or fsync is off): a release could be answered and then "
+                "lost; set synchronous_commit = on and fsync = on"
+            )
+        if "ledger_meta" not in con.tables():
+            raise LedgerError(
+                f"the database {redact(database)!r} holds no distprivacy ledger; create one "
+                "with Ledger.init(..., database=URL) (`distprivacy serve --database URL` does)"
+            )
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def table_names(con: Any) -> set[str]:
+    """The tables of the ledger's database (SQLite's ``sqlite_master``, or PostgreSQL's
+    catalogue for the current schema)."""
+    if hasattr(con, "tables"):
+        return set(con.tables())
+    return {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+
+
 def check_schema(con: sqlite3.Connection, path: Path) -> int:
     """The ledger's schema version (2 or 3), after checking it is a distprivacy ledger in WAL
     mode with the tables of its version (one line otherwise)."""
     name = repr(str(path))
     try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+        tables = table_names(con)
         fmt = None
         if "ledger_meta" in tables:
             fmt = con.execute("SELECT value FROM ledger_meta WHERE key = 'format'").fetchone()
@@ -188,12 +224,13 @@ def create(
     steward: StewardKey,
     secret: str,
     first: dict[str, Any],
+    database: str | None = None,
 ) -> None:
-    """Create a ledger of secrets at ``p`` (mode 0600, created exclusively), its key
-    (``<p>.key``) and its anchor, with the signed event of its first secret (``first``: its
-    checked payload). Everything created is removed again when any step fails."""
-    from distprivacy._version import __version__
-
+    """Create a ledger of secrets at ``p`` (mode 0600, created exclusively) — or, with
+    ``database``, in that empty PostgreSQL database (:mod:`._postgres`) —, its key
+    (``<p>.key``) and its anchor (``<p>.anchor``), with the signed event of its first secret
+    (``first``: its checked payload). Everything created is removed again when any step
+    fails (a PostgreSQL transaction that did not commit leaves nothing)."""
     if not p.parent.is_dir():
         raise LedgerError(f"the directory of {str(p)!r} does not exist")
     if key_path(p).exists():
@@ -203,52 +240,89 @@ def create(
             f"{str(anchor_path(p))!r} already exists (the anchor of an earlier ledger?); "
             "a new ledger needs a new anchor: remove it, or choose another path"
         )
-    try:
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise LedgerError(f"{str(p)!r} already exists; a new ledger needs a new file") from None
-    except OSError as e:
-        raise sql_error(p, e, "create the ledger") from None
-    os.close(fd)
+    ours = (".key", ".anchor") if database is not None else ("", "-wal", "-shm", ".key", ".anchor")
+    if database is None:
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise LedgerError(f"{str(p)!r} already exists; a new ledger needs a new file") from None
+        except OSError as e:
+            raise sql_error(p, e, "create the ledger") from None
+        os.close(fd)
     try:
         key = create_key(p)
-        when = datetime.now(UTC).isoformat(timespec="seconds")
-        ledger_id = os.urandom(16).hex()
-        public = steward.public
-        with private_umask():
-            con = connect(p, "rw")
+        if database is None:
+            with private_umask():
+                con = connect(p, "rw")
+        else:
+            from distprivacy.ledger._postgres import connect_postgres
+
+            con = connect_postgres(database)
         try:
-            if con.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
-                raise LedgerError(f"cannot put {str(p)!r} in WAL mode")
-            con.execute("BEGIN IMMEDIATE")
-            for stmt in SCHEMA:
-                con.execute(stmt)
-            genesis = genesis3(key, when, ledger_id, public.hex)
-            event = append_event(con, steward, ledger_id, public, "secret", secret, first)
-            events = f"1:{event.digest(ledger_id)}"
-            con.executemany(
-                "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
-                [
-                    ("format", LEDGER_FORMAT),
-                    ("library_version", __version__),
-                    ("created", when),
-                    ("ledger_id", ledger_id),
-                    ("steward_public_key", public.hex),
-                    ("head", head_mac(key, 0, genesis, None, anchored=True, events=events)),
-                    (ANCHORED, "1"),
-                ],
-            )
-            con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-            write_anchor(key, p, 0, genesis)  # before the commit: never missing after it
-            con.execute("COMMIT")
+            _fill(con, p, key, steward, secret, first, database)
         finally:
             con.close()
     except BaseException as exc:
-        for suffix in ("", "-wal", "-shm", ".key", ".anchor"):
+        for suffix in ours:
             Path(str(p) + suffix).unlink(missing_ok=True)
         if isinstance(exc, sqlite3.Error | OSError):
             raise sql_error(p, exc, "create the ledger") from None
         raise
+
+
+def _fill(
+    con: Any,
+    p: Path,
+    key: bytes,
+    steward: StewardKey,
+    secret: str,
+    first: dict[str, Any],
+    database: str | None,
+) -> None:
+    """The new ledger's tables, metadata and first event, in one transaction of ``con``; its
+    anchor written before the commit (never missing after it)."""
+    from distprivacy._version import __version__
+
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    ledger_id = os.urandom(16).hex()
+    public = steward.public
+    if database is None:
+        if con.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
+            raise LedgerError(f"cannot put {str(p)!r} in WAL mode")
+    elif not con.durable_commits():
+        raise LedgerError(
+            "the database does not wait for its disk at COMMIT (synchronous_commit or fsync "
+            "is off): a release could be answered and then lost; set both on"
+        )
+    con.execute("BEGIN IMMEDIATE")
+    if database is not None and "ledger_meta" in table_names(con):
+        con.execute("ROLLBACK")
+        from distprivacy.ledger._postgres import redact
+
+        raise LedgerError(
+            f"the database {redact(database)!r} already holds a distprivacy ledger; a new "
+            "ledger needs an empty database (or schema)"
+        )
+    for stmt in SCHEMA:
+        con.execute(stmt)
+    genesis = genesis3(key, when, ledger_id, public.hex)
+    event = append_event(con, steward, ledger_id, public, "secret", secret, first)
+    events = f"1:{event.digest(ledger_id)}"
+    con.executemany(
+        "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
+        [
+            ("format", LEDGER_FORMAT),
+            ("library_version", __version__),
+            ("created", when),
+            ("ledger_id", ledger_id),
+            ("steward_public_key", public.hex),
+            ("head", head_mac(key, 0, genesis, None, anchored=True, events=events)),
+            (ANCHORED, "1"),
+        ],
+    )
+    con.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+    write_anchor(key, p, 0, genesis)  # before the commit: never missing after it
+    con.execute("COMMIT")
 
 
 # -- the write lock and durability -----------------------------------------------------------
