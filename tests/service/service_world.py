@@ -61,6 +61,8 @@ class Server:
     token: str
     proc: subprocess.Popen
     tokens: dict[str, str] = field(default_factory=dict)
+    #: The command line's options beyond --state and --port (e.g. --database URL).
+    extra: tuple[str, ...] = ()
 
     def call(
         self,
@@ -124,7 +126,7 @@ def start_server(state: Path, *extra: str) -> Server:
         text=True,
     )
     token = ""
-    server = Server(f"http://127.0.0.1:{port}", state, token, proc)
+    server = Server(f"http://127.0.0.1:{port}", state, token, proc, extra=tuple(extra))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         # the first start prints the steward's token on stdout; a restart prints nothing there
@@ -313,20 +315,27 @@ def hammer(
     return results
 
 
-def ledger_ids(state: Path) -> tuple[list[int], Any]:
-    """The release ids the ledger in ``state`` holds, and its verify report."""
+def ledger_ids(state: Path, database: str | None = None) -> tuple[list[int], Any]:
+    """The release ids the ledger of ``state`` holds (in ``database`` when given), and its
+    verify report."""
     from distprivacy.ledger import Ledger
 
-    with Ledger(state / "ledger.db") as led:
+    with Ledger(state / "ledger.db", database=database) as led:
         ids = [int(e["id"]) for e in led.show()["releases"]]
         report = led.verify()
         assert led.integrity_check() == "ok"
     return ids, report
 
 
+def database_of(server: Server) -> str | None:
+    """The ``--database`` the server was started with (None: its SQLite ledger)."""
+    args = list(server.extra)
+    return args[args.index("--database") + 1] if "--database" in args else None
+
+
 def restart(server: Server) -> Server:
     """The same state served again (a new process, a new port), the steward's token kept."""
-    again = start_server(server.state)
+    again = start_server(server.state, *server.extra)
     assert again.token == "", "a restart must not make a new steward token"
     again.token = server.token
     return again
@@ -349,7 +358,7 @@ def kill_trial(server: Server, tokens: list[str], delay: float) -> tuple[Server,
     runner.join()
     answered = [out["release_id"] for status, out, _ in results if status == 201]
     refused = [out for status, out, _ in results if status not in (0, 201)]
-    ids, report = ledger_ids(server.state)
+    ids, report = ledger_ids(server.state, database_of(server))
     missing = sorted(set(answered) - set(ids))
     again = restart(server)
     _status, recorded, _ = again.call("GET", "/api/releases", token=server.token)

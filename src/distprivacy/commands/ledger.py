@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -27,6 +28,21 @@ def ledger() -> None:
     `release --ledger FILE --dataset NAME --plan NAME` composes the new release with every
     earlier release under the secret (exact joint accounting) and refuses it when the
     cumulative guarantee would exceed the budget."""
+
+
+def database_option(f: Callable) -> Callable:
+    """``--database URL``: the ledger's rows are in PostgreSQL (``serve --database``); PATH is
+    then the base of its key and anchor files (``STATE/ledger.db``)."""
+    return click.option(
+        "--database",
+        "database",
+        default=None,
+        envvar="DISTPRIVACY_DATABASE",
+        metavar="URL",
+        help="The ledger is in PostgreSQL (postgresql://user@host:port/name, as given to "
+        "`serve --database`); PATH names its key and anchor (STATE/ledger.db). Also "
+        "$DISTPRIVACY_DATABASE.",
+    )(f)
 
 
 @ledger.command("init")
@@ -90,7 +106,10 @@ for _command in STEWARD_COMMANDS:
     help="The steward's public key (64 hex digits) or its 16-digit fingerprint, kept apart "
     "from the ledger: fail unless the ledger's steward is that one.",
 )
-def verify(path: str, as_json: bool, steward_public: str | None) -> None:
+@database_option
+def verify(
+    path: str, as_json: bool, steward_public: str | None, database: str | None = None
+) -> None:
     """Recompute the ledger's keyed hash chain, the steward's signed events, every release's
     guarantee and every running total; exit 1 naming the first bad release (0 when all
     hold)."""
@@ -98,7 +117,7 @@ def verify(path: str, as_json: bool, steward_public: str | None) -> None:
 
     from distprivacy.ledger import Ledger
 
-    with Ledger(path) as led:
+    with Ledger(path, database=database) as led:
         report = led.verify()
         if steward_public is not None:
             want = steward_public.strip().lower()
@@ -151,14 +170,15 @@ def seal(path: str, plan_path: str) -> None:
     is_flag=True,
     help="Copy a ledger that fails verification anyway (for forensics; a warning says so).",
 )
-def backup(path: str, out: str, force: bool) -> None:
+@database_option
+def backup(path: str, out: str, force: bool, database: str | None = None) -> None:
     """Copy a (possibly live) ledger, its key and its anchor consistently (SQLite's backup
-    API), after verifying it: a ledger that fails verification is refused (exit 2) unless
-    --force."""
+    API; a PostgreSQL ledger's rows into an SQLite ledger file, read on one snapshot), after
+    verifying it: a ledger that fails verification is refused (exit 2) unless --force."""
     from distprivacy.ledger import Ledger
 
     check_apart(ledger_files(path), ledger_files(out, "the backup"))
-    with Ledger(path) as led:
+    with Ledger(path, database=database) as led:
         led.backup(out, force=force)
     from pathlib import Path
 
@@ -173,12 +193,13 @@ def backup(path: str, out: str, force: bool) -> None:
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @report_option
-def show(path: str, as_json: bool, report: str | None) -> None:
+@database_option
+def show(path: str, as_json: bool, report: str | None, database: str | None = None) -> None:
     """List the recorded releases and the cumulative guarantee of each dataset."""
     from distprivacy.ledger import Ledger
 
     check_apart(ledger_files(path), [("--report", report)])
-    with Ledger(path) as led:
+    with Ledger(path, database=database) as led:
         shown = led.show()
         if not led.read_only:
             write_ledger(report, led, shown, not as_json)

@@ -43,7 +43,23 @@ from distprivacy.exceptions import DistPrivacyError
     type=click.IntRange(1024),
     help="The largest upload in bytes.",
 )
-def serve(state: str, host: str, port: int, data_root: str | None, max_upload: int) -> None:
+@click.option(
+    "--database",
+    "database",
+    default=None,
+    envvar="DISTPRIVACY_DATABASE",
+    help="Keep the ledger in PostgreSQL (postgresql://user@host:port/name; the [postgres] "
+    "extra) so several service processes share one budget; the password from ~/.pgpass or "
+    "PGPASSWORD, never the command line. Also $DISTPRIVACY_DATABASE.",
+)
+def serve(
+    state: str,
+    host: str,
+    port: int,
+    data_root: str | None,
+    max_upload: int,
+    database: str | None,
+) -> None:
     """Run the release service: it alone holds the ledger, its keys and the registered data;
     stewards and analysts log in with tokens (the steward's first one is printed once)."""
     from distprivacy.exceptions import MissingExtraError
@@ -64,7 +80,7 @@ def serve(state: str, host: str, port: int, data_root: str | None, max_upload: i
         why = os.strerror(e.errno) if e.errno else str(e)
         raise DistPrivacyError(f"cannot listen on {host}:{port}: {why}") from None
     try:
-        svc, first = Service.open(state, data_root, max_upload)
+        svc, first = Service.open(state, data_root, max_upload, _database(database))
     except ServiceError as e:
         raise DistPrivacyError(e.message) from None
     url = f"http://{host}:{port}"
@@ -81,6 +97,20 @@ def serve(state: str, host: str, port: int, data_root: str | None, max_upload: i
         server_header=False,
         date_header=False,
     )
+
+
+def _database(url: str | None) -> str | None:
+    """``--database``: a PostgreSQL URL, checked before anything is created."""
+    if url is None:
+        return None
+    from distprivacy.ledger._postgres import is_postgres_url
+
+    if not is_postgres_url(url):
+        raise DistPrivacyError(
+            f"--database must be a PostgreSQL URL such as postgresql://dp@127.0.0.1:5432/ledger, "
+            f"got {url!r:.80}"
+        )
+    return url
 
 
 def release_through_server(

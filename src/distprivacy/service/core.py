@@ -39,6 +39,37 @@ _AAD_KEY = b"distprivacy-serve|steward-signing-key"
 _AAD_SESSION = b"distprivacy-serve|session"
 
 
+def _check_backend(state: Path, database: str | None) -> None:
+    """A state directory keeps its ledger where it was made: an SQLite ledger is never
+    silently left for an empty PostgreSQL one, nor the other way round."""
+    sqlite_ledger = (state / "ledger.db").is_file()
+    marker = state / "ledger.database"
+    if database is not None and sqlite_ledger:
+        raise ServiceError(
+            400,
+            f"--state {str(state)!r} holds an SQLite ledger (ledger.db): start without "
+            "--database, or give a new state directory for the PostgreSQL ledger",
+        )
+    if database is None and not sqlite_ledger and marker.is_file():
+        raise ServiceError(
+            400,
+            f"--state {str(state)!r} belongs to a service whose ledger is in PostgreSQL "
+            "(ledger.database says where): start it with --database URL",
+        )
+
+
+def _write_marker(path: Path, text: str) -> None:
+    """Where the ledger is (the URL without its password), for the operator: a regular file,
+    0600, never written through a link."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise ServiceError(400, f"{path.name} in the state directory is not a regular file")
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
 class ServiceError(Exception):
     """A refused request: an HTTP ``status`` and a one-line ``message``."""
 
@@ -136,15 +167,24 @@ class Service:
         Where registered files live (default ``state/data``); uploads go to its ``uploads/``.
     max_upload : int
         The largest upload in bytes.
+    database : str or None
+        A PostgreSQL URL holding the ledger's rows (its key and anchor stay in ``state``), so
+        that several service processes share one budget; None: the SQLite file
+        ``state/ledger.db``.
     """
 
     def __init__(
-        self, state: Path, data_root: Path | None = None, max_upload: int = MAX_UPLOAD
+        self,
+        state: Path,
+        data_root: Path | None = None,
+        max_upload: int = MAX_UPLOAD,
+        database: str | None = None,
     ) -> None:
         self.state = state.resolve()
         self.data_root = (data_root or self.state / "data").resolve()
         self.max_upload = int(max_upload)
         self.ledger_path = self.state / "ledger.db"
+        self.database = database
         self.pending_dir = self.state / "pending"
         self.store = Store(self.state / "service.db")
         self._locks: dict[str, threading.Lock] = {}
@@ -156,18 +196,27 @@ class Service:
 
     @classmethod
     def open(
-        cls, state: str | Path, data_root: str | Path | None = None, max_upload: int = MAX_UPLOAD
+        cls,
+        state: str | Path,
+        data_root: str | Path | None = None,
+        max_upload: int = MAX_UPLOAD,
+        database: str | None = None,
     ) -> tuple[Service, str | None]:
         """Open (or create, 0700) the state directory; on first start also the steward and
-        their signing key: returns the steward's first login token then (else None)."""
+        their signing key: returns the steward's first login token then (else None).
+        ``database``: the PostgreSQL URL of the ledger (checked against what the state
+        directory already holds)."""
         p = Path(state)
         if p.exists() and not p.is_dir():
             raise ServiceError(400, f"--state {str(state)!r} is not a directory")
+        _check_backend(p, database)
         p.mkdir(mode=0o700, parents=True, exist_ok=True)
         root = Path(data_root) if data_root is not None else p / "data"
         for d in (root, root / "uploads", p / "pending"):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
-        svc = cls(p, root, max_upload)
+        svc = cls(p, root, max_upload, database)
+        if database is not None:
+            svc._check_database()
         first = None
         if not svc.store.has_users():
             first = svc._first_steward()
@@ -326,13 +375,58 @@ class Service:
         from distprivacy.ledger import Ledger
 
         with self._ledger_lock:
-            if not self.ledger_path.exists():
+            if not self.has_ledger():
                 raise ServiceError(409, "no secret is declared yet: the steward declares one first")
-            led = Ledger(self.ledger_path)
+            led = Ledger(self.ledger_path, database=self.database)
             try:
                 yield led
             finally:
                 led.close()
+
+    def has_ledger(self) -> bool:
+        """Whether the steward declared the first secret: the ledger file exists — or, with
+        PostgreSQL, its key (made with the database's tables, removed when they were not)."""
+        from distprivacy.ledger import key_path
+
+        if self.database is None:
+            return self.ledger_path.exists()
+        return key_path(self.ledger_path).exists()
+
+    def _check_database(self) -> None:
+        """At start: the database is reachable, and it holds a ledger exactly when the state
+        directory holds its key (one line otherwise, before anything is served)."""
+        from distprivacy.ledger import Ledger, LedgerError
+        from distprivacy.ledger._postgres import connect_postgres, redact
+
+        assert self.database is not None
+        try:
+            con = connect_postgres(self.database)
+            try:
+                holds = "ledger_meta" in con.tables()
+            finally:
+                con.close()
+        except LedgerError as e:
+            raise ServiceError(400, str(e)) from None
+        where = redact(self.database)
+        if holds and not self.has_ledger():
+            raise ServiceError(
+                400,
+                f"the database {where} holds a ledger whose key is not in the state directory: "
+                "start every process of one service with the same state (ledger.db.key and "
+                "ledger.db.anchor), or give an empty database",
+            )
+        if self.has_ledger() and not holds:
+            raise ServiceError(
+                400,
+                f"the state directory holds a ledger's key but the database {where} holds no "
+                "ledger: give the database the ledger was made in",
+            )
+        if holds:
+            try:
+                Ledger(self.ledger_path, database=self.database).close()
+            except LedgerError as e:
+                raise ServiceError(400, self.scrub(str(e))) from None
+        _write_marker(self.state / "ledger.database", where + "\n")
 
     def _lock(self, secret: str) -> threading.Lock:
         with self._locks_lock:
@@ -383,9 +477,10 @@ class Service:
             from distprivacy.ledger import Ledger
 
             with self._ledger_lock:
-                if not self.ledger_path.exists():
+                if not self.has_ledger():
                     Ledger.init(
                         self.ledger_path,
+                        database=self.database,
                         steward=key,
                         secret=name,
                         protect=protect,
@@ -725,7 +820,7 @@ class Service:
 
     def overview(self, p: Principal) -> dict[str, Any]:
         """Secrets (budget, spent), datasets and approved plans that ``p`` may see."""
-        if not self.ledger_path.exists():
+        if not self.has_ledger():
             return {
                 "secrets": [],
                 "datasets": [],
