@@ -58,6 +58,7 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "uvicorn": ("uvicorn", "serve"),
     "jinja2": ("jinja2", "serve"),
     "multipart": ("python-multipart", "serve"),
+    "psycopg": ("psycopg[binary]", "postgres"),
 }
 
 

@@ -103,9 +103,9 @@ class PostgresConnection:
         try:
             import psycopg
         except ImportError:
-            raise LedgerError(
-                "a ledger in PostgreSQL needs psycopg: pip install 'distprivacy[postgres]'"
-            ) from None
+            from distprivacy.exceptions import MissingExtraError
+
+            raise MissingExtraError("a ledger in PostgreSQL", "psycopg") from None
         self.url = url
         self._psycopg = psycopg
         try:
