@@ -13,7 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "distprivacy"
 #: from lower layers (the front door ``__init__`` imports everything lazily and is left out).
 LAYERS: dict[str, int] = {
     "exceptions": 0, "_version": 0, "_json": 0,
-    "resources": 1, "checks": 1, "_paths": 1, "registry": 1,
+    "resources": 1, "checks": 1, "_paths": 1, "registry": 1, "postgres": 1,
     "accounting": 2, "randomness": 2, "intervals": 2, "spec": 2, "outputs": 2, "files": 2,
     "datasets": 2, "distances": 2,
     "query": 3, "profiles": 3, "noise": 3, "fingerprint": 3,

@@ -103,7 +103,7 @@ def _database(url: str | None) -> str | None:
     """``--database``: a PostgreSQL URL, checked before anything is created."""
     if url is None:
         return None
-    from distprivacy.ledger._postgres import is_postgres_url
+    from distprivacy.postgres import is_postgres_url
 
     if not is_postgres_url(url):
         raise DistPrivacyError(
