@@ -59,13 +59,16 @@ def new_ledger(
     budget: Target | None = None,
     *,
     seed: int = 1,
+    database: str | None = None,
 ) -> StewardKey:
     """Create a ledger at ``path`` (secret ``income`` of ``world['population']``), its steward
     key beside it (``<path>.steward``), dataset ``wave1`` (100 records of the population,
     ``<path>.wave1.csv``) registered and ``world['plan']`` approved as ``means``, then the
     budget set to ``budget`` (default (ε, δ) = (50, 0.5): room for every test's releases; set
     after the approval, so that a μ budget can be tested with hand-made μ-GDP releases — the
-    plan's own fitted Gaussians are not μ-GDP); closed. Returns the steward key."""
+    plan's own fitted Gaussians are not μ-GDP); closed. ``database``: a PostgreSQL URL whose
+    empty database holds the rows (the key and the anchor beside ``path``). Returns the
+    steward key."""
     steward = StewardKey.generate(steward_path(path))
     led = Ledger.init(
         path,
@@ -74,6 +77,7 @@ def new_ledger(
         protect=PROTECT,
         budget=EpsDelta(50.0, 0.5),
         population=world["population"],
+        database=database,
     )
     try:
         world["data"].sample(n=N, random_state=seed).to_csv(records_path(path), index=False)
@@ -86,7 +90,7 @@ def new_ledger(
     return steward
 
 
-def release(path: Path) -> int:
+def release(path: Path, database: str | None = None) -> int:
     """One release of ``wave1`` with ``means`` (a fresh connection); its id."""
-    with Ledger(path) as led:
+    with Ledger(path, database=database) as led:
         return led.release("means", "wave1").release_id
