@@ -55,7 +55,7 @@ class PostgresError(sqlite3.OperationalError):
     """A PostgreSQL error, raised as the :mod:`sqlite3` error the callers handle."""
 
 
-class PostgresUnavailable(DistPrivacyError):
+class PostgresUnavailableError(DistPrivacyError):
     """The server could not be reached, or refused the connection (one line, no password)."""
 
 
@@ -123,9 +123,11 @@ class PostgresConnection:
         except ImportError:
             from distprivacy.exceptions import MissingExtraError
 
-            raise MissingExtraError(what[0].upper() + what[1:] + " in PostgreSQL", "psycopg") from None
+            raise MissingExtraError(
+                what[0].upper() + what[1:] + " in PostgreSQL", "psycopg"
+            ) from None
         if not is_postgres_url(url):
-            raise PostgresUnavailable(
+            raise PostgresUnavailableError(
                 f"{what} must be a PostgreSQL URL (postgresql://user@host:port/name), got "
                 f"{url!r:.80}"
             )
@@ -137,7 +139,7 @@ class PostgresConnection:
         try:
             self._con = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         except psycopg.Error as e:
-            raise PostgresUnavailable(
+            raise PostgresUnavailableError(
                 f"cannot connect to {what} {redact(url)!r}: {_first_line(e)}"
             ) from None
         self.in_transaction = False

@@ -23,7 +23,7 @@ from __future__ import annotations
 from distprivacy.ledger._entry import LedgerError
 from distprivacy.postgres import (
     PostgresConnection,
-    PostgresUnavailable,
+    PostgresUnavailableError,
     is_postgres_url,
     redact,
 )
@@ -43,5 +43,5 @@ def connect_postgres(url: str) -> PostgresConnection:
         return PostgresConnection(
             url, what="the ledger's database", lock_id=LOCK_ID, version_sql=VERSION_SQL
         )
-    except PostgresUnavailable as e:
+    except PostgresUnavailableError as e:
         raise LedgerError(str(e)) from None

@@ -396,13 +396,13 @@ class Service:
         """At start: the database is reachable, and it holds a ledger exactly when the state
         directory holds its key (one line otherwise, before anything is served)."""
         from distprivacy.ledger import Ledger, LedgerError
-        from distprivacy.postgres import PostgresConnection, PostgresUnavailable, redact
+        from distprivacy.postgres import PostgresConnection, PostgresUnavailableError, redact
 
         assert self.database is not None
         try:
             with PostgresConnection(self.database, what="the ledger's database", lock_id=0) as con:
                 holds = "ledger_meta" in con.tables()
-        except PostgresUnavailable as e:
+        except PostgresUnavailableError as e:
             raise ServiceError(400, str(e)) from None
         where = redact(self.database)
         if holds and not self.has_ledger():
