@@ -57,17 +57,17 @@ START_TIMEOUT = 30.0
 PORT_ATTEMPTS = 5
 
 
-class PostgresUnavailableErrorError(Exception):
+class PostgresUnavailableError(Exception):
     """No ``psycopg`` 3, or no server and no binaries to start one: the tests skip with this
     message."""
 
 
 def require_driver() -> None:
-    """Raise :class:`PostgresUnavailableErrorError` (:data:`INSTALL_DRIVER`) without ``psycopg`` 3."""
+    """Raise :class:`PostgresUnavailableError` (:data:`INSTALL_DRIVER`) without ``psycopg`` 3."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        raise PostgresUnavailableErrorError(INSTALL_DRIVER) from None
+        raise PostgresUnavailableError(INSTALL_DRIVER) from None
 
 
 def find_binaries(root: Path | None = None) -> Path | None:
@@ -281,7 +281,7 @@ def locate(env: Mapping[str, str] | None = None, debian_root: Path | None = None
 
     Raises
     ------
-    PostgresUnavailableErrorError
+    PostgresUnavailableError
         No ``psycopg`` 3 (:data:`INSTALL_DRIVER`), or neither a named server nor binaries
         (:data:`INSTALL_SERVER`): the skip reasons.
     """
@@ -291,7 +291,7 @@ def locate(env: Mapping[str, str] | None = None, debian_root: Path | None = None
         return named
     bindir = find_binaries(debian_root)
     if bindir is None:
-        raise PostgresUnavailableErrorError(INSTALL_SERVER)
+        raise PostgresUnavailableError(INSTALL_SERVER)
     return bindir
 
 
@@ -340,7 +340,7 @@ def server_or_skip(
 
     try:
         source = locate(env, debian_root)
-    except PostgresUnavailableErrorError as exc:
+    except PostgresUnavailableError as exc:
         pytest.skip(str(exc))
     return server(source)
 
