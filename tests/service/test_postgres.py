@@ -1,7 +1,12 @@
-"""The service on a ledger in PostgreSQL (``serve --database URL``, issue 34), against a real
-server (tests/postgres_server.py starts one; skipped with a named reason without it): two
-service processes on one state share one budget, spent exactly; a SIGKILLed process loses
-nothing it answered; the state directory keeps its ledger where it was made."""
+"""The service in PostgreSQL (``serve --database URL``, issue 34: the ledger in the default
+schema, the service's own tables in ``distprivacy_service``), against a real server
+(tests/postgres_server.py starts one; skipped with a named reason without it): two service
+processes on one state share one budget, spent exactly; a SIGKILLed process loses nothing it
+answered; the state directory keeps its ledger where it was made; two hosts (the second with
+copies of the first's keys only) share users, tokens, plans, the audit log and the budget; two
+processes starting at once on an empty database make one steward; a host without the keys, an
+SQLite state and a database without durable commits are refused in one line; rows written in
+the database outside the service are refused (their MACs), except an old row restored whole."""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from service_world import (
 )
 
 skip_without_serve()
+psycopg = pytest.importorskip("psycopg", reason="the PostgreSQL tests need psycopg")
 
 #: ε at δ = 10⁻³: between the cumulative ε of 6 (0.9165) and 7 (0.9449) releases of wave1
 #: (test_faults.py; the same plan).
@@ -182,6 +188,17 @@ def test_two_hosts_share_users_tokens_audit_and_one_budget(tmp_path, cps_files, 
         assert status == 201, up
         status, review, _ = b.call("GET", f"/api/plans/pending/{up['pending']}", token=b.token)
         assert status == 200 and review["fitted_on_population"], review
+        # a plan's JSON edited in the database before its review on the other host: refused
+        status, up2, _ = a.call("POST", "/api/plans", {"secret": "hisp", "plan": plan}, a.token)
+        assert status == 201, up2
+        with psycopg.connect(postgres_url, autocommit=True) as sql:
+            sql.execute(
+                "UPDATE distprivacy_service.pending SET plan = replace(plan, '0.5', '5.0')"
+                " WHERE id = %s",
+                (up2["pending"],),
+            )
+        status, out, _ = b.call("GET", f"/api/plans/pending/{up2['pending']}", token=b.token)
+        assert status == 409 and "fails its MAC" in out["error"], out
 
         results: list = []
         runs = [
@@ -299,8 +316,6 @@ def test_rows_written_outside_the_service_are_refused(tmp_path, postgres_url):
     import hashlib
     import time
 
-    import psycopg
-
     server = start_server(tmp_path / "svc", "--database", postgres_url)
     try:
         st = server.token
@@ -349,10 +364,16 @@ def test_rows_written_outside_the_service_are_refused(tmp_path, postgres_url):
         q("UPDATE users SET secrets = '[\"a\"]' WHERE name = 'ana'")
         assert server.call("GET", "/api/me", token=made["token"])[0] == 200
         # a revocation undone
+        old_mac = q("SELECT mac FROM tokens WHERE id = %s", (made["token_id"],)).fetchone()[0]
         assert server.call("POST", f"/api/tokens/{made['token_id']}/revoke", {}, st)[0] == 200
         q("UPDATE tokens SET revoked = NULL WHERE id = %s", (made["token_id"],))
         status, out, _ = server.call("GET", "/api/me", token=made["token"])
         assert status == 401 and "fails its MAC" in out["error"], out
+        # a limit (docs/serve.md): the row's earlier version restored whole, its MAC with it,
+        # undoes the revocation — a per-row MAC cannot tell an old row from a current one
+        q("UPDATE tokens SET revoked = NULL, mac = %s WHERE id = %s", (old_mac, made["token_id"]))
+        assert server.call("GET", "/api/me", token=made["token"])[0] == 200
+        q("UPDATE tokens SET revoked = 'again' WHERE id = %s", (made["token_id"],))
         # the steward's own token still works; the listing marks the forged row
         users = server.call("GET", "/api/users", token=st)[1]
         flags = {t["id"]: t["verified"] for u in users for t in u["tokens"]}
@@ -360,3 +381,13 @@ def test_rows_written_outside_the_service_are_refused(tmp_path, postgres_url):
         sql.close()
     finally:
         server.stop()
+
+
+def test_a_database_without_durable_commits_is_refused(tmp_path, postgres_url):
+    name = postgres_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_url, autocommit=True) as sql:
+        sql.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
+    got = _serve(tmp_path / "svc", "--database", postgres_url)
+    assert got.returncode == 2 and "synchronous_commit" in got.stderr, got.stderr
+    assert len(got.stderr.strip().splitlines()) == 1 and "Traceback" not in got.stderr
+    assert not (tmp_path / "svc" / "service.db").exists()

@@ -638,6 +638,12 @@ class Service:
         if not rows:
             raise ServiceError(404, "no such plan awaiting review")
         row = rows[0]
+        if not row["verified"]:
+            raise ServiceError(
+                409,
+                "this plan's row in the service's database fails its MAC (written outside the "
+                "service): upload the plan again",
+            )
         path = self.pending_dir / row["file"]
         if (
             not path.exists()
@@ -970,7 +976,8 @@ class Service:
     def pending(self, p: Principal) -> list[dict[str, Any]]:
         self.require(p, "steward")
         return [
-            {k: v for k, v in r.items() if k not in ("file", "plan")} for r in self.store.pending()
+            {k: v for k, v in r.items() if k not in ("file", "plan", "verified")}
+            for r in self.store.pending()
         ]
 
 

@@ -55,7 +55,7 @@ _SCHEMA = (
     " REFERENCES tokens(id), csrf TEXT NOT NULL, expires REAL NOT NULL, wrapped BLOB, mac TEXT)",
     "CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, secret TEXT NOT NULL,"
     " file TEXT NOT NULL, uploaded_by TEXT NOT NULL, time TEXT NOT NULL,"
-    " status TEXT NOT NULL, name TEXT, plan TEXT)",
+    " status TEXT NOT NULL, name TEXT, plan TEXT, mac TEXT)",
     "CREATE TABLE IF NOT EXISTS releases (id INTEGER PRIMARY KEY, ledger_id INTEGER NOT NULL,"
     ' "user" TEXT NOT NULL, secret TEXT NOT NULL, dataset TEXT NOT NULL, plan TEXT NOT NULL,'
     " time TEXT NOT NULL, body TEXT NOT NULL)",
@@ -65,7 +65,13 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, mac TEXT)",
 )
 #: Columns added since the first SQLite layout (added to an older ``service.db`` at open).
-_ADDED = {"users": "mac", "tokens": "mac", "sessions": "mac", "pending": "plan"}
+_ADDED = (
+    ("users", "mac"),
+    ("tokens", "mac"),
+    ("sessions", "mac"),
+    ("pending", "plan"),
+    ("pending", "mac"),
+)
 
 #: How long a browser session lasts (seconds).
 SESSION_SECONDS = 8 * 3600
@@ -119,7 +125,7 @@ class Store:
         with self.db() as con:
             for stmt in _SCHEMA:
                 con.execute(stmt)
-            for table, column in _ADDED.items():
+            for table, column in _ADDED:
                 have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
                 if column not in have:
                     con.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
@@ -480,23 +486,34 @@ class Store:
         """A plan awaiting review: its file's name in ``DIR/pending`` and its JSON text (so that
         another host, whose ``pending`` lacks the file, can review and approve it)."""
         with self.db() as con:
-            return self._insert(
+            pid = self._insert(
                 con,
                 "INSERT INTO pending (secret, file, uploaded_by, time, status, plan)"
                 " VALUES (?, ?, ?, ?, 'pending', ?)",
                 (secret, file, user, now(), plan),
             )
+            if self._key is not None:
+                con.execute(
+                    "UPDATE pending SET mac = ? WHERE id = ?",
+                    (self._mac("pending", pid, secret, file, user, plan), pid),
+                )
+            return pid
 
     def pending(self, pid: int | None = None) -> list[dict[str, Any]]:
         where, args = ("WHERE id = ?", (pid,)) if pid is not None else ("", ())
         with self.db() as con:
             rows = con.execute(
-                "SELECT id, secret, file, uploaded_by, time, status, name, plan FROM pending"
+                "SELECT id, secret, file, uploaded_by, time, status, name, plan, mac FROM pending"
                 f" {where} ORDER BY id",
                 args,
             ).fetchall()
         keys = ("id", "secret", "file", "uploaded_by", "time", "status", "name", "plan")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        out = []
+        for r in rows:
+            row = dict(zip(keys, r[:8], strict=True))
+            row["verified"] = self._valid(r[8], "pending", r[0], r[1], r[2], r[3], r[7])
+            out.append(row)
+        return out
 
     def settle_pending(self, pid: int, status: str, name: str | None) -> None:
         with self.db() as con:
