@@ -21,6 +21,7 @@ from service_world import (
     set_up,
     skip_without_serve,
     start_server,
+    upload,
 )
 
 skip_without_serve()
@@ -363,6 +364,11 @@ def test_rows_written_outside_the_service_are_refused(tmp_path, postgres_url):
         assert status == 401 and "fails its MAC" in out["error"], out
         q("UPDATE users SET secrets = '[\"a\"]' WHERE name = 'ana'")
         assert server.call("GET", "/api/me", token=made["token"])[0] == 200
+        # the analyst's token moved to the steward's user
+        q("UPDATE tokens SET user_id = 1 WHERE id = %s", (made["token_id"],))
+        status, out, _ = server.call("GET", "/api/users", token=made["token"])
+        assert status == 401 and "fails its MAC" in out["error"], out
+        q("UPDATE tokens SET user_id = 2 WHERE id = %s", (made["token_id"],))
         # a revocation undone
         old_mac = q("SELECT mac FROM tokens WHERE id = %s", (made["token_id"],)).fetchone()[0]
         assert server.call("POST", f"/api/tokens/{made['token_id']}/revoke", {}, st)[0] == 200
@@ -391,3 +397,40 @@ def test_a_database_without_durable_commits_is_refused(tmp_path, postgres_url):
     assert got.returncode == 2 and "synchronous_commit" in got.stderr, got.stderr
     assert len(got.stderr.strip().splitlines()) == 1 and "Traceback" not in got.stderr
     assert not (tmp_path / "svc" / "service.db").exists()
+
+
+def test_what_the_macs_close_a_row_written_into_an_sqlite_service_db(tmp_path, cps_files):
+    """Without the MACs (the SQLite store, whose file's writer holds every key anyway), a token
+    row inserted for a chosen token is a steward login: it reads the users and makes analyst
+    tokens, but cannot sign (no secret declared) — what the MACs refuse in PostgreSQL."""
+    import hashlib
+    import sqlite3
+
+    server = start_server(tmp_path / "lite")
+    try:
+        chosen = "dps_chosen_by_whoever_writes_the_file"
+        with sqlite3.connect(tmp_path / "lite" / "service.db") as con:
+            con.execute(
+                "INSERT INTO tokens (user_id, hash, created) VALUES (1, ?, 'now')",
+                (hashlib.sha256(chosen.encode()).hexdigest(),),
+            )
+        status, users, _ = server.call("GET", "/api/users", token=chosen)
+        assert status == 200 and users[0]["name"] == "steward", users
+        status, made, _ = server.call(
+            "POST", "/api/users", {"name": "x", "role": "analyst", "secrets": ["a"]}, chosen
+        )
+        assert status == 201 and made["token"].startswith("dps_"), made
+        status, out, _ = server.call(
+            "POST",
+            "/api/secrets",
+            {
+                "name": "s",
+                "protect": "hispanic==1",
+                "population": upload(server, chosen, cps_files["population"]),
+                "budget": {"epsilon": 1.0, "delta": 1e-3},
+            },
+            chosen,
+        )
+        assert status == 403 and "signing key" in out["error"], out
+    finally:
+        server.stop()
