@@ -179,7 +179,7 @@ class Store:
                         (_check_value(self._key),),
                     )
                 else:
-                    self._key = _read_key(key_file, database)
+                    self._key = _read_key(key_file)
                     if not hmac.compare_digest(str(row[0]), _check_value(self._key)):
                         raise StoreError(
                             f"{key_file.name} in the state directory is not the key of the "
@@ -615,7 +615,7 @@ def _make_key(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
-        return _read_key(path, None)
+        return _read_key(path)
     with os.fdopen(fd, "wb") as fh:
         fh.write(key.hex().encode() + b"\n")
         fh.flush()
@@ -623,7 +623,7 @@ def _make_key(path: Path) -> bytes:
     return key
 
 
-def _read_key(path: Path, database: str | None) -> bytes:
+def _read_key(path: Path) -> bytes:
     if not path.is_file() or path.is_symlink():
         raise StoreError(
             f"{path.name} is not in the state directory but the database holds the service's "
