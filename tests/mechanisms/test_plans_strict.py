@@ -10,7 +10,7 @@ import stat
 
 import numpy as np
 import pytest
-from plan_fixtures import make_plan
+from plan_fixtures import SPEC, STATISTICS, make_plan
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.mechanisms.plans import Plan, PlanError, _digest
@@ -228,3 +228,65 @@ def test_every_gaussian_plan_passes_the_two_sided_self_check(adult, mechanism, t
     μ: each is recomputed the way it was stated, so an untouched plan always loads."""
     made = make_plan(adult, mechanism)
     assert Plan.load(made.save(tmp_path / "p.json")).guarantee == made.guarantee
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "rule"),
+    [("GroupDP-G", "exact"), ("GroupDP-G", "classic"), ("GroupDP-L", "exact")],
+)
+def test_group_dp_plans_are_checked_by_their_own_theorem(adult, mechanism, rule, tmp_path):
+    """A group-DP plan's guarantee holds for every input, so a ledger composes its releases as
+    such: the self-check recomputes it from the stored noise, k and per-record sensitivities
+    (μ = k·Δ₂/σ; ε = k·Δ₁/b), and an untouched plan of either rule loads."""
+    from distprivacy.mechanisms import make_mechanism
+    from distprivacy.models import ExactModel
+    from distprivacy.query import Query
+    from distprivacy.request import GaussianOptions
+    from distprivacy.spec import ProtectionSpec
+    from distprivacy.targets import EpsDelta
+
+    model = ExactModel().fit(adult, ProtectionSpec(*SPEC), Query.parse(STATISTICS))
+    options = GaussianOptions(rule=rule) if rule != "exact" else None
+    cal = make_mechanism(mechanism, EpsDelta(0.5, 1e-3), options).calibrate(model)
+    made = Plan.from_calibration(cal, model, data=adult)
+    assert Plan.load(made.save(tmp_path / "p.json")).guarantee == made.guarantee
+    raw = copy.deepcopy(made.to_dict())
+    c = raw["calibration"]
+    c["noise"]["scales"] = [s / 4 for s in c["noise"]["scales"]]
+    c["noise_scales"] = [s / 4 for s in c["noise_scales"]]
+    if c.get("noise_covariance") is not None:
+        c["noise_covariance"] = (np.asarray(c["noise_covariance"]) / 16).tolist()
+    with pytest.raises(PlanError, match="not the guarantee it states") as e:
+        Plan.from_dict(_redigest(raw))
+    k = made.calibration.details["group_size"]
+    sens = np.asarray(made.model.record_sensitivities_, float)
+    b = made.calibration.noise.scales[0] / 4
+    want = k * np.linalg.norm(sens) / b if mechanism == "GroupDP-G" else k * sens.sum() / b
+    assert f"{want:.6g}" in _one_line(e)  # the theorem's figure for the edited noise
+
+
+def test_a_model_based_plan_relabelled_as_group_dp_is_refused(plan):
+    """The bypass of a plan that keeps its mechanism (DauM-G) and noise but claims the group-DP
+    basis (so that a ledger would compose it as holding for every input, and the model-based
+    self-check would be skipped): refused, naming the mechanism."""
+    from distprivacy.mechanisms.calibration import BASIS_UNCONDITIONAL
+
+    raw = copy.deepcopy(plan.to_dict())
+    raw["calibration"]["basis"] = BASIS_UNCONDITIONAL
+    raw["calibration"]["details"]["group_size"] = 100
+    for g in (raw["guarantee"], raw["calibration"].get("guarantee") or {}):
+        if "holds_for_every_input" in g:
+            g["holds_for_every_input"] = True
+    with pytest.raises(PlanError, match="edited") as e:
+        Plan.from_dict(_redigest(raw))
+    _one_line(e)
+
+
+def test_a_group_dp_plan_renamed_to_a_model_based_mechanism_is_refused(adult):
+    """A group-DP basis stays with the mechanisms whose theorem gives it: the same noise and
+    guarantee under another mechanism's name is refused, naming it."""
+    raw = copy.deepcopy(make_plan(adult, "GroupDP-G").to_dict())
+    raw["calibration"]["name"] = raw["mechanism"] = "DauM-G"
+    with pytest.raises(PlanError, match="DauM-G's guarantee rests on the model") as e:
+        Plan.from_dict(_redigest(raw))
+    _one_line(e)

@@ -479,3 +479,82 @@ def test_oversize_bodies(world):
     resp = con.getresponse()
     assert resp.status == 400
     con.close()
+
+
+def test_a_trickled_body_is_cut_off_and_a_flood_is_turned_away(tmp_path, cps_files):
+    """Slowloris: a client that trickles a request's body gets 408 once ``--body-timeout`` has
+    passed, one that sends no (or half a) head gets 408 after ``--header-timeout``, each in one
+    line of JSON, while other requests are served meanwhile; beyond ``--max-connections`` a
+    connection gets 503 at once, and the held connections are freed by the timeouts."""
+    import socket
+    import threading
+    import time
+
+    server = start_server(
+        tmp_path / "svc", "--body-timeout", "1.5", "--header-timeout", "1", "--max-connections", "4"
+    )
+    try:
+        parts = urllib.parse.urlsplit(server.url)
+        head = (
+            "POST /api/releases HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            f"{server.token}\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n"
+        )
+        got: dict = {}
+
+        def slow() -> None:
+            t0 = time.monotonic()
+            with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+                sock.sendall(head.encode() + b'{"dataset": ')
+                data = b""
+                while True:
+                    try:
+                        more = sock.recv(65536)
+                    except (ConnectionResetError, TimeoutError):
+                        break
+                    if not more:
+                        break
+                    data += more
+            got["seconds"] = time.monotonic() - t0
+            got["raw"] = data
+
+        runner = threading.Thread(target=slow)
+        runner.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        status, _, _ = server.call("GET", "/api/openapi.json")
+        assert status == 200 and time.monotonic() - t0 < 1.0  # not held up by the slow one
+        runner.join(30)
+        head_, _, rest = got["raw"].partition(b"\r\n\r\n")
+        assert int(head_.split()[1]) == 408, got["raw"][:300]
+        out = json.loads(rest)
+        assert out == {"error": "the request body did not arrive within 1.5 s"}, out
+        assert 1.4 <= got["seconds"] < 10, got["seconds"]
+        # the slow-headers half: a connection that sends nothing, and one that trickles its
+        # head, are each answered 408 and closed after --header-timeout
+        for first in (b"", b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n"):
+            t0 = time.monotonic()
+            with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+                if first:
+                    sock.sendall(first)
+                data = b""
+                while chunk := sock.recv(65536):
+                    data += chunk
+            assert data.startswith(b"HTTP/1.1 408 "), data[:200]
+            assert json.loads(data.partition(b"\r\n\r\n")[2]) == {
+                "error": "the request's headers did not arrive within 1 s"
+            }
+            assert 0.9 <= time.monotonic() - t0 < 10
+        # four connections holding requests open against a limit of four: the fifth is
+        # turned away at once; once the held ones time out, the service answers again
+        socks = [socket.create_connection((parts.hostname, parts.port)) for _ in range(4)]
+        try:
+            time.sleep(0.3)
+            status, out, _ = server.call("GET", "/api/openapi.json")
+            assert status == 503, (status, out)
+            time.sleep(1.5)  # the four are closed by the header timeout
+            assert server.call("GET", "/api/openapi.json")[0] == 200
+        finally:
+            for s in socks:
+                s.close()
+    finally:
+        server.stop()

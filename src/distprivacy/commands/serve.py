@@ -44,6 +44,31 @@ from distprivacy.exceptions import DistPrivacyError
     help="The largest upload in bytes.",
 )
 @click.option(
+    "--header-timeout",
+    "header_timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 3600),
+    help="The longest a request's line and headers may take to arrive, in seconds (then 408 "
+    "and the connection closed).",
+)
+@click.option(
+    "--body-timeout",
+    "body_timeout",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 3600),
+    help="The longest a request's body may take to arrive, in seconds (then 408).",
+)
+@click.option(
+    "--max-connections",
+    "max_connections",
+    default=200,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Connections served at once; beyond, 503 at once (uvicorn's limit_concurrency).",
+)
+@click.option(
     "--database",
     "database",
     default=None,
@@ -58,6 +83,9 @@ def serve(
     port: int,
     data_root: str | None,
     max_upload: int,
+    header_timeout: float,
+    body_timeout: float,
+    max_connections: int,
     database: str | None,
 ) -> None:
     """Run the release service: it alone holds the ledger, its keys and the registered data;
@@ -72,6 +100,7 @@ def serve(
 
     from distprivacy.service.app import create_app
     from distprivacy.service.core import Service, ServiceError
+    from distprivacy.service.transport import protocol_class
 
     try:  # a port in use is one line, before anything is created
         with socket.create_server((host, port)):
@@ -89,11 +118,13 @@ def serve(
         click.echo(f"steward key fingerprint {svc.steward_fingerprint}: keep it elsewhere")
     click.echo(f"serving {svc.state} at {url} (log in at {url}/login; API at {url}/api)", err=True)
     uvicorn.run(
-        create_app(svc),
+        create_app(svc, body_timeout),
         host=host,
         port=port,
         log_level="warning",
         timeout_keep_alive=5,
+        limit_concurrency=max_connections,
+        http=protocol_class(header_timeout),
         server_header=False,
         date_header=False,
     )

@@ -539,10 +539,13 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
     from distprivacy.profiles import gdp_accuracy, gdp_delta
 
     noise = getattr(cal, "noise", None)
+    if cal.basis == BASIS_UNCONDITIONAL:
+        _check_group_dp(cal, model, stated, source)  # every input: its own theorem, below
+        return
     if noise is None or noise.family not in ("gaussian", "none"):
         return  # Laplace noise: the guarantee rests on an assumption, not on the model
-    if cal.basis == BASIS_UNCONDITIONAL or stated.mu is None:
-        return  # group DP holds for every dataset; its noise is checked by its own theorem
+    if stated.mu is None:
+        return
     Z = np.asarray(cal.noise_covariance, dtype=float)
     conv = "own" if getattr(cal, "rule", None) == "classic" else "average"
     pairs = pair_covariances(model, conv)
@@ -574,6 +577,79 @@ def _self_check(cal: Any, model: FModel, stated: Guarantee, source: str) -> None
             "states; it was edited after calibration: calibrate again and save a new plan "
             "(`save`)"
         )
+
+
+def _check_group_dp(cal: Any, model: FModel, stated: Guarantee, source: str) -> None:
+    """A plan whose guarantee claims to hold for every input (group DP: a ledger composes its
+    releases as such, :mod:`distprivacy.ledger._compose`) must name a mechanism whose basis
+    that is, and its noise must give the stated guarantee by that mechanism's theorem on the
+    stored model's per-record sensitivities and group size: GroupDP-G, μ = k·Δ₂/σ (Dwork &
+    Roth 2014, Thm A.1 with group sensitivity); GroupDP-L, ε = k·Δ₁/b (Thm 3.6). Refuses a plan
+    relabelled as group DP, or whose noise, k or sensitivities were edited apart from one
+    another (an edit of the stored model's sensitivities *with* the noise stays consistent:
+    only a refit on the data catches it, as for every plan)."""
+    from distprivacy.mechanisms import mechanism_class
+    from distprivacy.mechanisms.calibration import BASIS_UNCONDITIONAL
+
+    def refuse(why: str) -> PlanError:
+        return PlanError(
+            f"{source}: {why} — not the guarantee it states; it was edited after calibration: "
+            "calibrate again and save a new plan (`save`)"
+        )
+
+    try:
+        cls = mechanism_class(cal.mechanism)
+    except DistPrivacyError:
+        raise refuse(f"it names mechanism {cal.mechanism!r}, unknown here") from None
+    if getattr(cls, "basis", None) != BASIS_UNCONDITIONAL:
+        raise refuse(
+            f"it claims a guarantee for every dataset (group differential privacy), but "
+            f"{cal.mechanism}'s guarantee rests on the model of f_θ"
+        )
+    k = cal.details.get("group_size")
+    sens = getattr(model, "record_sensitivities_", None)
+    noise = getattr(cal, "noise", None)
+    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1 or sens is None:
+        raise refuse("its group size or the model's per-record sensitivities are missing")
+    sens = np.asarray(sens, dtype=float)
+    stored = cal.details.get("record_sensitivities")
+    if stored is not None and not np.allclose(np.asarray(stored, float), sens, rtol=1e-12):
+        raise refuse("its per-record sensitivities differ from its model's")
+    if noise is None or noise.family not in ("gaussian", "laplace"):
+        raise refuse(f"{cal.mechanism} draws Gaussian or Laplace noise, this plan has none")
+    scale = _isotropic_scale(cal, noise, sens.size)
+    if scale is None:
+        raise refuse(f"{cal.mechanism}'s noise is isotropic, this plan's is not")
+    if noise.family == "gaussian":
+        mu = float(k) * float(np.linalg.norm(sens)) / scale
+        if stated.mu is None or not _agrees(mu, float(stated.mu)):
+            raise refuse(f"its noise gives μ = {mu:.6g} (states μ = {stated.mu})")
+    else:
+        eps = float(k) * float(sens.sum()) / scale
+        if not _agrees(eps, float(stated.epsilon)):
+            raise refuse(f"its noise gives ε = {eps:.6g} (states ε = {stated.epsilon:.6g})")
+
+
+def _isotropic_scale(cal: Any, noise: Any, d: int) -> float | None:
+    """The one scale of isotropic noise in ``d`` coordinates (σ of a Gaussian, b of a
+    Laplace), or None when the noise is not isotropic on the statistics' own axes."""
+    scales = np.asarray(noise.scales, dtype=float)
+    if scales.size != d or not (np.isfinite(scales).all() and scales[0] > 0):
+        return None
+    if not np.allclose(scales, scales[0], rtol=1e-12, atol=0.0):
+        return None
+    if noise.family == "gaussian":  # any orthonormal basis: the covariance says it all
+        Z = np.asarray(cal.noise_covariance, dtype=float)
+        var = float(scales[0]) ** 2
+        if Z.shape != (d, d) or not np.allclose(Z, var * np.eye(d), rtol=1e-9, atol=1e-12 * var):
+            return None
+        return float(scales[0])
+    basis = getattr(noise, "basis", None)  # Laplace: independent on the statistics' axes
+    if getattr(noise, "factor", None) is not None:
+        return None
+    if basis is not None and not np.allclose(np.abs(np.asarray(basis, float)), np.eye(d)):
+        return None
+    return float(scales[0])
 
 
 #: How far a plan's recomputed μ, δ or attack bound may be from the stated one (relative):

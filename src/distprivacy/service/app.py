@@ -9,6 +9,7 @@ extra: ``pip install 'distprivacy[serve]'``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -61,13 +62,26 @@ class BodyTooLargeError(Exception):
     """A request body over its limit (raised while it is read)."""
 
 
+class BodyTimeoutError(Exception):
+    """A request body that did not arrive within the limit (raised while it is read)."""
+
+
+#: The longest a request's body may take to arrive, in seconds (``serve --body-timeout``): a
+#: client that opens a request and then trickles its body (or none) holds a connection and a
+#: worker for at most this long.
+BODY_TIMEOUT = 60.0
+
+
 class Guard:
     """ASGI middleware: size limits (413 before reading when Content-Length says so, else as
-    soon as the body passes the limit) and the security headers on every response."""
+    soon as the body passes the limit), a time limit on the body (408 when it has not all
+    arrived ``body_timeout`` seconds after the first read) and the security headers on every
+    response."""
 
-    def __init__(self, app: Any, max_upload: int) -> None:
+    def __init__(self, app: Any, max_upload: int, body_timeout: float = BODY_TIMEOUT) -> None:
         self.app = app
         self.max_upload = max_upload
+        self.body_timeout = float(body_timeout)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -95,15 +109,25 @@ class Guard:
             why = "a bad Content-Length" if length < 0 else f"the body is larger than {limit} bytes"
             await _raw_error(send_headers, status, why)
             return
-        seen = 0
+        seen, done, deadline = 0, False, None
 
         async def counted() -> dict[str, Any]:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, done, deadline
+            if done:  # after the body: waiting for a disconnect is not bounded here
+                return await receive()
+            loop = asyncio.get_running_loop()
+            deadline = deadline or loop.time() + self.body_timeout
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise BodyTimeoutError(
+                    f"the request body did not arrive within {self.body_timeout:g} s"
+                ) from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > limit:
                     raise BodyTooLargeError(f"the body is larger than {limit} bytes")
+                done = not message.get("more_body", False)
             return message
 
         await self.app(scope, counted, send_headers)
@@ -337,8 +361,9 @@ API_ROUTES = [
 ]
 
 
-def create_app(service: Service) -> Any:
-    """The ASGI application serving ``service`` (wrapped in :class:`Guard`)."""
+def create_app(service: Service, body_timeout: float = BODY_TIMEOUT) -> Any:
+    """The ASGI application serving ``service`` (wrapped in :class:`Guard`; ``body_timeout``:
+    the longest a request's body may take to arrive, in seconds)."""
     from distprivacy.service import pages
 
     async def on_service_error(request: Request, exc: Exception) -> Response:
@@ -363,6 +388,11 @@ def create_app(service: Service) -> Any:
         resp.headers["connection"] = "close"
         return resp
 
+    async def on_slow_body(request: Request, exc: Exception) -> Response:
+        resp = error(408, str(exc))
+        resp.headers["connection"] = "close"
+        return resp
+
     async def on_bad_request(request: Request, exc: Exception) -> Response:
         # a malformed multipart or form body, an unreadable request
         return error(400, "the request body could not be read")
@@ -379,10 +409,11 @@ def create_app(service: Service) -> Any:
             ServiceError: on_service_error,
             HTTPException: on_http,
             BodyTooLargeError: on_too_large,
+            BodyTimeoutError: on_slow_body,
             MultiPartException: on_bad_request,
             UnicodeDecodeError: on_bad_request,
             Exception: on_crash,
         },
     )
     app.state.service = service
-    return Guard(app, service.max_upload)
+    return Guard(app, service.max_upload, body_timeout)
