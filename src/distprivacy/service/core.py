@@ -25,7 +25,7 @@ from typing import Any
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.service import tokens as tk
-from distprivacy.service.store import Store, now
+from distprivacy.service.store import KEY_NAME, Store, StoreError, TamperedError, now
 
 #: The default largest upload (a population, a dataset or a plan), in bytes.
 MAX_UPLOAD = 64 * 1024 * 1024
@@ -40,8 +40,9 @@ _AAD_SESSION = b"distprivacy-serve|session"
 
 
 def _check_backend(state: Path, database: str | None) -> None:
-    """A state directory keeps its ledger where it was made: an SQLite ledger is never
-    silently left for an empty PostgreSQL one, nor the other way round."""
+    """A state directory keeps its ledger and its users where they were made: an SQLite ledger
+    or service database is never silently left for an empty PostgreSQL one, nor the other way
+    round."""
     sqlite_ledger = (state / "ledger.db").is_file()
     marker = state / "ledger.database"
     if database is not None and sqlite_ledger:
@@ -49,6 +50,12 @@ def _check_backend(state: Path, database: str | None) -> None:
             400,
             f"--state {str(state)!r} holds an SQLite ledger (ledger.db): start without "
             "--database, or give a new state directory for the PostgreSQL ledger",
+        )
+    if database is not None and (state / "service.db").exists():
+        raise ServiceError(
+            400,
+            f"--state {str(state)!r} holds the service's users in SQLite (service.db): start "
+            "without --database, or give a new state directory for the PostgreSQL service",
         )
     if database is None and not sqlite_ledger and marker.is_file():
         raise ServiceError(
@@ -168,9 +175,22 @@ class Service:
     max_upload : int
         The largest upload in bytes.
     database : str or None
-        A PostgreSQL URL holding the ledger's rows (its key and anchor stay in ``state``), so
-        that several service processes share one budget; None: the SQLite file
-        ``state/ledger.db``.
+        A PostgreSQL URL holding the ledger's rows and, in the schema ``distprivacy_service``,
+        the service's users, tokens, sessions, plans awaiting review, releases and audit log
+        (:mod:`.store`), so that several service processes — on one host or several — share one
+        budget and one set of users; the keys (``ledger.db.key``, ``service.key``) and the
+        anchor stay in ``state``. None: the SQLite files ``state/ledger.db`` and
+        ``state/service.db``.
+
+    Notes
+    -----
+    The state directory holds, with SQLite: ``ledger.db`` (with ``.key`` and ``.anchor``),
+    ``service.db``, ``steward.pub``, ``data/`` and ``pending/``. With PostgreSQL:
+    ``ledger.db.key`` and ``ledger.db.anchor`` (no ``ledger.db``), ``service.key`` (the MAC key
+    of the users', tokens' and sessions' rows), ``ledger.database`` (where, without the
+    password), ``steward.pub`` (a copy of the database's), ``data/`` and ``pending/``. A
+    second host's state directory starts with copies of ``ledger.db.key`` and
+    ``service.key`` only.
     """
 
     def __init__(
@@ -186,7 +206,12 @@ class Service:
         self.ledger_path = self.state / "ledger.db"
         self.database = database
         self.pending_dir = self.state / "pending"
-        self.store = Store(self.state / "service.db")
+        if database is not None:
+            self._check_database()
+        try:
+            self.store = Store(self.state / "service.db", database, key_file=self.state / KEY_NAME)
+        except StoreError as e:
+            raise ServiceError(400, str(e)) from None
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
         self._steward_lock = threading.Lock()
@@ -215,31 +240,30 @@ class Service:
         for d in (root, root / "uploads", p / "pending"):
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
         svc = cls(p, root, max_upload, database)
-        if database is not None:
-            svc._check_database()
-        first = None
-        if not svc.store.has_users():
-            first = svc._first_steward()
+        first = svc._first_steward()
+        try:
+            public = svc.store.steward_public()
+        except TamperedError as e:
+            raise ServiceError(400, str(e)) from None
+        if public is not None:
+            _write_marker(p / "steward.pub", public + "\n")
         return svc, first
 
-    def _first_steward(self) -> str:
+    def _first_steward(self) -> str | None:
+        """The steward and their first token when the service has no user yet (made in one
+        transaction under the store's write lock: of several processes starting at once on
+        one database, one makes it); the token, or None."""
+        if self.store.has_users():
+            return None
         token = tk.new_token()
         private, raw = tk.new_signing_key()
         del private
-        uid = self.store.add_user("steward", "steward", [])
         wrapped = tk.seal(tk.derive(token, "steward-key"), raw, _AAD_KEY)
-        tid = self.store.add_token(uid, tk.token_hash(token), wrapped)
         key = tk.signing_key(raw)
-        (self.state / "steward.pub").write_text(key.public.hex + "\n", encoding="utf-8")
-        self.store.audit(
-            "steward",
-            "steward",
-            "service started",
-            "steward",
-            "first token made",
-            {"token": tid, "steward_key": key.public.fingerprint},
+        made = self.store.first_steward(
+            tk.token_hash(token), wrapped, key.public.hex, key.public.fingerprint
         )
-        return token
+        return None if made is None else token
 
     @property
     def steward_fingerprint(self) -> str:
@@ -256,7 +280,10 @@ class Service:
     def from_token(self, token: str) -> Principal:
         if not isinstance(token, str) or not token or len(token) > 200:
             raise ServiceError(401, "a valid token is required (Authorization: Bearer TOKEN)")
-        row = self.store.by_token(tk.token_hash(token))
+        try:
+            row = self.store.by_token(tk.token_hash(token))
+        except TamperedError as e:
+            raise ServiceError(401, str(e)) from None
         if row is None:
             raise ServiceError(401, "the token is unknown or was revoked")
         kek = tk.derive(token, "steward-key") if row["role"] == "steward" else None
@@ -277,7 +304,10 @@ class Service:
     def from_session(self, sid: str) -> Principal:
         if not isinstance(sid, str) or not sid or len(sid) > 200:
             raise ServiceError(401, "log in first")
-        row = self.store.session(tk.token_hash(sid))
+        try:
+            row = self.store.session(tk.token_hash(sid))
+        except TamperedError as e:
+            raise ServiceError(401, str(e)) from None
         if row is None:
             raise ServiceError(401, "the session ended or its token was revoked: log in again")
         kek = None
@@ -409,8 +439,8 @@ class Service:
             raise ServiceError(
                 400,
                 f"the database {where} holds a ledger whose key is not in the state directory: "
-                "start every process of one service with the same state (ledger.db.key and "
-                "ledger.db.anchor), or give an empty database",
+                "copy ledger.db.key, ledger.db.anchor and service.key from the state directory "
+                "of a host already serving it, or give an empty database",
             )
         if self.has_ledger() and not holds:
             raise ServiceError(
@@ -596,7 +626,7 @@ class Service:
                 p.name, p.role, "upload plan", secret, "refused", {"error": err.message}
             )
             raise err from None
-        pid = self.store.add_pending(secret, name, p.name)
+        pid = self.store.add_pending(secret, name, p.name, json.dumps(raw))
         self.store.audit(p.name, p.role, "upload plan", secret, "awaiting review", {"pending": pid})
         return {"pending": pid, "secret": secret}
 
@@ -608,8 +638,28 @@ class Service:
         if not rows:
             raise ServiceError(404, "no such plan awaiting review")
         row = rows[0]
+        if not row["verified"]:
+            raise ServiceError(
+                409,
+                "this plan's row in the service's database fails its MAC (written outside the "
+                "service): upload the plan again",
+            )
+        path = self.pending_dir / row["file"]
+        if (
+            not path.exists()
+            and row.get("plan")
+            and re.fullmatch(r"[0-9a-f]{16}\.json", row["file"])
+        ):
+            # uploaded on another host: its JSON is in the database
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            except FileExistsError:
+                pass
+            else:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(row["plan"])
         try:
-            plan = Plan.load(self.pending_dir / row["file"])
+            plan = Plan.load(path)
         except DistPrivacyError as e:
             raise self._refusal(e) from None
         return row, plan
@@ -692,7 +742,10 @@ class Service:
         secrets = [check_name(s, "secret") for s in secrets]
         if role == "analyst" and not secrets:
             raise ServiceError(400, "an analyst is given at least one secret to release under")
-        existing = self.store.user(name)
+        try:
+            existing = self.store.user(name)
+        except TamperedError as e:
+            raise ServiceError(409, str(e)) from None
         if existing is not None and existing["role"] != role:
             raise ServiceError(409, f"user {name!r} exists with role {existing['role']}")
         if existing is not None and role == "analyst" and set(secrets) != set(existing["secrets"]):
@@ -922,7 +975,10 @@ class Service:
 
     def pending(self, p: Principal) -> list[dict[str, Any]]:
         self.require(p, "steward")
-        return [{k: v for k, v in r.items() if k != "file"} for r in self.store.pending()]
+        return [
+            {k: v for k, v in r.items() if k not in ("file", "plan", "verified")}
+            for r in self.store.pending()
+        ]
 
 
 def _secret_view(s: Mapping[str, Any], steward: bool, scrub: Any) -> dict[str, Any]:

@@ -1,15 +1,34 @@
-"""The service's own database (``DIR/service.db``, SQLite, mode 0600): users, token hashes,
-browser sessions, plans awaiting approval, the analysts' releases and the audit log.
+"""The service's own database: users, token hashes, browser sessions, plans awaiting
+approval, the analysts' releases and the audit log.
 
-The ledger (``DIR/ledger.db``) stays the record of the budget; this database says who asked
-for what. Every function opens its own connection (the server's worker threads share nothing),
-in WAL mode with a busy timeout, and commits before it returns.
+Two backends, one body of SQL (written in SQLite's dialect; :mod:`distprivacy.postgres` speaks
+it to PostgreSQL):
+
+- ``DIR/service.db`` (SQLite, mode 0600), without ``--database``: every function opens its own
+  connection (the server's worker threads share nothing), in WAL mode with a busy timeout, and
+  commits before it returns;
+- with ``--database URL``, the schema ``distprivacy_service`` of the ledger's PostgreSQL
+  database (the ledger's tables are in the default schema; both have a ``releases`` table):
+  every function opens a connection and works in one ``READ COMMITTED`` transaction under the
+  advisory lock :data:`LOCK_ID` (waited for, as SQLite's busy timeout); the tables are created
+  under that lock, so two processes starting at once are safe. A database whose commits are
+  not durable is refused, as the ledger refuses it.
+
+In PostgreSQL, whoever can write the database could insert a user, a token hash or a session
+of their choosing. Every ``users``, ``tokens`` and ``sessions`` row and the ``meta`` rows there
+carry an HMAC-SHA256 under :data:`KEY_NAME` (a key file in ``DIR``, never in the database),
+checked on every authentication: a row without its valid MAC is refused
+(:class:`TamperedError`). The ``meta`` table keeps the steward's public key (shared by every
+host) and a check value of that key (a host with another key is refused at start).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import secrets as _secrets
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -18,24 +37,40 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+#: The schema of the service's tables in PostgreSQL.
+SCHEMA = "distprivacy_service"
+#: The advisory lock of the service's writers in PostgreSQL (the ledger's is another).
+LOCK_ID = 0x6470_7365_7276_6963 & 0x7FFF_FFFF_FFFF_FFFF  # "dpservic"
+#: The file in the state directory holding the key of the rows' MACs (PostgreSQL only).
+KEY_NAME = "service.key"
+
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
     " role TEXT NOT NULL CHECK (role IN ('steward', 'analyst')), secrets TEXT NOT NULL,"
-    " created TEXT NOT NULL)",
+    " created TEXT NOT NULL, mac TEXT)",
     "CREATE TABLE IF NOT EXISTS tokens (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL"
     " REFERENCES users(id), hash TEXT NOT NULL UNIQUE, created TEXT NOT NULL, revoked TEXT,"
-    " wrapped BLOB)",
+    " wrapped BLOB, mac TEXT)",
     "CREATE TABLE IF NOT EXISTS sessions (hash TEXT PRIMARY KEY, token_id INTEGER NOT NULL"
-    " REFERENCES tokens(id), csrf TEXT NOT NULL, expires REAL NOT NULL, wrapped BLOB)",
+    " REFERENCES tokens(id), csrf TEXT NOT NULL, expires REAL NOT NULL, wrapped BLOB, mac TEXT)",
     "CREATE TABLE IF NOT EXISTS pending (id INTEGER PRIMARY KEY, secret TEXT NOT NULL,"
     " file TEXT NOT NULL, uploaded_by TEXT NOT NULL, time TEXT NOT NULL,"
-    " status TEXT NOT NULL, name TEXT)",
+    " status TEXT NOT NULL, name TEXT, plan TEXT, mac TEXT)",
     "CREATE TABLE IF NOT EXISTS releases (id INTEGER PRIMARY KEY, ledger_id INTEGER NOT NULL,"
-    " user TEXT NOT NULL, secret TEXT NOT NULL, dataset TEXT NOT NULL, plan TEXT NOT NULL,"
+    ' "user" TEXT NOT NULL, secret TEXT NOT NULL, dataset TEXT NOT NULL, plan TEXT NOT NULL,'
     " time TEXT NOT NULL, body TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, time TEXT NOT NULL,"
-    " user TEXT NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL,"
+    ' "user" TEXT NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL,'
     " outcome TEXT NOT NULL, detail TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, mac TEXT)",
+)
+#: Columns added since the first SQLite layout (added to an older ``service.db`` at open).
+_ADDED = (
+    ("users", "mac"),
+    ("tokens", "mac"),
+    ("sessions", "mac"),
+    ("pending", "plan"),
+    ("pending", "mac"),
 )
 
 #: How long a browser session lasts (seconds).
@@ -46,11 +81,38 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class Store:
-    """The database at ``path`` (created 0600 with its tables when missing)."""
+def postgres_ddl(stmt: str) -> str:
+    """A ``CREATE TABLE`` of :data:`_SCHEMA` in PostgreSQL's types: an identity key for
+    ``INTEGER PRIMARY KEY``, 64-bit references, a double for ``REAL`` (``BLOB`` →
+    ``BYTEA`` is :func:`distprivacy.postgres.translate`'s)."""
+    out = stmt.replace("INTEGER PRIMARY KEY", "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY")
+    return out.replace(" INTEGER NOT NULL", " BIGINT NOT NULL").replace(
+        " REAL ", " DOUBLE PRECISION "
+    )
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+
+class StoreError(Exception):
+    """The service's database cannot be used as it is (one line naming the fix)."""
+
+
+class TamperedError(StoreError):
+    """A row of the service's database fails its MAC: written outside the service."""
+
+
+class Store:
+    """The service's database: the SQLite file ``path`` (created 0600 with its tables when
+    missing), or — with ``database`` — the schema :data:`SCHEMA` of that PostgreSQL database,
+    its rows' MACs under the key file ``key_file`` (created when the database has no service
+    yet; a host joining one must hold a copy)."""
+
+    def __init__(
+        self, path: Path, database: str | None = None, key_file: Path | None = None
+    ) -> None:
+        self.path, self.database = path, database
+        self._key: bytes | None = None
+        if database is not None:
+            self._open_postgres(database, key_file or path.with_name(KEY_NAME))
+            return
         if not path.exists():
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
@@ -63,9 +125,89 @@ class Store:
         with self.db() as con:
             for stmt in _SCHEMA:
                 con.execute(stmt)
+            for table, column in _ADDED:
+                have = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+
+    def _connect(self, schema: str | None = SCHEMA) -> Any:
+        from distprivacy.postgres import PostgresConnection, PostgresUnavailableError
+
+        assert self.database is not None
+        try:
+            return PostgresConnection(
+                self.database,
+                what="the service's database",
+                lock_id=LOCK_ID,
+                wait=True,
+                schema=schema,
+            )
+        except PostgresUnavailableError as e:
+            raise StoreError(str(e)) from None
+
+    def _open_postgres(self, database: str, key_file: Path) -> None:
+        """The tables (under the lock: two processes may start at once), the durability check,
+        and the MAC key: made with the service's first ``meta`` row, else read from
+        ``key_file`` and checked against the database's check value."""
+        from distprivacy.postgres import redact
+
+        con = self._connect(schema=None)
+        try:
+            if not con.durable_commits():
+                raise StoreError(
+                    f"the database {redact(database)} does not wait for its disk at COMMIT "
+                    "(synchronous_commit or fsync is off): a user or a token could be made and "
+                    "then lost; set synchronous_commit = on and fsync = on"
+                )
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+                con.execute(f"SET LOCAL search_path TO {SCHEMA}")
+                for stmt in _SCHEMA:
+                    con.execute(postgres_ddl(stmt))
+                row = con.execute("SELECT value FROM meta WHERE key = 'key check'").fetchone()
+                if row is None:
+                    users = con.execute("SELECT COUNT(*) FROM users").fetchone()[0]
+                    if users:
+                        raise StoreError(
+                            f"the database {redact(database)} holds the service's users without "
+                            "their key's check value: it was edited outside the service"
+                        )
+                    self._key = _make_key(key_file)
+                    con.execute(
+                        "INSERT INTO meta (key, value) VALUES ('key check', ?)",
+                        (_check_value(self._key),),
+                    )
+                else:
+                    self._key = _read_key(key_file)
+                    if not hmac.compare_digest(str(row[0]), _check_value(self._key)):
+                        raise StoreError(
+                            f"{key_file.name} in the state directory is not the key of the "
+                            f"service in {redact(database)}: copy {key_file.name} from the state "
+                            "directory of a host already serving it"
+                        )
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        finally:
+            con.close()
 
     @contextmanager
-    def db(self) -> Iterator[sqlite3.Connection]:
+    def db(self) -> Iterator[Any]:
+        if self.database is not None:
+            pg = self._connect()
+            try:
+                pg.execute("BEGIN IMMEDIATE")
+                try:
+                    yield pg
+                except BaseException:
+                    pg.execute("ROLLBACK")
+                    raise
+                pg.execute("COMMIT")
+            finally:
+                pg.close()
+            return
         old = os.umask(0o077)
         try:
             con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -84,59 +226,175 @@ class Store:
         finally:
             con.close()
 
+    def _insert(self, con: Any, sql: str, args: tuple[Any, ...]) -> int:
+        """An ``INSERT`` and the new row's id: ``RETURNING id`` on PostgreSQL; ``lastrowid`` on
+        SQLite (whose ``RETURNING`` came in 3.35, newer than some systems' SQLite)."""
+        cur = con.execute(sql + (" RETURNING id" if self.database is not None else ""), args)
+        return int(cur.lastrowid or 0)
+
+    # -- the rows' MACs -----------------------------------------------------------------------
+
+    def _mac(self, kind: str, *fields: Any) -> str | None:
+        """The MAC of a row's fields (None without a key: SQLite, where whoever writes the file
+        holds every key anyway)."""
+        if self._key is None:
+            return None
+        data = json.dumps([kind, *[_plain(f) for f in fields]], separators=(",", ":"))
+        return hmac.new(self._key, data.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def _check(self, mac: Any, kind: str, *fields: Any) -> None:
+        want = self._mac(kind, *fields)
+        if want is None:
+            return
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, want):
+            raise TamperedError(
+                f"a {kind} row of the service's database fails its MAC (written outside the "
+                "service): refused"
+            )
+
+    def _user_mac(self, uid: int, name: str, role: str, secrets: str) -> str | None:
+        return self._mac("user", uid, name, role, secrets)
+
+    def _token_mac(
+        self, tid: int, uid: int, hashed: str, revoked: str | None, wrapped: bytes | None
+    ) -> str | None:
+        return self._mac("token", tid, uid, hashed, revoked, wrapped)
+
+    # -- the shared steward --------------------------------------------------------------------
+
+    def first_steward(
+        self, hashed: str, wrapped: bytes, public_hex: str, fingerprint: str
+    ) -> int | None:
+        """The steward user and their first token, made only when there is no user yet (one
+        transaction under the write lock: two processes starting at once make one steward);
+        returns the token's id, or None when a steward existed."""
+        with self.db() as con:
+            if con.execute("SELECT COUNT(*) FROM users").fetchone()[0] > 0:
+                return None
+            uid = self._insert_user(con, "steward", "steward", [])
+            tid = self._insert_token(con, uid, hashed, wrapped)
+            con.execute(
+                "INSERT INTO meta (key, value, mac) VALUES ('steward.pub', ?, ?)",
+                (public_hex, self._mac("meta", "steward.pub", public_hex)),
+            )
+            self._audit(
+                con,
+                "steward",
+                "steward",
+                "service started",
+                "steward",
+                "first token made",
+                {"token": tid, "steward_key": fingerprint},
+            )
+            return tid
+
+    def steward_public(self) -> str | None:
+        """The steward's public key (hex) as the database keeps it (None before the first
+        start wrote it, or on an SQLite store made before it was kept there)."""
+        with self.db() as con:
+            row = con.execute("SELECT value, mac FROM meta WHERE key = 'steward.pub'").fetchone()
+        if row is None:
+            return None
+        self._check(row[1], "meta", "steward.pub", row[0])
+        return str(row[0])
+
     # -- users and tokens -------------------------------------------------------------------
 
     def has_users(self) -> bool:
         with self.db() as con:
             return con.execute("SELECT COUNT(*) FROM users").fetchone()[0] > 0
 
+    def _insert_user(self, con: Any, name: str, role: str, secrets: list[str]) -> int:
+        text = json.dumps(secrets)
+        uid = self._insert(
+            con,
+            "INSERT INTO users (name, role, secrets, created) VALUES (?, ?, ?, ?)",
+            (name, role, text, now()),
+        )
+        if self._key is not None:
+            con.execute(
+                "UPDATE users SET mac = ? WHERE id = ?",
+                (self._user_mac(uid, name, role, text), uid),
+            )
+        return uid
+
+    def _insert_token(self, con: Any, user_id: int, hashed: str, wrapped: bytes | None) -> int:
+        tid = self._insert(
+            con,
+            "INSERT INTO tokens (user_id, hash, created, wrapped) VALUES (?, ?, ?, ?)",
+            (user_id, hashed, now(), wrapped),
+        )
+        if self._key is not None:
+            con.execute(
+                "UPDATE tokens SET mac = ? WHERE id = ?",
+                (self._token_mac(tid, user_id, hashed, None, wrapped), tid),
+            )
+        return tid
+
     def add_user(self, name: str, role: str, secrets: list[str]) -> int:
         with self.db() as con:
-            cur = con.execute(
-                "INSERT INTO users (name, role, secrets, created) VALUES (?, ?, ?, ?)",
-                (name, role, json.dumps(secrets), now()),
-            )
-            return int(cur.lastrowid or 0)
+            return self._insert_user(con, name, role, secrets)
 
     def user(self, name: str) -> dict[str, Any] | None:
         with self.db() as con:
             row = con.execute(
-                "SELECT id, name, role, secrets, created FROM users WHERE name = ?", (name,)
+                "SELECT id, name, role, secrets, created, mac FROM users WHERE name = ?", (name,)
             ).fetchone()
-        return None if row is None else _user(row)
+        if row is None:
+            return None
+        self._check(row[5], "user", row[0], row[1], row[2], row[3])
+        return _user(row)
 
     def users(self) -> list[dict[str, Any]]:
         with self.db() as con:
-            rows = con.execute("SELECT id, name, role, secrets, created FROM users ORDER BY id")
-            users = [_user(r) for r in rows.fetchall()]
-            for u in users:
+            rows = con.execute(
+                "SELECT id, name, role, secrets, created, mac FROM users ORDER BY id"
+            ).fetchall()
+            users = []
+            for r in rows:
+                u = _user(r)
+                u["verified"] = self._valid(r[5], "user", r[0], r[1], r[2], r[3])
                 u["tokens"] = [
-                    {"id": t[0], "created": t[1], "revoked": t[2]}
+                    {
+                        "id": t[0],
+                        "created": t[1],
+                        "revoked": t[2],
+                        "verified": self._valid(t[5], "token", t[0], u["id"], t[3], t[2], t[4]),
+                    }
                     for t in con.execute(
-                        "SELECT id, created, revoked FROM tokens WHERE user_id = ? ORDER BY id",
+                        "SELECT id, created, revoked, hash, wrapped, mac FROM tokens"
+                        " WHERE user_id = ? ORDER BY id",
                         (u["id"],),
                     )
                 ]
+                users.append(u)
         return users
+
+    def _valid(self, mac: Any, kind: str, *fields: Any) -> bool:
+        try:
+            self._check(mac, kind, *fields)
+        except TamperedError:
+            return False
+        return True
 
     def add_token(self, user_id: int, hashed: str, wrapped: bytes | None) -> int:
         with self.db() as con:
-            cur = con.execute(
-                "INSERT INTO tokens (user_id, hash, created, wrapped) VALUES (?, ?, ?, ?)",
-                (user_id, hashed, now(), wrapped),
-            )
-            return int(cur.lastrowid or 0)
+            return self._insert_token(con, user_id, hashed, wrapped)
 
     def by_token(self, hashed: str) -> dict[str, Any] | None:
-        """The live (not revoked) token with this hash, with its user."""
+        """The live (not revoked) token with this hash, with its user (both rows' MACs
+        checked: :class:`TamperedError`)."""
         with self.db() as con:
             row = con.execute(
-                "SELECT t.id, t.wrapped, u.id, u.name, u.role, u.secrets, u.created FROM tokens t"
-                " JOIN users u ON u.id = t.user_id WHERE t.hash = ? AND t.revoked IS NULL",
+                "SELECT t.id, t.wrapped, u.id, u.name, u.role, u.secrets, u.created, t.mac,"
+                " t.hash, u.mac FROM tokens t JOIN users u ON u.id = t.user_id"
+                " WHERE t.hash = ? AND t.revoked IS NULL",
                 (hashed,),
             ).fetchone()
         if row is None:
             return None
+        self._check(row[7], "token", row[0], row[2], row[8], None, row[1])
+        self._check(row[9], "user", row[2], row[3], row[4], row[5])
         return {"token_id": row[0], "wrapped": row[1], **_user(row[2:])}
 
     def token_owner(self, token_id: int) -> dict[str, Any] | None:
@@ -152,9 +410,19 @@ class Store:
 
     def revoke(self, token_id: int) -> None:
         with self.db() as con:
+            when = now()
             con.execute(
-                "UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", (now(), token_id)
+                "UPDATE tokens SET revoked = ? WHERE id = ? AND revoked IS NULL", (when, token_id)
             )
+            if self._key is not None:
+                row = con.execute(
+                    "SELECT id, user_id, hash, revoked, wrapped FROM tokens WHERE id = ?",
+                    (token_id,),
+                ).fetchone()
+                if row is not None:
+                    con.execute(
+                        "UPDATE tokens SET mac = ? WHERE id = ?", (self._token_mac(*row), token_id)
+                    )
             con.execute("DELETE FROM sessions WHERE token_id = ?", (token_id,))
 
     def live_steward_tokens(self) -> int:
@@ -169,24 +437,38 @@ class Store:
     # -- sessions ---------------------------------------------------------------------------
 
     def add_session(self, hashed: str, token_id: int, csrf: str, wrapped: bytes | None) -> None:
+        expires = time.time() + SESSION_SECONDS
         with self.db() as con:
             con.execute("DELETE FROM sessions WHERE expires < ?", (time.time(),))
             con.execute(
-                "INSERT INTO sessions (hash, token_id, csrf, expires, wrapped)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (hashed, token_id, csrf, time.time() + SESSION_SECONDS, wrapped),
+                "INSERT INTO sessions (hash, token_id, csrf, expires, wrapped, mac)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    hashed,
+                    token_id,
+                    csrf,
+                    expires,
+                    wrapped,
+                    self._mac("session", hashed, token_id, csrf, repr(expires), wrapped),
+                ),
             )
 
     def session(self, hashed: str) -> dict[str, Any] | None:
+        """The live session with this hash, its token and user (the three rows' MACs checked:
+        :class:`TamperedError`)."""
         with self.db() as con:
             row = con.execute(
-                "SELECT s.csrf, s.wrapped, t.id, u.id, u.name, u.role, u.secrets, u.created"
+                "SELECT s.csrf, s.wrapped, t.id, u.id, u.name, u.role, u.secrets, u.created,"
+                " s.expires, s.mac, t.hash, t.wrapped, t.mac, u.mac"
                 " FROM sessions s JOIN tokens t ON t.id = s.token_id JOIN users u"
                 " ON u.id = t.user_id WHERE s.hash = ? AND s.expires > ? AND t.revoked IS NULL",
                 (hashed, time.time()),
             ).fetchone()
         if row is None:
             return None
+        self._check(row[9], "session", hashed, row[2], row[0], repr(float(row[8])), row[1])
+        self._check(row[12], "token", row[2], row[3], row[10], None, row[11])
+        self._check(row[13], "user", row[3], row[4], row[5], row[6])
         return {"csrf": row[0], "session_wrapped": row[1], "token_id": row[2], **_user(row[3:])}
 
     def token_wrapped(self, token_id: int) -> bytes | None:
@@ -200,25 +482,38 @@ class Store:
 
     # -- plans awaiting approval --------------------------------------------------------------
 
-    def add_pending(self, secret: str, file: str, user: str) -> int:
+    def add_pending(self, secret: str, file: str, user: str, plan: str | None = None) -> int:
+        """A plan awaiting review: its file's name in ``DIR/pending`` and its JSON text (so that
+        another host, whose ``pending`` lacks the file, can review and approve it)."""
         with self.db() as con:
-            cur = con.execute(
-                "INSERT INTO pending (secret, file, uploaded_by, time, status)"
-                " VALUES (?, ?, ?, ?, 'pending')",
-                (secret, file, user, now()),
+            pid = self._insert(
+                con,
+                "INSERT INTO pending (secret, file, uploaded_by, time, status, plan)"
+                " VALUES (?, ?, ?, ?, 'pending', ?)",
+                (secret, file, user, now(), plan),
             )
-            return int(cur.lastrowid or 0)
+            if self._key is not None:
+                con.execute(
+                    "UPDATE pending SET mac = ? WHERE id = ?",
+                    (self._mac("pending", pid, secret, file, user, plan), pid),
+                )
+            return pid
 
     def pending(self, pid: int | None = None) -> list[dict[str, Any]]:
         where, args = ("WHERE id = ?", (pid,)) if pid is not None else ("", ())
         with self.db() as con:
             rows = con.execute(
-                f"SELECT id, secret, file, uploaded_by, time, status, name FROM pending {where}"
-                " ORDER BY id",
+                "SELECT id, secret, file, uploaded_by, time, status, name, plan, mac FROM pending"
+                f" {where} ORDER BY id",
                 args,
             ).fetchall()
-        keys = ("id", "secret", "file", "uploaded_by", "time", "status", "name")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        keys = ("id", "secret", "file", "uploaded_by", "time", "status", "name", "plan")
+        out = []
+        for r in rows:
+            row = dict(zip(keys, r[:8], strict=True))
+            row["verified"] = self._valid(r[8], "pending", r[0], r[1], r[2], r[3], r[7])
+            out.append(row)
+        return out
 
     def settle_pending(self, pid: int, status: str, name: str | None) -> None:
         with self.db() as con:
@@ -230,17 +525,17 @@ class Store:
         self, ledger_id: int, user: str, secret: str, dataset: str, plan: str, body: dict[str, Any]
     ) -> int:
         with self.db() as con:
-            cur = con.execute(
-                "INSERT INTO releases (ledger_id, user, secret, dataset, plan, time, body)"
+            return self._insert(
+                con,
+                'INSERT INTO releases (ledger_id, "user", secret, dataset, plan, time, body)'
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (ledger_id, user, secret, dataset, plan, body.get("time", now()), json.dumps(body)),
             )
-            return int(cur.lastrowid or 0)
 
     def releases(self, user: str | None = None, rid: int | None = None) -> list[dict[str, Any]]:
         where, args = [], []
         if user is not None:
-            where.append("user = ?")
+            where.append('"user" = ?')
             args.append(user)
         if rid is not None:
             where.append("id = ?")
@@ -248,7 +543,7 @@ class Store:
         clause = ("WHERE " + " AND ".join(where)) if where else ""
         with self.db() as con:
             rows = con.execute(
-                f"SELECT id, user, body FROM releases {clause} ORDER BY id", args
+                f'SELECT id, "user", body FROM releases {clause} ORDER BY id', args
             ).fetchall()
         return [{**json.loads(r[2]), "id": r[0], "user": r[1]} for r in rows]
 
@@ -262,16 +557,28 @@ class Store:
         detail: dict[str, Any] | None = None,
     ) -> None:
         with self.db() as con:
-            con.execute(
-                "INSERT INTO audit (time, user, role, action, subject, outcome, detail)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (now(), user, role, action, subject, outcome, json.dumps(detail or {})),
-            )
+            self._audit(con, user, role, action, subject, outcome, detail)
+
+    @staticmethod
+    def _audit(
+        con: Any,
+        user: str,
+        role: str,
+        action: str,
+        subject: str,
+        outcome: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        con.execute(
+            'INSERT INTO audit (time, "user", role, action, subject, outcome, detail)'
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (now(), user, role, action, subject, outcome, json.dumps(detail or {})),
+        )
 
     def events(self, limit: int = 500) -> list[dict[str, Any]]:
         with self.db() as con:
             rows = con.execute(
-                "SELECT id, time, user, role, action, subject, outcome, detail FROM audit"
+                'SELECT id, time, "user", role, action, subject, outcome, detail FROM audit'
                 " ORDER BY id DESC LIMIT ?",
                 (limit,),
             ).fetchall()
@@ -287,3 +594,46 @@ def _user(row: Any) -> dict[str, Any]:
         "secrets": json.loads(row[3]),
         "created": row[4],
     }
+
+
+def _plain(value: Any) -> Any:
+    """A field as the MAC covers it (bytes by their SHA-256)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "sha256:" + hashlib.sha256(bytes(value)).hexdigest()
+    return value
+
+
+def _check_value(key: bytes) -> str:
+    """What the database keeps to tell a host holding the wrong key (not the key)."""
+    return hmac.new(key, b"distprivacy-service|key check", hashlib.sha256).hexdigest()
+
+
+def _make_key(path: Path) -> bytes:
+    """The rows' MAC key: a new one written to ``path`` (0600, exclusive), or the one a process
+    on the same state directory wrote a moment ago."""
+    key = _secrets.token_bytes(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return _read_key(path)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(key.hex().encode() + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return key
+
+
+def _read_key(path: Path) -> bytes:
+    if not path.is_file() or path.is_symlink():
+        raise StoreError(
+            f"{path.name} is not in the state directory but the database holds the service's "
+            f"users: copy {path.name} (with ledger.db.key and ledger.db.anchor, once a secret is "
+            "declared) from the state directory of a host already serving this database"
+        )
+    try:
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError, UnicodeDecodeError):
+        key = b""
+    if len(key) != 32:
+        raise StoreError(f"{path.name} in the state directory is not a 32-byte key")
+    return key
