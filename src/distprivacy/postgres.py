@@ -143,8 +143,12 @@ class PostgresConnection:
                 f"cannot connect to {what} {redact(url)!r}: {_first_line(e)}"
             ) from None
         self.in_transaction = False
-        if schema is not None:
-            self._run(f"CREATE SCHEMA IF NOT EXISTS {schema}", ())
+        if schema is not None:  # created only when missing (CREATE needs a privilege)
+            if (
+                self._run("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
+                is None
+            ):
+                self._run(f"CREATE SCHEMA IF NOT EXISTS {schema}", ())
             self._run(f"SET search_path TO {schema}", ())
 
     # -- the sqlite3 interface -------------------------------------------------------------
