@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
+from distprivacy.service.chain import ChainError
 from distprivacy.service.core import MAX_JSON, Principal, Service, ServiceError
 from distprivacy.service.openapi import OPENAPI
 
@@ -321,6 +322,10 @@ def events_list(s: Service, p: Principal) -> tuple[int, Any]:
     return 200, s.events(p)
 
 
+def audit_verify(s: Service, p: Principal) -> tuple[int, Any]:
+    return 200, s.verify_audit(p)
+
+
 async def upload(request: Request) -> Response:
     """``POST /api/uploads?name=FILE.csv`` with the file as the raw body (steward)."""
     p = await _principal(request)
@@ -358,6 +363,7 @@ API_ROUTES = [
     Route("/users", _api(user_add, body=True), methods=["POST"]),
     Route("/tokens/{tid}/revoke", _api(token_revoke), methods=["POST"]),
     Route("/events", _api(events_list), methods=["GET"]),
+    Route("/audit/verify", _api(audit_verify), methods=["GET"]),
 ]
 
 
@@ -383,6 +389,10 @@ def create_app(service: Service, body_timeout: float = BODY_TIMEOUT) -> Any:
             return error(exc.status_code, message)
         return await pages.error_page(request, exc.status_code, message)
 
+    async def on_chain(request: Request, exc: Exception) -> Response:
+        # the audit log failed verification during an operation: refused, as every request
+        return await on_service_error(request, ServiceError(503, str(exc)))
+
     async def on_too_large(request: Request, exc: Exception) -> Response:
         resp = error(413, str(exc))
         resp.headers["connection"] = "close"
@@ -407,6 +417,7 @@ def create_app(service: Service, body_timeout: float = BODY_TIMEOUT) -> Any:
         routes=[Mount("/api", routes=API_ROUTES), *pages.ROUTES],
         exception_handlers={
             ServiceError: on_service_error,
+            ChainError: on_chain,
             HTTPException: on_http,
             BodyTooLargeError: on_too_large,
             BodyTimeoutError: on_slow_body,

@@ -25,6 +25,7 @@ from typing import Any
 
 from distprivacy.exceptions import DistPrivacyError
 from distprivacy.service import tokens as tk
+from distprivacy.service.chain import ChainError
 from distprivacy.service.store import KEY_NAME, Store, StoreError, TamperedError, now
 
 #: The default largest upload (a population, a dataset or a plan), in bytes.
@@ -210,7 +211,7 @@ class Service:
             self._check_database()
         try:
             self.store = Store(self.state / "service.db", database, key_file=self.state / KEY_NAME)
-        except StoreError as e:
+        except (StoreError, ChainError) as e:
             raise ServiceError(400, str(e)) from None
         self._locks: dict[str, threading.Lock] = {}
         self._locks_lock = threading.Lock()
@@ -284,6 +285,8 @@ class Service:
             row = self.store.by_token(tk.token_hash(token))
         except TamperedError as e:
             raise ServiceError(401, str(e)) from None
+        except ChainError as e:
+            raise ServiceError(503, str(e)) from None
         if row is None:
             raise ServiceError(401, "the token is unknown or was revoked")
         kek = tk.derive(token, "steward-key") if row["role"] == "steward" else None
@@ -308,6 +311,8 @@ class Service:
             row = self.store.session(tk.token_hash(sid))
         except TamperedError as e:
             raise ServiceError(401, str(e)) from None
+        except ChainError as e:
+            raise ServiceError(503, str(e)) from None
         if row is None:
             raise ServiceError(401, "the session ended or its token was revoked: log in again")
         kek = None
@@ -786,8 +791,7 @@ class Service:
         if owner["revoked"] is None and owner["role"] == "steward":
             if self.store.live_steward_tokens() <= 1:
                 raise ServiceError(409, "this is the last steward token: make another first")
-        self.store.revoke(tid)
-        self.store.audit(p.name, p.role, "revoke token", owner["user"], "done", {"token": tid})
+        self.store.revoke(tid, p.name, p.role, owner["user"])
         return {"token_id": tid, "user": owner["user"], "revoked": True}
 
     # -- releases ---------------------------------------------------------------------------------
@@ -972,6 +976,23 @@ class Service:
     def users(self, p: Principal) -> list[dict[str, Any]]:
         self.require(p, "steward")
         return self.store.users()
+
+    def verify_audit(self, p: Principal) -> dict[str, Any]:
+        """The whole audit log and the analysts' releases verified now (their chains and this
+        host's anchor): ``ok`` and the counts, else a 503 naming the first row that fails."""
+        self.require(p, "steward")
+        try:
+            return self.store.verify()
+        except ChainError as e:
+            raise ServiceError(503, str(e)) from None
+
+    def audit_state(self, p: Principal) -> dict[str, Any]:
+        """What this process has verified of the audit log (cheap: for the dashboard)."""
+        self.require(p, "steward")
+        try:
+            return self.store.audit_state()
+        except ChainError as e:
+            raise ServiceError(503, str(e)) from None
 
     def pending(self, p: Principal) -> list[dict[str, Any]]:
         self.require(p, "steward")

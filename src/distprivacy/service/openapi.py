@@ -197,5 +197,12 @@ OPENAPI: dict[str, Any] = {
         "/api/events": {
             "get": _op("the audit log: every decision, release and refusal", "steward")
         },
+        "/api/audit/verify": {
+            "get": _op(
+                "verify the whole audit log and releases now (their keyed chains and this "
+                "host's anchor): ok and the counts, else 503 naming the first row that fails",
+                "steward",
+            )
+        },
     },
 }

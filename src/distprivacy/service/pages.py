@@ -152,6 +152,7 @@ def _steward_context(s: Service, p: Principal) -> dict[str, Any]:
         "overview": s.overview(p),
         "pending": s.pending(p),
         "events": s.events(p),
+        "audit": s.audit_state(p),
         "users": s.users(p),
         "releases": s.releases(p),
     }

@@ -30,12 +30,15 @@ import json
 import os
 import secrets as _secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from distprivacy.service import chain as ch
 
 #: The schema of the service's tables in PostgreSQL.
 SCHEMA = "distprivacy_service"
@@ -58,10 +61,10 @@ _SCHEMA = (
     " status TEXT NOT NULL, name TEXT, plan TEXT, mac TEXT)",
     "CREATE TABLE IF NOT EXISTS releases (id INTEGER PRIMARY KEY, ledger_id INTEGER NOT NULL,"
     ' "user" TEXT NOT NULL, secret TEXT NOT NULL, dataset TEXT NOT NULL, plan TEXT NOT NULL,'
-    " time TEXT NOT NULL, body TEXT NOT NULL)",
+    " time TEXT NOT NULL, body TEXT NOT NULL, chain TEXT)",
     "CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, time TEXT NOT NULL,"
     ' "user" TEXT NOT NULL, role TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL,'
-    " outcome TEXT NOT NULL, detail TEXT NOT NULL)",
+    " outcome TEXT NOT NULL, detail TEXT NOT NULL, chain TEXT)",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL, mac TEXT)",
 )
 #: Columns added since the first SQLite layout (added to an older ``service.db`` at open).
@@ -71,7 +74,15 @@ _ADDED = (
     ("sessions", "mac"),
     ("pending", "plan"),
     ("pending", "mac"),
+    ("releases", "chain"),
+    ("audit", "chain"),
 )
+
+#: How often (seconds) an authentication also verifies the whole audit log and releases, not
+#: only the rows added since the last verification.
+FULL_EVERY = 60.0
+#: The ``meta`` key recording that the chains were started (and over how many older rows).
+CHAINED_KEY = "chained"
 
 #: How long a browser session lasts (seconds).
 SESSION_SECONDS = 8 * 3600
@@ -110,8 +121,16 @@ class Store:
     ) -> None:
         self.path, self.database = path, database
         self._key: bytes | None = None
+        self.key_file = key_file or path.with_name(KEY_NAME)
+        self.anchor_file = self.key_file.with_name(ch.ANCHOR_NAME)
+        self._vlock = threading.Lock()
+        self._heads: dict[str, ch.Head] = {}
+        self._revoked: set[int] = set()
+        self._broken: str | None = None
+        self._full_at = 0.0
         if database is not None:
-            self._open_postgres(database, key_file or path.with_name(KEY_NAME))
+            self._open_postgres(database, self.key_file)
+            self.verify()
             return
         if not path.exists():
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -165,6 +184,8 @@ class Store:
                 con.execute(f"SET LOCAL search_path TO {SCHEMA}")
                 for stmt in _SCHEMA:
                     con.execute(postgres_ddl(stmt))
+                for table in ch.CHAINED:  # a schema made before the chains
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS chain TEXT")
                 row = con.execute("SELECT value FROM meta WHERE key = 'key check'").fetchone()
                 if row is None:
                     users = con.execute("SELECT COUNT(*) FROM users").fetchone()[0]
@@ -186,6 +207,7 @@ class Store:
                             f"service in {redact(database)}: copy {key_file.name} from the state "
                             "directory of a host already serving it"
                         )
+                self._start_chains(con)
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
@@ -259,6 +281,197 @@ class Store:
         self, tid: int, uid: int, hashed: str, revoked: str | None, wrapped: bytes | None
     ) -> str | None:
         return self._mac("token", tid, uid, hashed, revoked, wrapped)
+
+    # -- the chains over the audit log and the releases (:mod:`.chain`) ------------------------
+
+    def _start_chains(self, con: Any) -> None:
+        """At open, under the write lock: the first time the service runs with chains, chain
+        the rows written before them (never protected until then) and record it in ``meta``;
+        after that a row without a chain value is one written outside the service."""
+        assert self._key is not None
+        row = con.execute("SELECT value, mac FROM meta WHERE key = ?", (CHAINED_KEY,)).fetchone()
+        if row is not None:
+            self._check(row[1], "meta", CHAINED_KEY, row[0])
+            return
+        for table in ch.CHAINED:
+            if con.execute(f"SELECT COUNT(*) FROM {table} WHERE chain IS NOT NULL").fetchone()[0]:
+                raise StoreError(
+                    f"the service's {table} rows carry chain values but the database does not "
+                    "record that its chains were started: it was edited outside the service; "
+                    + ch.SEE
+                )
+        anchor = ch.read_anchor(self._key, self.anchor_file)
+        if anchor is not None and any(n for n, _ in anchor.tables.values()):
+            raise StoreError(
+                "the database's audit log is not chained but this host's anchor records a chained "
+                f"one: its chain values were removed outside the service; {ch.SEE}"
+            )
+        counts = [f"{table}:{self._chain_all(con, table)}" for table in ch.CHAINED]
+        value = ",".join(counts)
+        con.execute(
+            "INSERT INTO meta (key, value, mac) VALUES (?, ?, ?)",
+            (CHAINED_KEY, value, self._mac("meta", CHAINED_KEY, value)),
+        )
+
+    def _chain_all(self, con: Any, table: str) -> int:
+        """Chain every row of ``table`` in id order (the rows from before the chains)."""
+        assert self._key is not None
+        cols = ", ".join(ch.CHAINED[table])
+        prev = ch.genesis(self._key, table)
+        rows = con.execute(f"SELECT {cols} FROM {table} ORDER BY id").fetchall()
+        for r in rows:
+            prev = ch.link(self._key, table, prev, r)
+            con.execute(f"UPDATE {table} SET chain = ? WHERE id = ?", (prev, r[0]))
+        return len(rows)
+
+    def _read_new(
+        self, con: Any, table: str, head: ch.Head, below: int | None = None
+    ) -> ch.Verified:
+        """The rows of ``table`` after ``head`` (and ``head``'s own last row again: it must
+        still be there, unchanged), verified; :class:`~.chain.ChainError` otherwise."""
+        assert self._key is not None
+        cols = ", ".join(ch.CHAINED[table])
+        sql = f"SELECT {cols}, chain FROM {table} WHERE id >= ?"
+        args: list[Any] = [head.last_id]
+        if below is not None:
+            sql += " AND id < ?"
+            args.append(below)
+        rows = con.execute(sql + " ORDER BY id", args).fetchall()
+        if head.last_id:
+            if not rows or int(rows[0][0]) != head.last_id:
+                raise ch.bad_row(table, head.last_id, "it was removed after it was verified")
+            again = ch.Head(head.count - 1, 0, head.prev, head.prev)
+            ch.extend(self._key, table, again, rows[:1])
+            rows = rows[1:]
+        return ch.extend(self._key, table, head, rows)
+
+    def _head(self, table: str) -> ch.Head:
+        assert self._key is not None
+        return self._heads.get(table) or ch.empty_head(self._key, table)
+
+    def _refuse_if_broken(self) -> None:
+        if self._broken is not None:
+            raise ch.ChainError(self._broken)
+
+    def _advance(self, con: Any) -> bool:
+        """Verify the rows added since this process last did (inside ``con``'s transaction,
+        which holds the write lock: they are committed); whether any were. A failure is
+        remembered: from then on every request is refused."""
+        if self._key is None:
+            return False
+        with self._vlock:
+            self._refuse_if_broken()
+            try:
+                got = {t: self._read_new(con, t, self._head(t)) for t in ch.CHAINED}
+            except ch.ChainError as e:
+                self._broken = str(e)
+                raise
+            moved = any(got[t].head.count != self._head(t).count for t in ch.CHAINED)
+            for t, v in got.items():
+                self._heads[t] = v.head
+                self._revoked |= v.revoked
+            return moved
+
+    def _after_read(self, moved: bool) -> None:
+        """After a verification: the anchor moved forward, and — every :data:`FULL_EVERY`
+        seconds — the whole log verified again."""
+        if self._key is None:
+            return
+        if time.monotonic() - self._full_at > FULL_EVERY:
+            self.verify()
+        elif moved:
+            self._write_anchor()
+
+    def _write_anchor(self) -> None:
+        assert self._key is not None
+        with self._vlock:
+            heads = dict(self._heads)
+        ch.write_anchor(self._key, self.anchor_file, self.key_file, heads)
+
+    def _append(self, con: Any, table: str, sql: str, args: tuple[Any, ...]) -> int:
+        """Insert a row into a chained table (inside ``con``'s transaction, under the write
+        lock) with its chain value, after verifying the rows before it."""
+        rid = self._insert(con, sql, args)
+        if self._key is None:
+            return rid
+        with self._vlock:
+            self._refuse_if_broken()
+            try:
+                prev = self._read_new(con, table, self._head(table), below=rid).head.chain
+            except ch.ChainError as e:
+                self._broken = str(e)
+                raise
+        cols = ", ".join(ch.CHAINED[table])
+        row = con.execute(f"SELECT {cols} FROM {table} WHERE id = ?", (rid,)).fetchone()
+        con.execute(
+            f"UPDATE {table} SET chain = ? WHERE id = ?",
+            (ch.link(self._key, table, prev, row), rid),
+        )
+        return rid
+
+    def verify(self) -> dict[str, Any]:
+        """Verify the whole audit log and the releases (their chains, this host's anchor, and
+        that nothing this process verified before is gone or changed); move the anchor
+        forward. :class:`~.chain.ChainError` (remembered: every request refused after it)."""
+        if self._key is None:
+            with self.db() as con:
+                n = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+            return {"ok": True, "chained": False, "entries": int(n)}
+        anchor = ch.read_anchor(self._key, self.anchor_file)  # before the rows: never newer
+        with self.db() as con:
+            with self._vlock:
+                self._refuse_if_broken()
+                try:
+                    got = {t: self._verify_table(con, t, anchor) for t in ch.CHAINED}
+                except ch.ChainError as e:
+                    self._broken = str(e)
+                    raise
+                for t, v in got.items():
+                    self._heads[t] = v.head
+                    self._revoked |= v.revoked
+                self._full_at = time.monotonic()
+        self._write_anchor()
+        return {
+            "ok": True,
+            "chained": True,
+            "entries": got["audit"].head.count,
+            "releases": got["releases"].head.count,
+            "chain": got["audit"].head.chain,
+        }
+
+    def _verify_table(self, con: Any, table: str, anchor: ch.Anchor | None) -> ch.Verified:
+        assert self._key is not None
+        cols = ", ".join(ch.CHAINED[table])
+        rows = con.execute(f"SELECT {cols}, chain FROM {table} ORDER BY id").fetchall()
+        start = ch.empty_head(self._key, table)
+        got = ch.extend(self._key, table, start, rows)
+        chains = [str(r[-1]) for r in rows]
+        ch.check_anchor(anchor, table, chains, start.chain)
+        seen = self._heads.get(table)
+        if (
+            seen is not None
+            and seen.count
+            and (len(chains) < seen.count or chains[seen.count - 1] != seen.chain)
+        ):
+            raise ch.bad_row(
+                table, seen.last_id, "a row this process verified was removed or rewritten"
+            )
+        return got
+
+    def audit_state(self) -> dict[str, Any]:
+        """What this process verified of the audit log (cheap: no full verification)."""
+        if self._key is None:
+            with self.db() as con:
+                n = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+            return {"chained": False, "entries": int(n)}
+        with self._vlock:
+            self._refuse_if_broken()
+            return {"chained": True, "entries": self._head("audit").count}
+
+    def revoked_in_log(self, token_id: int) -> bool:
+        """Whether the verified audit log records this token's revocation."""
+        with self._vlock:
+            return token_id in self._revoked
 
     # -- the shared steward --------------------------------------------------------------------
 
@@ -385,13 +598,15 @@ class Store:
         """The live (not revoked) token with this hash, with its user (both rows' MACs
         checked: :class:`TamperedError`)."""
         with self.db() as con:
+            moved = self._advance(con)
             row = con.execute(
                 "SELECT t.id, t.wrapped, u.id, u.name, u.role, u.secrets, u.created, t.mac,"
                 " t.hash, u.mac FROM tokens t JOIN users u ON u.id = t.user_id"
                 " WHERE t.hash = ? AND t.revoked IS NULL",
                 (hashed,),
             ).fetchone()
-        if row is None:
+        self._after_read(moved)
+        if row is None or self.revoked_in_log(int(row[0])):
             return None
         self._check(row[7], "token", row[0], row[2], row[8], None, row[1])
         self._check(row[9], "user", row[2], row[3], row[4], row[5])
@@ -406,9 +621,14 @@ class Store:
             ).fetchone()
         if row is None:
             return None
-        return {"id": row[0], "revoked": row[1], "user": row[2], "role": row[3]}
+        revoked = row[1]
+        if revoked is None and self.revoked_in_log(int(row[0])):
+            revoked = "recorded in the audit log"
+        return {"id": row[0], "revoked": revoked, "user": row[2], "role": row[3]}
 
-    def revoke(self, token_id: int) -> None:
+    def revoke(self, token_id: int, by: str, role: str, owner: str) -> None:
+        """Revoke a token and record it in the audit log, in one transaction (the log's record
+        is what refuses the token should its row be restored: :meth:`by_token`)."""
         with self.db() as con:
             when = now()
             con.execute(
@@ -424,15 +644,16 @@ class Store:
                         "UPDATE tokens SET mac = ? WHERE id = ?", (self._token_mac(*row), token_id)
                     )
             con.execute("DELETE FROM sessions WHERE token_id = ?", (token_id,))
+            self._audit(con, by, role, "revoke token", owner, "done", {"token": token_id})
 
     def live_steward_tokens(self) -> int:
+        """The steward tokens neither revoked in their rows nor in the audit log."""
         with self.db() as con:
-            return int(
-                con.execute(
-                    "SELECT COUNT(*) FROM tokens t JOIN users u ON u.id = t.user_id"
-                    " WHERE u.role = 'steward' AND t.revoked IS NULL"
-                ).fetchone()[0]
-            )
+            ids = con.execute(
+                "SELECT t.id FROM tokens t JOIN users u ON u.id = t.user_id"
+                " WHERE u.role = 'steward' AND t.revoked IS NULL"
+            ).fetchall()
+        return sum(1 for (tid,) in ids if not self.revoked_in_log(int(tid)))
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -457,6 +678,7 @@ class Store:
         """The live session with this hash, its token and user (the three rows' MACs checked:
         :class:`TamperedError`)."""
         with self.db() as con:
+            moved = self._advance(con)
             row = con.execute(
                 "SELECT s.csrf, s.wrapped, t.id, u.id, u.name, u.role, u.secrets, u.created,"
                 " s.expires, s.mac, t.hash, t.wrapped, t.mac, u.mac"
@@ -464,7 +686,8 @@ class Store:
                 " ON u.id = t.user_id WHERE s.hash = ? AND s.expires > ? AND t.revoked IS NULL",
                 (hashed, time.time()),
             ).fetchone()
-        if row is None:
+        self._after_read(moved)
+        if row is None or self.revoked_in_log(int(row[2])):
             return None
         self._check(row[9], "session", hashed, row[2], row[0], repr(float(row[8])), row[1])
         self._check(row[12], "token", row[2], row[3], row[10], None, row[11])
@@ -525,8 +748,9 @@ class Store:
         self, ledger_id: int, user: str, secret: str, dataset: str, plan: str, body: dict[str, Any]
     ) -> int:
         with self.db() as con:
-            return self._insert(
+            return self._append(
                 con,
+                "releases",
                 'INSERT INTO releases (ledger_id, "user", secret, dataset, plan, time, body)'
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (ledger_id, user, secret, dataset, plan, body.get("time", now()), json.dumps(body)),
@@ -559,8 +783,8 @@ class Store:
         with self.db() as con:
             self._audit(con, user, role, action, subject, outcome, detail)
 
-    @staticmethod
     def _audit(
+        self,
         con: Any,
         user: str,
         role: str,
@@ -569,7 +793,9 @@ class Store:
         outcome: str,
         detail: dict[str, Any] | None = None,
     ) -> None:
-        con.execute(
+        self._append(
+            con,
+            "audit",
             'INSERT INTO audit (time, "user", role, action, subject, outcome, detail)'
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (now(), user, role, action, subject, outcome, json.dumps(detail or {})),
