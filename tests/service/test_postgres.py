@@ -6,7 +6,8 @@ answered; the state directory keeps its ledger where it was made; two hosts (the
 copies of the first's keys only) share users, tokens, plans, the audit log and the budget; two
 processes starting at once on an empty database make one steward; a host without the keys, an
 SQLite state and a database without durable commits are refused in one line; rows written in
-the database outside the service are refused (their MACs), except an old row restored whole."""
+the database outside the service are refused (their MACs), an old row restored whole too (the
+chained audit log records the revocation: tests/service/test_audit_chain.py)."""
 
 from __future__ import annotations
 
@@ -375,10 +376,11 @@ def test_rows_written_outside_the_service_are_refused(tmp_path, postgres_url):
         q("UPDATE tokens SET revoked = NULL WHERE id = %s", (made["token_id"],))
         status, out, _ = server.call("GET", "/api/me", token=made["token"])
         assert status == 401 and "fails its MAC" in out["error"], out
-        # a limit (docs/serve.md): the row's earlier version restored whole, its MAC with it,
-        # undoes the revocation — a per-row MAC cannot tell an old row from a current one
+        # the row's earlier version restored whole, its MAC with it: a per-row MAC cannot tell
+        # an old row from a current one, the chained audit log's record of the revocation can
         q("UPDATE tokens SET revoked = NULL, mac = %s WHERE id = %s", (old_mac, made["token_id"]))
-        assert server.call("GET", "/api/me", token=made["token"])[0] == 200
+        status, out, _ = server.call("GET", "/api/me", token=made["token"])
+        assert status == 401 and "revoked" in out["error"], out
         q("UPDATE tokens SET revoked = 'again' WHERE id = %s", (made["token_id"],))
         # the steward's own token still works; the listing marks the forged row
         users = server.call("GET", "/api/users", token=st)[1]
