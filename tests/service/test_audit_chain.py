@@ -143,7 +143,7 @@ def test_a_revoked_tokens_earlier_row_restored_is_still_refused(tmp_path, postgr
         status, out, _ = server.call("GET", "/api/me", token=made["token"])
         assert status == 401 and "revoked" in out["error"], out
         users = server.call("GET", "/api/users", token=server.token)[1]
-        row = [t for u in users for t in u["tokens"] if t["id"] == tid][0]
+        row = next(t for u in users for t in u["tokens"] if t["id"] == tid)
         assert row["verified"] is True and row["revoked"] is None  # the row itself is valid
     finally:
         server.stop()
