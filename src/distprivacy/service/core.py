@@ -188,7 +188,8 @@ class Service:
     The state directory holds, with SQLite: ``ledger.db`` (with ``.key`` and ``.anchor``),
     ``service.db``, ``steward.pub``, ``data/`` and ``pending/``. With PostgreSQL:
     ``ledger.db.key`` and ``ledger.db.anchor`` (no ``ledger.db``), ``service.key`` (the MAC key
-    of the users', tokens' and sessions' rows), ``ledger.database`` (where, without the
+    of the users', tokens' and sessions' rows and of the audit log's chain), ``service.anchor``
+    (this host's record of the audit log's length and head), ``ledger.database`` (where, without the
     password), ``steward.pub`` (a copy of the database's), ``data/`` and ``pending/``. A
     second host's state directory starts with copies of ``ledger.db.key`` and
     ``service.key`` only.

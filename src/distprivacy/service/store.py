@@ -20,6 +20,13 @@ carry an HMAC-SHA256 under :data:`KEY_NAME` (a key file in ``DIR``, never in the
 checked on every authentication: a row without its valid MAC is refused
 (:class:`TamperedError`). The ``meta`` table keeps the steward's public key (shared by every
 host) and a check value of that key (a host with another key is refused at start).
+
+The ``audit`` and ``releases`` rows there are keyed hash chains (:mod:`.chain`) under subkeys
+of the same key, appended under the write lock, anchored per host (``DIR/service.anchor``)
+and verified in full at start and every :data:`FULL_EVERY` seconds, incrementally on every
+authentication; a token whose revocation the verified audit log records is refused whatever
+its row says. A failed verification is remembered: :class:`~.chain.ChainError` on every
+request after it.
 """
 
 from __future__ import annotations
@@ -337,6 +344,11 @@ class Store:
             sql += " AND id < ?"
             args.append(below)
         rows = con.execute(sql + " ORDER BY id", args).fetchall()
+        return self._check_new(table, head, rows)
+
+    def _check_new(self, table: str, head: ch.Head, rows: list[Any]) -> ch.Verified:
+        """``rows`` (from ``head``'s last row on, in id order) verified after ``head``."""
+        assert self._key is not None
         if head.last_id:
             if not rows or int(rows[0][0]) != head.last_id:
                 raise ch.bad_row(table, head.last_id, "it was removed after it was verified")
@@ -344,6 +356,25 @@ class Store:
             ch.extend(self._key, table, again, rows[:1])
             rows = rows[1:]
         return ch.extend(self._key, table, head, rows)
+
+    def _read_new_both(self, con: Any) -> dict[str, ch.Verified]:
+        """:meth:`_read_new` of both chained tables in one query (one round trip: this runs
+        on every authentication)."""
+        audit, rel = self._head("audit"), self._head("releases")
+        cols = ", ".join(ch.CHAINED["audit"])
+        rcols = ", ".join(ch.CHAINED["releases"]).replace("ledger_id", "CAST(ledger_id AS TEXT)")
+        rows = con.execute(
+            f"SELECT 'audit', {cols}, chain FROM audit WHERE id >= ? UNION ALL"
+            f" SELECT 'releases', {rcols}, chain FROM releases WHERE id >= ? ORDER BY 1, 2",
+            (audit.last_id, rel.last_id),
+        ).fetchall()
+        split: dict[str, list[Any]] = {"audit": [], "releases": []}
+        for r in rows:
+            row = list(r[1:])
+            if r[0] == "releases":
+                row[1] = int(row[1])  # the ledger's id, as the chain's content has it
+            split[str(r[0])].append(row)
+        return {t: self._check_new(t, self._head(t), split[t]) for t in ch.CHAINED}
 
     def _head(self, table: str) -> ch.Head:
         assert self._key is not None
@@ -362,7 +393,7 @@ class Store:
         with self._vlock:
             self._refuse_if_broken()
             try:
-                got = {t: self._read_new(con, t, self._head(t)) for t in ch.CHAINED}
+                got = self._read_new_both(con)
             except ch.ChainError as e:
                 self._broken = str(e)
                 raise
@@ -468,6 +499,10 @@ class Store:
             self._refuse_if_broken()
             return {"chained": True, "entries": self._head("audit").count}
 
+    def _log_revocation(self, token_id: int) -> str | None:
+        """What a token's listing says when only the audit log records its revocation."""
+        return "recorded in the audit log" if self.revoked_in_log(int(token_id)) else None
+
     def revoked_in_log(self, token_id: int) -> bool:
         """Whether the verified audit log records this token's revocation."""
         with self._vlock:
@@ -571,7 +606,7 @@ class Store:
                     {
                         "id": t[0],
                         "created": t[1],
-                        "revoked": t[2],
+                        "revoked": t[2] or self._log_revocation(t[0]),
                         "verified": self._valid(t[5], "token", t[0], u["id"], t[3], t[2], t[4]),
                     }
                     for t in con.execute(
@@ -606,10 +641,12 @@ class Store:
                 (hashed,),
             ).fetchone()
         self._after_read(moved)
-        if row is None or self.revoked_in_log(int(row[0])):
+        if row is None:
             return None
         self._check(row[7], "token", row[0], row[2], row[8], None, row[1])
         self._check(row[9], "user", row[2], row[3], row[4], row[5])
+        if self.revoked_in_log(int(row[0])):  # its row restored to before the revocation
+            return None
         return {"token_id": row[0], "wrapped": row[1], **_user(row[2:])}
 
     def token_owner(self, token_id: int) -> dict[str, Any] | None:
@@ -687,11 +724,13 @@ class Store:
                 (hashed, time.time()),
             ).fetchone()
         self._after_read(moved)
-        if row is None or self.revoked_in_log(int(row[2])):
+        if row is None:
             return None
         self._check(row[9], "session", hashed, row[2], row[0], repr(float(row[8])), row[1])
         self._check(row[12], "token", row[2], row[3], row[10], None, row[11])
         self._check(row[13], "user", row[3], row[4], row[5], row[6])
+        if self.revoked_in_log(int(row[2])):  # its token's row restored to before the revocation
+            return None
         return {"csrf": row[0], "session_wrapped": row[1], "token_id": row[2], **_user(row[3:])}
 
     def token_wrapped(self, token_id: int) -> bytes | None:
