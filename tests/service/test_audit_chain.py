@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from pages_client import Pages
 from service_world import skip_without_serve, start_server
 
 skip_without_serve()
@@ -63,6 +64,10 @@ def test_an_edited_audit_row_is_refused_with_its_row_number(tmp_path, postgres_u
             _analyst(server, name)
         status, ok, _ = server.call("GET", "/api/audit/verify", token=server.token)
         assert status == 200 and ok["ok"] and ok["chained"] and ok["entries"] == 4, ok
+        browser = Pages(server.url)
+        assert browser.login(server.token) in (200, 303)
+        status, page, _ = browser.get("/steward")  # the login is the fifth entry
+        assert status == 200 and "Audit log verified (5 entries)." in page
         # an old row (the second: ana's token) given another detail: the chain breaks there
         sql.execute("""UPDATE audit SET detail = '{"role": "steward"}' WHERE id = 2""")
         status, out, _ = server.call("GET", "/api/audit/verify", token=server.token)
@@ -71,6 +76,8 @@ def test_an_edited_audit_row_is_refused_with_its_row_number(tmp_path, postgres_u
         # fail closed: every request is refused from then on, even with the row put back
         status, again, _ = server.call("GET", "/api/me", token=server.token)
         assert status == 503 and again["error"] == out["error"], again
+        status, page, _ = browser.get("/steward")
+        assert status == 503 and "fails verification at row 2" in page
     finally:
         server.stop()
     _refused_start(tmp_path / "svc", postgres_url, ("fails verification at row 2",))

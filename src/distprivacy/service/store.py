@@ -448,7 +448,11 @@ class Store:
             with self.db() as con:
                 n = con.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
             return {"ok": True, "chained": False, "entries": int(n)}
-        anchor = ch.read_anchor(self._key, self.anchor_file)  # before the rows: never newer
+        try:
+            anchor = ch.read_anchor(self._key, self.anchor_file)  # before the rows: never newer
+        except ch.ChainError as e:
+            self._broken = str(e)
+            raise
         with self.db() as con:
             with self._vlock:
                 self._refuse_if_broken()
