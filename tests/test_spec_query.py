@@ -126,6 +126,26 @@ def test_predicate_evaluate_strips_string_values():
     assert Predicate.parse("sex==Female").evaluate(df).tolist() == [True, False, True]
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        [" a", "b ", "a", "\ta\u3000", "A", "", "a b"],  # exactly str: one comparison per value
+        ["a", 1, "1", 1.0, True, " a "],  # mixed objects: the general path
+        ["a", np.str_("a"), " a"],  # a str subclass: the general path
+    ],
+)
+@pytest.mark.parametrize("op", ["==", "!="])
+def test_predicate_on_strings_is_the_stripped_comparison_of_every_record(values, op):
+    """A column of str objects is compared once per distinct value (pd.factorize), others
+    record by record: either way the mask is ``astype(str).str.strip() OP value``."""
+    df = pd.DataFrame({"c": pd.Series(values * 3, dtype=object)})
+    for value in ("a", "1", "True", "a b", "zz"):
+        want = df["c"].astype(str).str.strip().to_numpy()
+        want = want == value if op == "==" else want != value
+        got = Predicate("c", op, value).evaluate(df)
+        assert got.dtype == bool and np.array_equal(got, want), (value, op)
+
+
 def test_predicate_order_on_string_column_is_an_error(small):
     with pytest.raises(DistPrivacyError, match=r"not numeric; only == and != apply"):
         Predicate.parse("sex<Male").evaluate(small)

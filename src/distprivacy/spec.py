@@ -137,6 +137,9 @@ class Predicate:
                 raise DistPrivacyError(
                     f"column {self.column!r} is not numeric; only == and != apply to it"
                 )
+            fast = _str_equality(col, rhs, self.op)
+            if fast is not None:
+                return fast
             values = col.astype(str).str.strip().to_numpy()
         mask = {
             "==": lambda a: a == rhs,
@@ -147,6 +150,23 @@ class Predicate:
             ">=": lambda a: a >= rhs,
         }[self.op](values)
         return np.asarray(mask, dtype=bool)
+
+
+def _str_equality(col: pd.Series, rhs: str, op: str) -> np.ndarray | None:
+    """``col.astype(str).str.strip() == rhs`` (or ``!=``) for a column of exactly ``str``
+    objects, compared once per distinct value (``pd.factorize``) instead of once per record:
+    the same mask, about three times faster on Adult's columns, which every fit evaluates a
+    dozen times. None for any other column (the general path then applies)."""
+    import numpy as np
+    import pandas as pd
+
+    values = col.to_numpy()
+    if values.dtype != object or set(map(type, values)) != {str}:
+        return None
+    codes, uniques = pd.factorize(values)
+    hit = np.array([u.strip() == rhs for u in uniques], dtype=bool)
+    mask = hit[codes]
+    return mask if op == "==" else ~mask
 
 
 def proportion_to_count(p: float, n: int) -> int:

@@ -463,6 +463,48 @@ def test_augmenting_from_empty_matching_reaches_the_bottleneck() -> None:
         assert t == _matching_reference(x, y) == D[np.arange(n), rm].max()
 
 
+def _need_reference(D: np.ndarray, need: int) -> float:
+    """The least t with a matching of ``need`` pairs in G_t (Hopcroft–Karp, bisection)."""
+
+    def ok(t: float) -> bool:
+        graph = csr_array((D <= t).astype(np.int8))
+        return int(np.count_nonzero(maximum_bipartite_matching(graph) >= 0)) >= need
+
+    return _smallest(np.unique(D), ok)
+
+
+@pytest.mark.parametrize("n, m, shift", [(40, 2, 0.3), (60, 3, 0.1), (150, 5, 0.3), (120, 1, 0.5)])
+def test_a_ladder_settles_only_what_it_proves(n: int, m: int, shift: float) -> None:
+    """What a W∞ search's ladder settles for a smaller need (a closeness radius on the same
+    atoms, :func:`distances._from_ladder`) is that need's exact radius, also past a bisection's
+    rungs (150 × 5: an assignment at a median threshold); and the closeness radii read from it
+    equal a fresh search's (the cache cleared) and the reference (where W∞'s own search starts
+    at its nearest-atom bound, as for the duplicated column, whose ladder settles three)."""
+    rng = np.random.default_rng(500 + n + m)
+    x, y = rng.normal(size=(n, m)), rng.normal(size=(n, m)) + shift
+    if m == 1:  # W∞ of 1-D atoms needs no matching: duplicate the column
+        x, y = np.hstack([x, x]), np.hstack([y, y])
+    D = distances._pairwise_l1(x, y)
+    ladder: list = []
+    lb = distances._marginal_lower_bound(x, y, None)
+    w_inf = distances._bottleneck_matching(D, n, lb, ladder)
+    assert w_inf == _need_reference(D, n)
+    settled = [k for k in range(1, n + 1) if distances._from_ladder(ladder, k) is not None]
+    assert settled and n in settled
+    for need in settled:
+        assert distances._from_ladder(ladder, need) == _need_reference(D, need), need
+    read = 0
+    for delta in (0.01, 0.02, 0.05, 0.2):
+        distances._LADDERS.clear()
+        fresh = closeness_radius(x, y, delta)
+        assert wasserstein_inf(x, y) == w_inf  # leaves its ladder for the next search
+        known = distances._LADDERS[distances._ladder_key(x, y)]
+        read += distances._from_ladder(known, closeness_need(n, delta)) is not None
+        assert closeness_radius(x, y, delta) == fresh == _matching_reference(x, y, delta)
+    if m == 1:  # there W∞'s first assignment falls short: radii are read from its ladder
+        assert read == 3
+
+
 def test_one_dimensional_column_uses_the_quantile_path() -> None:
     """(N, 1) inputs: W∞ by sorting, with no distance matrix (a tiny memory limit passes)."""
     rng = np.random.default_rng(3)

@@ -218,6 +218,71 @@ def test_least_top_up_brackets_the_boundary_from_above(search):
     assert calib.least_top_up(lambda t: (False, None), search) is None
 
 
+@pytest.mark.parametrize("search", [calib.CERTIFY, calib.VERIFY])
+def test_least_top_up_gives_up_only_when_told_and_is_otherwise_the_same_search(search):
+    """``hopeless`` is asked of the infeasible τ only; until it says so the search visits the
+    same τ and returns the same answer; when it does, None. Every τ found infeasible lies below
+    the τ returned (what lets a caller give a search up on its cost)."""
+    boundary = 0.3721
+
+    def run(hopeless):
+        seen = []
+
+        def feasible(tau):
+            seen.append(tau)
+            return tau >= boundary, tau
+
+        return calib.least_top_up(feasible, search, hopeless), seen
+
+    (tau, _), plain = run(None)
+    asked = []
+    (same, _), seen = run(lambda t: asked.append(t) or False)
+    assert same == tau and seen == plain
+    assert asked == [t for t in plain if t < boundary] and max(asked) < tau
+    cut, seen = run(lambda t: t > boundary / 2)
+    assert cut is None and len(seen) < len(plain)
+
+
+@pytest.fixture(scope="module")
+def adult_fitted(adult):
+    """The default `calibrate`'s model of Adult (its spec, statistics and modelling)."""
+    from distprivacy.models import fit_model
+    from distprivacy.query import ADULT_DEFAULT_STATISTICS, Query
+    from distprivacy.request import Modelling
+    from distprivacy.spec import ProtectionSpec
+
+    m = Modelling()
+    spec = ProtectionSpec("income==>50K", 100, [0.45, 0.55])
+    return fit_model(adult, spec, Query.parse(ADULT_DEFAULT_STATISTICS), method=m.method,
+                     n_samples=m.samples, random_state=m.seed)  # fmt: skip
+
+
+def test_top_up_given_up_against_a_cheaper_lowered_mu_changes_nothing(adult_fitted):
+    """fix(): the top-up is searched only while it could still cost less than the lowered μ*
+    (which wins a tie); with the bound or without it, each mechanism's fix is the same (on
+    the default `calibrate`'s model, where DirM-G and DauM-G lower μ* and EigM-G tops up)."""
+    fixed = 0
+    for name in ("DirM-G", "DauM-G", "EigM-G"):
+        mech = make_mechanism(name, EpsDelta(1.0, 1e-3), GaussianOptions())
+        cal = mech.calibrator(adult_fitted)
+        proposal = cal.propose(cal.target.mu)
+        if not cal.misses(proposal.noise):
+            continue
+        lowered = cal.lower_mu()
+        assert lowered is not None
+        beat = cal.cost(lowered[0].noise)
+        full = cal.top_up(proposal)
+        bounded = cal.top_up(proposal, beat=beat)
+        assert full is not None
+        fixed += 1
+        if cal.cost(full[0]) < beat:
+            assert bounded is not None and bounded[1] == full[1]
+            assert np.array_equal(bounded[0].covariance, full[0].covariance)
+        else:
+            assert bounded is None or bounded[1] == full[1]
+    assert fixed == 3
+
+
 def test_certify_and_verify_share_the_one_search():
     """certify_top_up (Cor. A.1 inside a proposal) and the fitted-profile fix both go through
     least_top_up; no other bisection on τ is left in the mechanisms."""

@@ -407,3 +407,39 @@ def test_bad_delta_for_gaussian_but_ignored_for_pure_laplace(delta):
 def test_unknown_calibration_rule():
     with pytest.raises(DistPrivacyError, match="calibration rule"):
         make_mechanism("ExpM-G", EpsDelta(1.0, DELTA), GaussianOptions(rule="exact-ish"))
+
+
+def test_calibrate_runs_on_one_blas_thread_and_restores_the_pools(monkeypatch):
+    """Mechanism.calibrate limits every BLAS/OpenMP pool to one thread while it runs and
+    restores them after (as threadpool_limits); the library search is kept while no module is
+    imported, and made afresh after an import."""
+    import sys
+
+    from threadpoolctl import threadpool_info
+
+    from distprivacy.mechanisms import base
+
+    before = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()}
+    assert before  # NumPy's BLAS at least
+    seen = []
+
+    inner = DauM._calibrate
+
+    def probe(self, model):
+        seen.append({lib["filepath"]: lib["num_threads"] for lib in threadpool_info()})
+        return inner(self, model)
+
+    monkeypatch.setattr(DauM, "_calibrate", probe)
+    model = example_43()
+    monkeypatch.setattr(base, "_CONTROLLER", None)
+    DauM(EpsDelta(1.0, 1e-3)).calibrate(model)
+    kept = base._CONTROLLER
+    assert kept is not None and kept[0] == len(sys.modules)
+    DauM(EpsDelta(1.0, 1e-3)).calibrate(model)
+    assert base._CONTROLLER is kept  # no module imported in between: the same search
+    monkeypatch.setitem(sys.modules, "_an_imported_module", sys)
+    DauM(EpsDelta(1.0, 1e-3)).calibrate(model)
+    assert base._CONTROLLER is not kept and base._CONTROLLER[0] == len(sys.modules)
+    assert seen and all(set(s) == set(before) for s in seen)
+    assert all(n == 1 for s in seen for n in s.values())
+    assert {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()} == before

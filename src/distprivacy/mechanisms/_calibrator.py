@@ -304,33 +304,59 @@ class TopUpSearch:
     max_iter: int
 
 
+#: Relative margin by which an infeasible τ's cost must exceed the cost to beat before
+#: :meth:`Calibrator.top_up` gives a shape up (far above the costs' rounding, ~1e-10).
+HOPELESS_MARGIN = 1e-6
+
 #: For the closed-form condition of Cor. A.1 (max Mahalanobis ≤ μ*), cheap to test: tight.
 CERTIFY = TopUpSearch(start=1e-12, limit=1e12, rtol=1e-6, max_iter=60)
 #: For the exact profile of the fitted Gaussians (integrals per pair), costly: looser.
 VERIFY = TopUpSearch(start=1e-3, limit=1e6, rtol=5e-3, max_iter=40)
 
 
+class _HopelessError(Exception):
+    """Raised inside :func:`least_top_up` when its ``hopeless`` test stops the search."""
+
+
 def least_top_up(
-    feasible: Callable[[float], tuple[bool, T]], search: TopUpSearch
+    feasible: Callable[[float], tuple[bool, T]],
+    search: TopUpSearch,
+    hopeless: Callable[[float], bool] | None = None,
 ) -> tuple[float, T] | None:
     """The one top-up search: the least τ ≥ 0 (within ``search.rtol``, from above) at which
     ``feasible(τ)`` holds, with its payload — an expanding bracket from ``search.start``, then
     :func:`bisect`. ``feasible`` must be monotone in τ (adding independent noise is
     post-processing: no condition of Cor. A.1 and no δ(ε) grows with it). None when no τ ≤
-    ``search.limit`` is feasible."""
-    bracket = expand(feasible, search.start, limit=search.limit)
-    if bracket is None:
+    ``search.limit`` is feasible.
+
+    ``hopeless(τ)``, asked of each τ found infeasible, may stop the search (None is returned):
+    the τ returned is always above every τ found infeasible (the expanding bracket only grows
+    past them, the bisection keeps them at its low end), so a caller that only wants τ whose
+    cost beats a bound stops as soon as an infeasible τ already costs more (a cost that grows
+    with τ). Until it says so the search is the same, step for step."""
+
+    def checked(tau: float) -> tuple[bool, T]:
+        ok, payload = feasible(tau)
+        if not ok and hopeless is not None and hopeless(tau):
+            raise _HopelessError
+        return ok, payload
+
+    try:
+        bracket = expand(checked, search.start, limit=search.limit)
+        if bracket is None:
+            return None
+        hi, payload = bracket
+        _, hi, found = bisect(
+            checked,
+            0.0 if hi == search.start else hi / 4,
+            hi,
+            feasible_high=True,
+            done=lambda lo, hi: hi - lo <= search.rtol * hi,
+            max_iter=search.max_iter,
+            best=payload,
+        )
+    except _HopelessError:
         return None
-    hi, payload = bracket
-    _, hi, found = bisect(
-        feasible,
-        0.0 if hi == search.start else hi / 4,
-        hi,
-        feasible_high=True,
-        done=lambda lo, hi: hi - lo <= search.rtol * hi,
-        max_iter=search.max_iter,
-        best=payload,
-    )
     assert found is not None  # hi is feasible throughout: its payload is kept
     return hi, found
 
@@ -724,11 +750,21 @@ class Calibrator:
         )
         return found
 
-    def top_up(self, proposal: Proposal) -> tuple[NoiseDistribution, float] | None:
+    def top_up(
+        self, proposal: Proposal, beat: float = math.inf
+    ) -> tuple[NoiseDistribution, float] | None:
         """Strategy 2: the proposal plus the least τ·R for each model-shaped R (τ unit-free;
         δ(ε) is non-increasing in τ: adding independent noise is post-processing), by
         :func:`least_top_up` (:data:`VERIFY`); the cheapest by :attr:`cost`. None if no τ ≤ 1e6
-        verifies for any shape."""
+        verifies for any shape.
+
+        ``beat``: the cost of an alternative chosen on a tie (:meth:`fix`'s lowered μ*). A shape
+        whose search meets an infeasible τ that already costs more than it (and than a shape
+        found before) is given up: the τ it would return lies above that one, and the cost
+        Σ_k Var(Z_k)/s_k² or E‖Z‖₂ of Z + τ·R grows with τ (R is positive semidefinite), so
+        it could not be chosen. The margin :data:`HOPELESS_MARGIN` covers the rounding of the
+        noise's factorisation and of E‖Z‖₂'s quadrature (relative ~1e-10): what is chosen, and
+        every figure, is what the full search gives."""
         Z = proposal.noise.covariance
         found = []
         for R in self.top_up_shapes():
@@ -737,7 +773,15 @@ class Calibrator:
                 n = NoiseDistribution.gaussian_from_covariance(Z + tau * R)
                 return not self.misses(n), n
 
-            least = least_top_up(feasible, VERIFY)
+            bound = min([beat, *(f[0] for f in found)])
+
+            def hopeless(tau: float, R: np.ndarray = R, bound: float = bound) -> bool:
+                if not math.isfinite(bound):
+                    return False
+                cost = self.cost(NoiseDistribution.gaussian_from_covariance(Z + tau * R))
+                return cost > bound + HOPELESS_MARGIN * abs(bound)
+
+            least = least_top_up(feasible, VERIFY, hopeless)
             if least is not None:
                 tau, noise = least
                 found.append((self.cost(noise), noise, tau))
@@ -751,10 +795,11 @@ class Calibrator:
         :meth:`top_up`; refuses (NotApplicableError, with the figure) when neither can."""
         mu_star = self.target.mu
         lowered = self.lower_mu()
-        topped = self.top_up(proposal)
         options = []
         if lowered is not None:
             options.append((self.cost(lowered[0].noise), "lower"))
+        # A top-up that cannot cost less than the lowered μ* (chosen on a tie) is given up early.
+        topped = self.top_up(proposal, beat=options[0][0] if options else math.inf)
         if topped is not None:
             options.append((self.cost(topped[0]), "top-up"))
         if not options:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+import threading
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from distprivacy.checks import check_delta, check_epsilon, check_instance, check_rule, shown
 from distprivacy.exceptions import (
@@ -158,7 +160,7 @@ class Mechanism(ABC):
         model.check_finite()
         # Small-matrix numerics: one BLAS thread is 10-20x faster than a pool (measured on the
         # 2-core machine under load: bench/bench_calibration.py).
-        with threadpool_limits(limits=1):
+        with _one_blas_thread():
             cal = self._calibrate(model)
         check_calibration_finite(cal)
         return _flag_weak(flag_swamped(cal))
@@ -181,6 +183,26 @@ class Mechanism(ABC):
             model_=model,
             **{"basis": self.basis, **kw},
         )
+
+
+_CONTROLLER: tuple[int, ThreadpoolController] | None = None
+_CONTROLLER_LOCK = threading.Lock()
+
+
+def _one_blas_thread() -> Any:
+    """``threadpool_limits(limits=1)`` without its search of the loaded libraries on every
+    call (reading /proc/self/maps and probing each library: ~5 ms, thirteen times in the
+    default ``calibrate``): the controller is kept while the number of imported modules is
+    unchanged — threadpoolctl's own rule for its cached controller (a library loaded other
+    than by an import is rare) — and made afresh otherwise. The limits are set and restored
+    as by ``threadpool_limits``."""
+    global _CONTROLLER
+    n = len(sys.modules)
+    cached = _CONTROLLER
+    if cached is None or cached[0] != n:
+        with _CONTROLLER_LOCK:
+            cached = _CONTROLLER = (n, ThreadpoolController())
+    return cached[1].limit(limits=1)
 
 
 def _new_call(cls: type, target: Any, old: dict[str, Any]) -> str:
