@@ -152,7 +152,8 @@ def open_store(p: Path, database: str | None) -> Any:
         if "ledger_meta" not in con.tables():
             raise LedgerError(
                 f"the database {redact(database)!r} holds no distprivacy ledger; create one "
-                "with Ledger.init(..., database=URL) (`distprivacy serve --database URL` does)"
+                "with Ledger.init(..., database=URL), as the release service does on its first "
+                "secret"
             )
     except BaseException:
         con.close()
