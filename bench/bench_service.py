@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from service_world import (  # noqa: E402
     Server,
-    hammer,
+    hammer_split,
     kill_trial,
     ledger_ids,
     make_analysts,
@@ -93,18 +93,7 @@ def start_all(state: Path, database: str | None, processes: int) -> list[Server]
 
 def hammer_all(servers: list[Server], tokens: list[str]) -> list:
     """:func:`hammer` with the analysts split between the servers."""
-    results: list = []
-    runs = [
-        threading.Thread(
-            target=lambda s=s, i=i: results.extend(hammer(s, tokens[i :: len(servers)]))
-        )
-        for i, s in enumerate(servers)
-    ]
-    for r in runs:
-        r.start()
-    for r in runs:
-        r.join()
-    return results
+    return hammer_split([(s, tokens[i :: len(servers)]) for i, s in enumerate(servers)])
 
 
 def load(

@@ -315,6 +315,34 @@ def hammer(
     return results
 
 
+def hammer_split(pairs: list[tuple[Server, list[str]]]) -> list[tuple[int, Any, float]]:
+    """:func:`hammer` on several servers at once, each with its own analysts' tokens."""
+    import threading
+
+    results: list[tuple[int, Any, float]] = []
+    runs = [
+        threading.Thread(target=lambda s=s, t=t: results.extend(hammer(s, t))) for s, t in pairs
+    ]
+    for r in runs:
+        r.start()
+    for r in runs:
+        r.join()
+    return results
+
+
+def spent_exactly(results: list[tuple[int, Any, float]], analysts: int) -> list[int]:
+    """Check that the analysts' releases spent a budget of 5 to 7 releases exactly — ids
+    1..K answered once each, one refusal per analyst, each naming K — and return the ids."""
+    ok = sorted(out["release_id"] for status, out, _ in results if status == 201)
+    refused = [out for status, out, _ in results if status == 409]
+    k = len(ok)
+    assert 5 <= k <= 7 and ok == list(range(1, k + 1)), ok
+    assert len(refused) == analysts and len(results) == k + analysts, results
+    odd = [r["error"] for r in refused if f"({k} earlier releases" not in r["error"]]
+    assert odd == [], (k, odd)
+    return ok
+
+
 def ledger_ids(state: Path, database: str | None = None) -> tuple[list[int], Any]:
     """The release ids the ledger of ``state`` holds (in ``database`` when given), and its
     verify report."""

@@ -9,11 +9,13 @@ import re
 import pytest
 from service_world import (
     hammer,
+    hammer_split,
     kill_trial,
     ledger_ids,
     make_analysts,
     set_up,
     skip_without_serve,
+    spent_exactly,
     start_server,
 )
 
@@ -83,8 +85,6 @@ def test_sigkill_during_releases_loses_nothing_answered(tmp_path, cps_files):
 def test_two_service_processes_share_one_budget(tmp_path, cps_files):
     """Two processes serving one state directory: their releases serialise on the ledger's
     write lock; the budget is spent exactly as by one."""
-    import threading
-
     first = start_server(tmp_path / "svc")
     second = None
     try:
@@ -99,22 +99,7 @@ def test_two_service_processes_share_one_budget(tmp_path, cps_files):
         second = start_server(first.state)
         assert second.token == ""  # no second steward
         second.token = first.token
-        results: list = []
-        runs = [
-            threading.Thread(target=lambda s=s, t=t: results.extend(hammer(s, t)))
-            for s, t in ((first, tokens[:4]), (second, tokens[4:]))
-        ]
-        for r in runs:
-            r.start()
-        for r in runs:
-            r.join()
-        ok = sorted(out["release_id"] for status, out, _ in results if status == 201)
-        refused = [out for status, out, _ in results if status == 409]
-        k = len(ok)
-        assert 5 <= k <= 7 and ok == list(range(1, k + 1))
-        assert len(refused) == 8 and len(results) == k + 8
-        odd = [r["error"] for r in refused if f"({k} earlier releases" not in r["error"]]
-        assert odd == [], (k, odd)
+        ok = spent_exactly(hammer_split([(first, tokens[:4]), (second, tokens[4:])]), 8)
         ids, report = ledger_ids(first.state)
         assert ids == ok and report.ok
     finally:

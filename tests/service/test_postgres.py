@@ -15,12 +15,13 @@ import threading
 
 import pytest
 from service_world import (
-    hammer,
+    hammer_split,
     kill_trial,
     ledger_ids,
     make_analysts,
     set_up,
     skip_without_serve,
+    spent_exactly,
     start_server,
     upload,
 )
@@ -51,22 +52,7 @@ def test_two_processes_share_one_budget_in_postgresql(tmp_path, cps_files, postg
         second = start_server(first.state, "--database", postgres_url)
         assert second.token == ""  # no second steward
         second.token = first.token
-        results: list = []
-        runs = [
-            threading.Thread(target=lambda s=s, t=t: results.extend(hammer(s, t)))
-            for s, t in ((first, tokens[:4]), (second, tokens[4:]))
-        ]
-        for r in runs:
-            r.start()
-        for r in runs:
-            r.join()
-        ok = sorted(out["release_id"] for status, out, _ in results if status == 201)
-        refused = [out for status, out, _ in results if status == 409]
-        k = len(ok)
-        assert 5 <= k <= 7 and ok == list(range(1, k + 1)), ok
-        assert len(refused) == 8 and len(results) == k + 8, results
-        odd = [r["error"] for r in refused if f"({k} earlier releases" not in r["error"]]
-        assert odd == [], (k, odd)
+        ok = spent_exactly(hammer_split([(first, tokens[:4]), (second, tokens[4:])]), 8)
         ids, report = ledger_ids(first.state, postgres_url)
         assert ids == ok and report.ok, report
         # the same k as one SQLite service spends (test_faults.py: 5..7 for this budget)
@@ -202,29 +188,14 @@ def test_two_hosts_share_users_tokens_audit_and_one_budget(tmp_path, cps_files, 
         status, out, _ = b.call("GET", f"/api/plans/pending/{up2['pending']}", token=b.token)
         assert status == 409 and "fails its MAC" in out["error"], out
 
-        results: list = []
-        runs = [
-            threading.Thread(target=lambda s=s, t=t: results.extend(hammer(s, t)))
-            for s, t in ((a, tokens[:2]), (b, tokens[2:]))
-        ]
-        for r in runs:
-            r.start()
-        for r in runs:
-            r.join()
-        ok = sorted(out["release_id"] for status, out, _ in results if status == 201)
-        refused = [out for status, out, _ in results if status == 409]
-        k = len(ok)
-        assert 5 <= k <= 7 and ok == list(range(1, k + 1)), ok
-        assert len(refused) == 4 and len(results) == k + 4, results
-        odd = [r["error"] for r in refused if f"({k} earlier releases" not in r["error"]]
-        assert odd == [], (k, odd)
+        ok = spent_exactly(hammer_split([(a, tokens[:2]), (b, tokens[2:])]), 4)
         ids, report = ledger_ids(tmp_path / "A", postgres_url)
         assert ids == ok and report.ok, report
         # A's audit log and release list show the releases made on B
         events = a.call("GET", "/api/events", token=a.token)[1]
         released = [e for e in events if e["action"] == "release" and e["outcome"] == "released"]
         on_b = {e["user"] for e in released} & {"analyst2", "analyst3"}
-        assert len(released) == k and on_b, released
+        assert len(released) == len(ok) and on_b, released
         assert (
             sorted(r["release_id"] for r in a.call("GET", "/api/releases", token=a.token)[1]) == ok
         )

@@ -78,6 +78,17 @@ def _write_marker(path: Path, text: str) -> None:
         fh.write(text)
 
 
+@contextmanager
+def _authenticating() -> Iterator[None]:
+    """A token or session check: a row failing its MAC is 401; a log failing its chain, 503."""
+    try:
+        yield
+    except TamperedError as e:
+        raise ServiceError(401, str(e)) from None
+    except ChainError as e:
+        raise ServiceError(503, str(e)) from None
+
+
 class ServiceError(Exception):
     """A refused request: an HTTP ``status`` and a one-line ``message``."""
 
@@ -282,12 +293,8 @@ class Service:
     def from_token(self, token: str) -> Principal:
         if not isinstance(token, str) or not token or len(token) > 200:
             raise ServiceError(401, "a valid token is required (Authorization: Bearer TOKEN)")
-        try:
+        with _authenticating():
             row = self.store.by_token(tk.token_hash(token))
-        except TamperedError as e:
-            raise ServiceError(401, str(e)) from None
-        except ChainError as e:
-            raise ServiceError(503, str(e)) from None
         if row is None:
             raise ServiceError(401, "the token is unknown or was revoked")
         kek = tk.derive(token, "steward-key") if row["role"] == "steward" else None
@@ -308,12 +315,8 @@ class Service:
     def from_session(self, sid: str) -> Principal:
         if not isinstance(sid, str) or not sid or len(sid) > 200:
             raise ServiceError(401, "log in first")
-        try:
+        with _authenticating():
             row = self.store.session(tk.token_hash(sid))
-        except TamperedError as e:
-            raise ServiceError(401, str(e)) from None
-        except ChainError as e:
-            raise ServiceError(503, str(e)) from None
         if row is None:
             raise ServiceError(401, "the session ended or its token was revoked: log in again")
         kek = None
