@@ -142,7 +142,6 @@ class PostgresConnection:
             raise PostgresUnavailableError(
                 f"cannot connect to {what} {redact(url)!r}: {_first_line(e)}"
             ) from None
-        self.in_transaction = False
         if schema is not None:  # created only when missing (CREATE needs a privilege)
             if (
                 self._run("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)).fetchone()
@@ -157,20 +156,22 @@ class PostgresConnection:
         """Run one statement of the dialect (module docstring)."""
         word = " ".join(sql.split()).upper()
         if word in ("BEGIN", "BEGIN DEFERRED"):
-            return self._run("BEGIN ISOLATION LEVEL REPEATABLE READ", (), begin=True)
+            return self._run("BEGIN ISOLATION LEVEL REPEATABLE READ", ())
         if word == "BEGIN IMMEDIATE":
             return self._begin_write()
         if word in ("COMMIT", "ROLLBACK", "END"):
-            out = self._run("COMMIT" if word == "END" else word, ())
-            self.in_transaction = False
-            return out
+            return self._run("COMMIT" if word == "END" else word, ())
         if word.startswith("PRAGMA"):
             return self._pragma(word)
         return self._run(translate(sql), params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        for r in rows:
-            self._run(translate(sql), r)
+        """One statement for many rows (psycopg sends them in one pipeline)."""
+        try:
+            with self._con.cursor() as cur:
+                cur.executemany(translate(sql), [tuple(r) for r in rows])
+        except self._psycopg.Error as e:
+            raise PostgresError(f"PostgreSQL: {_first_line(e)}") from None
 
     def close(self) -> None:
         self._con.close()
@@ -183,7 +184,7 @@ class PostgresConnection:
 
     # -- the dialect -------------------------------------------------------------------------
 
-    def _run(self, sql: str, params: Sequence[Any], *, begin: bool = False) -> Rows:
+    def _run(self, sql: str, params: Sequence[Any]) -> Rows:
         try:
             cur = self._con.execute(sql, tuple(params) if params else None)
             rows = cur.fetchall() if cur.description is not None else []
@@ -191,16 +192,13 @@ class PostgresConnection:
         except self._psycopg.Error as e:  # a failed statement aborts the transaction
             raise PostgresError(f"PostgreSQL: {_first_line(e)}") from None
         if sql == "COMMIT" and status != "COMMIT":  # PostgreSQL ends a failed one with ROLLBACK
-            self.in_transaction = False
             raise PostgresError("PostgreSQL: the transaction failed and was rolled back")
-        if begin:
-            self.in_transaction = True
         returning = " RETURNING " in sql.upper()
         return Rows([tuple(_plain(v) for v in r) for r in rows], returning)
 
     def _begin_write(self) -> Rows:
         """``BEGIN IMMEDIATE``: the write lock (module docstring)."""
-        self._run("BEGIN ISOLATION LEVEL READ COMMITTED", (), begin=True)
+        self._run("BEGIN ISOLATION LEVEL READ COMMITTED", ())
         try:
             if self.wait:
                 ms = max(1, int(self.lock_timeout * 1000))

@@ -446,3 +446,31 @@ def test_a_write_that_fails_midway_records_nothing(ledger_world, tmp_path, postg
         assert r.release_id == 2
         assert led.verify().ok
     assert read_anchor(path).releases == 2 and _count(url) == 2
+
+
+# -- the steward's commands on a PostgreSQL ledger ------------------------------------------------
+
+
+def test_ledger_verify_show_and_backup_take_database(three, postgres_url, tmp_path, capsys):
+    """`ledger verify|show|backup PATH --database URL` read the live PostgreSQL ledger; an edit
+    through SQL fails verify (exit 1 naming the row); a database without a ledger and a URL that
+    is not PostgreSQL are one line each (exit 2)."""
+    from distprivacy.cli import main
+
+    assert main(["ledger", "verify", str(three), "--database", postgres_url]) == 0
+    assert "verified 3 release(s)" in " ".join(capsys.readouterr().out.split())
+    assert main(["ledger", "show", str(three), "--database", postgres_url, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["releases"]) == 3
+    copy = tmp_path / "copy.db"
+    assert main(["ledger", "backup", str(three), str(copy), "--database", postgres_url]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "verify", str(copy)]) == 0  # the copy: an SQLite ledger, no server
+    assert "verified 3 release(s)" in " ".join(capsys.readouterr().out.split())
+    _sql(postgres_url, "UPDATE releases SET release_values = '[0.5, 0.5]' WHERE id = 2")
+    assert main(["ledger", "verify", str(three), "--database", postgres_url]) == 1
+    assert "FAILED at release 2" in capsys.readouterr().err
+    empty = postgres_url.rsplit("/", 1)[0] + "/postgres"
+    for url, words in ((empty, "holds no distprivacy ledger"), ("mysql://x@h/y", "PostgreSQL URL")):
+        assert main(["ledger", "show", str(three), "--database", url]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err, err

@@ -73,9 +73,11 @@ from distprivacy.exceptions import DistPrivacyError
     "database",
     default=None,
     envvar="DISTPRIVACY_DATABASE",
-    help="Keep the ledger in PostgreSQL (postgresql://user@host:port/name; the [postgres] "
-    "extra) so several service processes share one budget; the password from ~/.pgpass or "
-    "PGPASSWORD, never the command line. Also $DISTPRIVACY_DATABASE.",
+    metavar="URL",
+    help="Keep the ledger and the service's tables in PostgreSQL (a URL such as "
+    "postgresql://dp@HOST/NAME; the [postgres] extra), so several service processes share "
+    "one budget and one set of users; the password from ~/.pgpass or PGPASSWORD, never the "
+    "command line. Also $DISTPRIVACY_DATABASE.",
 )
 def serve(
     state: str,

@@ -22,7 +22,6 @@ import hashlib
 import hmac
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -270,22 +269,12 @@ def write_anchor(key: bytes, path: Path, lock_file: Path, heads: dict[str, Head]
 
 
 def _replace(path: Path, data: bytes) -> None:
-    """``path`` replaced by ``data`` atomically: a temporary file (0600), fsync, rename (which
-    replaces a link, never writes through it), fsync of the directory."""
-    for stale in path.parent.glob(path.name + ".*.tmp"):
-        stale.unlink(missing_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    """``path`` replaced by ``data`` atomically, 0600 (:func:`distprivacy.outputs.atomic_write`:
+    a temporary file, fsync, rename, fsync of the directory; a link or any other non-regular
+    file at ``path`` is refused, never written through)."""
+    from distprivacy.outputs import OutputError, atomic_write
+
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise ChainError(f"cannot write the service's anchor {path.name}: {e.strerror}") from None
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+        atomic_write(path, data, mode=0o600)
+    except OutputError as e:
+        raise ChainError(f"cannot write the service's anchor {path.name}: {e}") from None
