@@ -602,24 +602,25 @@ class Store:
             rows = con.execute(
                 "SELECT id, name, role, secrets, created, mac FROM users ORDER BY id"
             ).fetchall()
-            users = []
-            for r in rows:
-                u = _user(r)
-                u["verified"] = self._valid(r[5], "user", r[0], r[1], r[2], r[3])
-                u["tokens"] = [
-                    {
-                        "id": t[0],
-                        "created": t[1],
-                        "revoked": t[2] or self._log_revocation(t[0]),
-                        "verified": self._valid(t[5], "token", t[0], u["id"], t[3], t[2], t[4]),
-                    }
-                    for t in con.execute(
-                        "SELECT id, created, revoked, hash, wrapped, mac FROM tokens"
-                        " WHERE user_id = ? ORDER BY id",
-                        (u["id"],),
-                    )
-                ]
-                users.append(u)
+            tokens = con.execute(
+                "SELECT id, created, revoked, hash, wrapped, mac, user_id FROM tokens ORDER BY id"
+            ).fetchall()  # one query for every user's tokens
+        by_user: dict[Any, list[dict[str, Any]]] = {}
+        for t in tokens:
+            by_user.setdefault(t[6], []).append(
+                {
+                    "id": t[0],
+                    "created": t[1],
+                    "revoked": t[2] or self._log_revocation(t[0]),
+                    "verified": self._valid(t[5], "token", t[0], t[6], t[3], t[2], t[4]),
+                }
+            )
+        users = []
+        for r in rows:
+            u = _user(r)
+            u["verified"] = self._valid(r[5], "user", r[0], r[1], r[2], r[3])
+            u["tokens"] = by_user.get(u["id"], [])
+            users.append(u)
         return users
 
     def _valid(self, mac: Any, kind: str, *fields: Any) -> bool:
